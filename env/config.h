@@ -1,0 +1,56 @@
+/* config.h -- loading runs (cluster + jobs) from YAML files with libyaml.
+ *
+ * A run file has top-level keys `model: v1`, `objective: cost|jct`,
+ * `cluster:`, `job:` (one job) or `jobs:` (several), and `include:` (a file
+ * name or a list of them, relative to the including file) whose top-level
+ * keys are merged in. Every key is described by one declarative table (name,
+ * kind, bounds, default, field) that the loader walks; sizes and rates may
+ * carry units (see units.h). Every error names file:line:column and the key
+ * path, e.g.
+ *
+ *   configs/x.yaml:12:7: cluster.types[1].mem: expected a size such as 16GiB, got "fast"
+ *
+ * Ownership: cfg_load() returns a cfg_run the caller frees with cfg_free().
+ */
+#ifndef STRATA_CONFIG_H
+#define STRATA_CONFIG_H
+
+#include <stddef.h>
+
+#include "env/model.h"
+
+typedef enum { CFG_OBJECTIVE_COST = 0, CFG_OBJECTIVE_JCT = 1 } cfg_objective;
+
+/* A loaded run: one cluster and one or more jobs. */
+typedef struct {
+    char path[1024];         /* the top file, as given */
+    cfg_objective objective; /* objective: cost (default) or jct */
+    model_cluster cluster;
+    int n_jobs;
+    model_job *jobs; /* [n_jobs] */
+} cfg_run;
+
+/* cfg_load reads path (and what it includes). Returns the run, or NULL with
+ * "file:line:col: key.path: message" in err[errlen]. */
+cfg_run *cfg_load(const char *path, char *err, size_t errlen);
+
+/* cfg_load_buffer is cfg_load on text held in memory (YAML or JSON); name is
+ * used in messages in place of a file name. `include:` is refused here so
+ * that a request can never name a file to read. */
+cfg_run *cfg_load_buffer(const char *name, const char *text, size_t len,
+                         char *err, size_t errlen);
+
+/* cfg_free releases a run; accepts NULL. */
+void cfg_free(cfg_run *run);
+
+/* cfg_load_placement reads a placement file for the plan of job on the
+ * run's cluster: top-level key `placement:`, a list with one entry per
+ * stage in order, each {workers: [node, ...], ps: [node, ...]} by node name
+ * (exactly plan->stages[s].units workers and n_ps ps names). Fills
+ * task_node[place_task_count(plan)] in the task order of place.h. Returns 0,
+ * or -1 with "file:line:col: placement[s].workers[i]: message" in err. */
+int cfg_load_placement(const char *path, const cfg_run *run,
+                       const model_plan *plan, int *task_node, char *err,
+                       size_t errlen);
+
+#endif
