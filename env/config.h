@@ -8,7 +8,13 @@
  * carry units (see units.h). Every error names file:line:column and the key
  * path, e.g.
  *
- *   configs/x.yaml:12:7: cluster.types[1].mem: expected a size such as 16GiB, got "fast"
+ *   configs/x.yaml:12:7: cluster.types[1].mem: expected a size such as 16GiB or 512MB, got "fast"
+ *
+ * Loading stops at the first error. Line and column are 1-based and point
+ * at the offending value, or at the mapping that lacks a required key.
+ * docs/config.md is the reference of every key, default and bound.
+ * Messages can hold two file paths; an err buffer of 2048 bytes or more
+ * avoids truncation (a shorter one is truncated, always NUL-terminated).
  *
  * Ownership: cfg_load() returns a cfg_run the caller frees with cfg_free().
  */
@@ -48,7 +54,9 @@ void cfg_free(cfg_run *run);
  * stage in order, each {workers: [node, ...], ps: [node, ...]} by node name
  * (exactly plan->stages[s].units workers and n_ps ps names). Fills
  * task_node[place_task_count(plan)] in the task order of place.h. Returns 0,
- * or -1 with "file:line:col: placement[s].workers[i]: message" in err. */
+ * or -1 with "file:line:col: placement[s].workers[i]: message" in err.
+ * Only names and counts are checked here (an infeasible plan is refused);
+ * whether a node has the right type and room is place_eval()'s check. */
 int cfg_load_placement(const char *path, const cfg_run *run,
                        const model_plan *plan, int *task_node, char *err,
                        size_t errlen);
