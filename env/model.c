@@ -53,6 +53,22 @@ double model_stage_throughput(double step, double B, int k, double alpha) {
     return (B / step) * (double)k / (1.0 + alpha * (double)(k - 1));
 }
 
+double model_curve_eval(const model_curve *curve, double p, double w) {
+    const double *th = curve->th;
+    double den = th[0] + th[1] * w / p + th[2] * w + th[3] * p;
+    return den > 0.0 ? w / den : INFINITY;
+}
+
+double model_curve_alpha(const model_curve *curve, int p) {
+    const double *th = curve->th;
+    double den = th[0] + th[1] / p + th[2] + th[3] * p;
+    return den > 0.0 ? (th[1] / p + th[2]) / den : 0.0;
+}
+
+double model_stage_alpha(const model_job *job, int n_ps) {
+    return job->curve.fitted ? model_curve_alpha(&job->curve, n_ps) : job->alpha;
+}
+
 void model_stage_eval(const model_job *job, const model_cluster *cl, int t,
                       int first, int last, model_stage *st) {
     model_span sum = {0, 0, 0, 0, 0};
@@ -84,9 +100,10 @@ void model_stage_fill(const model_job *job, const model_cluster *cl, int t,
     st->params = sum->params;
     double g = ceil(sum->params / job->shard);
     st->n_ps = g < 1.0 ? 1 : (g > 1e6 ? 1000000 : (int)g);
-    st->units = model_units(st->step, B, job->min_throughput, job->alpha);
+    double alpha = model_stage_alpha(job, st->n_ps);
+    st->units = model_units(st->step, B, job->min_throughput, alpha);
     st->throughput = st->units
-        ? model_stage_throughput(st->step, B, st->units, job->alpha) : 0.0;
+        ? model_stage_throughput(st->step, B, st->units, alpha) : 0.0;
 }
 
 static void fmt_bytes(char *buf, size_t len, double b) {
@@ -143,7 +160,7 @@ int model_eval(const model_job *job, const model_cluster *cl,
                      "throughput: stage %d (layers %s..%s on %s) peaks at %.6g samples/s, "
                      "below the target %.6g for any number of units",
                      s, job->layers[st->first].name, job->layers[st->last].name,
-                     ty->name, job->batch / (st->step * job->alpha),
+                     ty->name, job->batch / (st->step * model_stage_alpha(job, st->n_ps)),
                      job->min_throughput);
             plan->reason = MODEL_ERR_THROUGHPUT;
             plan->bad_stage = s;

@@ -77,6 +77,25 @@ typedef struct {
     double *zone_lat;     /* [n_zones * n_zones] or NULL */
 } model_cluster;
 
+/* One measured throughput of a job (Coach, Optimus; MODEL.md §4): the
+ * samples/s it ran at with `workers` worker tasks and `ps` ps tasks. */
+typedef struct {
+    int workers;       /* w >= 1 */
+    int ps;            /* p >= 1 */
+    double throughput; /* samples/s, > 0 */
+} model_point;
+
+/* Optimus's throughput curve f(p, w) = w / (th0 + th1 w/p + th2 w + th3 p),
+ * th >= 0, fitted to a job's measurements (solvers/fit.h). While `fitted`
+ * is 0 (the default of a zeroed job) the model uses the Amdahl law with the
+ * job's alpha. Once fitted, a stage with g_s ps tasks scales as the curve
+ * does: its serial fraction becomes model_curve_alpha(curve, g_s), so that
+ * theta_s(k) = (B / t_s) f(g_s, k) / f(g_s, 1) (docs/jobs.md). */
+typedef struct {
+    double th[4]; /* th0..th3 >= 0 */
+    int fitted;   /* 1: fitted to the job's measurements, used and reported */
+} model_curve;
+
 /* The job: layers in order and the training target. */
 typedef struct {
     char name[MODEL_NAME_MAX];
@@ -87,6 +106,9 @@ typedef struct {
     double min_throughput; /* R, samples/s */
     double alpha;          /* serial fraction of data parallelism, [0,1) */
     double shard;          /* bytes of parameters per ps task */
+    int n_points;          /* measured throughputs, 0 when none */
+    model_point *points;   /* [n_points] or NULL; owned by whoever built the job */
+    model_curve curve;     /* fitted curve; curve.fitted == 0 means Amdahl */
 } model_job;
 
 /* Why a plan is infeasible. */
@@ -145,6 +167,19 @@ int model_units(double step, double B, double R, double alpha);
 
 /* model_stage_throughput returns theta(k) = (B / step) k / (1 + alpha (k-1)). */
 double model_stage_throughput(double step, double B, int k, double alpha);
+
+/* model_curve_eval returns Optimus's f(p, w) = w / (th0 + th1 w/p + th2 w +
+ * th3 p) in samples/s (INFINITY when the denominator is 0). */
+double model_curve_eval(const model_curve *curve, double p, double w);
+
+/* model_curve_alpha returns the serial fraction at which the Amdahl law
+ * k / (1 + alpha (k-1)) equals the curve's speed-up f(p, k) / f(p, 1) for
+ * every k: (th1/p + th2) / (th0 + th1/p + th2 + th3 p); 0 when all th are 0. */
+double model_curve_alpha(const model_curve *curve, int p);
+
+/* model_stage_alpha returns the serial fraction a stage with n_ps ps tasks
+ * scales with: job->alpha, or model_curve_alpha of the job's fitted curve. */
+double model_stage_alpha(const model_job *job, int n_ps);
 
 /* model_stage_eval fills *st for a stage covering layers first..last on
  * type t: C, I, X, P, t_s, memory, W_s, g_s, k_s and theta_s(k_s) (units 0

@@ -218,7 +218,8 @@ int place_eval(const model_job *job, const model_cluster *cl,
         st->xfer = xfer;
         st->sync = sync;
         st->step = fmax(st->compute, st->io) + xfer + sync;
-        st->throughput = model_stage_throughput(st->step, B, st->units, job->alpha);
+        st->throughput = model_stage_throughput(st->step, B, st->units,
+                                                model_stage_alpha(job, st->n_ps));
     }
 
     double theta = INFINITY;

@@ -53,7 +53,8 @@ static inline void fixture_init(fixture *fx) {
     fx->nodes[1] = (model_node){"n1", FX_GPU, 2, 1, 0, 4e9, 1e-4, 0.01};
     fx->nodes[2] = (model_node){"n2", FX_GPU, 2, 2, 1, 4e9, 2e-4, 0.0};
     fx->cl = (model_cluster){2, fx->types, 3, fx->nodes, 2, fx->zones, 5e8, 1e-3, NULL, NULL};
-    fx->job = (model_job){"fx", 3, fx->layers, 100, 1e8, 1000, 0.05, MODEL_DEFAULT_SHARD};
+    fx->job = (model_job){"fx", 3, fx->layers, 100, 1e8, 1000, 0.05, MODEL_DEFAULT_SHARD,
+                          0, NULL, {{0, 0, 0, 0}, 0}};
 }
 
 /* Relative closeness for figures computed in a different order. */
