@@ -1,0 +1,43 @@
+/* main.c -- the `strata` program: dispatches to a subcommand.
+ *
+ * The table below is the list of subcommands; each lives in its own file
+ * under cli/ and is declared in cli.h.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+} command;
+
+static const command commands[] = {
+    {"cost", cmd_cost, "cost FILE --assign T1,T2,... [--placement P.yaml] [--json]   score a plan"},
+    {"check", cmd_check, "check FILE                                              validate a config"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: strata COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  strata %s\n", commands[i].usage);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "strata: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return CLI_USAGE;
+}
