@@ -1,0 +1,75 @@
+/* policy.h -- a trained placement policy, as the rest of strata uses it.
+ *
+ * A policy is loaded from an HDF5 checkpoint (nets/ckpt) and decodes a plan
+ * for any job on any cluster: a type per layer (the layer head) and, when
+ * the cluster lists nodes and the caller asks for it, a node per task (the
+ * node head, or a placement heuristic of solvers/placers). Decoding is
+ * greedy, or samples N plans and keeps the cheapest by the cost model.
+ *
+ * This is the contract between agent/ (which implements it) and its users:
+ * `strata solve --method policy`, the daemon and `strata eval`.
+ *
+ * Ownership: agent_policy_load returns a policy the caller frees with
+ * agent_policy_free (NULL accepted). A loaded policy is read-only while
+ * decoding: any number of threads may call agent_policy_decode on the same
+ * policy at once, each with its own agent_decode_result.
+ */
+#ifndef STRATA_AGENT_POLICY_H
+#define STRATA_AGENT_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "env/model.h"
+
+typedef struct agent_policy agent_policy;
+
+typedef enum {
+    AGENT_DECODE_GREEDY = 0, /* the most likely action at every step */
+    AGENT_DECODE_SAMPLE = 1, /* sample `samples` plans, keep the cheapest */
+} agent_decode_kind;
+
+typedef struct {
+    agent_decode_kind decode;
+    int samples;       /* plans sampled when decode == SAMPLE (>= 1) */
+    uint64_t seed;     /* sampling seed: same seed, same plan */
+    int place;         /* 0: plan only; 1: also place tasks on nodes */
+    const char *placement; /* NULL or "policy": the node head; else a
+                              solvers/placers method name ("aggregate", ...) */
+    int budget_ms;     /* stop sampling after this long (0: no limit) */
+} agent_decode_opts;
+
+typedef struct {
+    int *assign;      /* [n_layers] type per layer, caller-allocated */
+    int *task_node;   /* [tasks] node per task or NULL when place == 0;
+                         caller-allocated with room for the plan's tasks
+                         (agent_policy_max_tasks) */
+    model_plan *plan; /* caller-created (model_plan_create(n_layers));
+                         scored, and refined by place_eval when placed */
+    int samples_used; /* plans decoded */
+} agent_decode_result;
+
+/* agent_policy_load reads a checkpoint. Returns NULL with a message that
+ * names the file and what is wrong (missing, truncated, wrong format
+ * version, wrong feature schema, wrong shapes) in err[errlen]. */
+agent_policy *agent_policy_load(const char *path, char *err, size_t errlen);
+void agent_policy_free(agent_policy *p);
+
+/* agent_policy_decode decodes a plan for job on cl into res. Returns 0 when
+ * a feasible plan (and placement, if asked) was found; otherwise a
+ * model_reason with res->plan->why saying why, or -1 with err filled on bad
+ * options. Never changes the policy. */
+int agent_policy_decode(const agent_policy *p, const model_job *job,
+                        const model_cluster *cl, const agent_decode_opts *opts,
+                        agent_decode_result *res, char *err, size_t errlen);
+
+/* agent_policy_max_tasks bounds the tasks any plan of job can have on cl
+ * (sum over types of their count plus the ps tasks), for sizing task_node. */
+int agent_policy_max_tasks(const model_job *job, const model_cluster *cl);
+
+/* Facts about the loaded policy, for reports and the daemon's /metrics. */
+const char *agent_policy_path(const agent_policy *p); /* as loaded */
+int64_t agent_policy_step(const agent_policy *p);      /* training step */
+const char *agent_policy_hash(const agent_policy *p);  /* hex digest of the file's weights */
+
+#endif
