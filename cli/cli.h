@@ -15,5 +15,17 @@
 
 int cmd_cost(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_solve(int argc, char **argv);
+int cmd_place(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+
+/* cmd_solve_jobs is `strata solve` for several jobs (objective jct,
+ * cli/solve_jobs.c). cmd_solve calls it first with its own arguments; it
+ * returns CLI_NOT_JOBS when the run is a single-job one, for cmd_solve to
+ * handle, else the exit status. */
+#define CLI_NOT_JOBS (-1)
+int cmd_solve_jobs(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@
 #include "cli/report.h"
 #include "env/config.h"
 #include "env/place.h"
+#include "solvers/fit.h"
 
 /* Returns the job named `name` (or the first when name is NULL), printing
  * an error and returning NULL when there is no such job. */
@@ -62,6 +63,11 @@ int cmd_cost(int argc, char **argv) {
     cfg_run *run = cfg_load(argv[optind], err, sizeof err);
     if (!run) {
         fprintf(stderr, "strata: %s\n", err);
+        return CLI_USAGE;
+    }
+    if (fit_run(run, err, sizeof err) < 0) { /* jobs with measurements: solvers/fit.h */
+        fprintf(stderr, "strata: %s: %s\n", run->path, err);
+        cfg_free(run);
         return CLI_USAGE;
     }
     int status = CLI_USAGE;

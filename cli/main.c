@@ -17,6 +17,9 @@ typedef struct {
 static const command commands[] = {
     {"cost", cmd_cost, "cost FILE --assign T1,T2,... [--placement P.yaml] [--json]   score a plan"},
     {"check", cmd_check, "check FILE                                              validate a config"},
+    {"solve", cmd_solve, "solve FILE [--method exact|homogeneous|rule|greedy|random|genetic|anneal] [--budget-ms N] [--evals N] [--seed S] [--json]   find a plan"},
+    {"place", cmd_place, "place FILE --method spread|pack|aggregate|zone|best|all [--assign ...|--plan-method M] [--json]   place a plan's tasks on nodes"},
+    {"fit", cmd_fit, "fit FILE [--job NAME] [--max-speed] [--max-workers N] [--max-ps N] [--json]   fit a throughput curve to measurements"},
 };
 
 static void usage(FILE *f) {

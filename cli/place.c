@@ -264,7 +264,8 @@ int cmd_place(int argc, char **argv) {
         json_object_set_new(o, "tasks", tasks_json(cl, out, task_node));
         report_json_print(stdout, o);
     } else {
-        printf("plan from %s, placement by %s\n", plan_from, method_text);
+        printf("plan from %s, placement by %s (act = X_s', sync = P_s' on the links used)\n",
+               plan_from, method_text);
         report_plan_table(stdout, job, cl, out);
         print_tasks(job, cl, out, task_node);
     }

@@ -302,50 +302,27 @@ static int find_name(const char *name, const void *base, size_t stride, int n)
  * The declarative tables and the generic walker
  * ------------------------------------------------------------------------ */
 
-typedef enum {
-    FT_DOUBLE, /* a number with units (units), stored as double */
-    FT_INT,    /* a whole number, stored as int */
-    FT_NAME,   /* a name, stored as char[MODEL_NAME_MAX] */
-    FT_ENUM,   /* one of choices ("a|b"), stored as int index */
-    FT_LIST,   /* a sequence, left to the caller */
-    FT_MAP,    /* a mapping, left to the caller */
-    FT_ANY,    /* any node, left to the caller */
-} cfg_ftype;
-
-typedef enum { B_NONE, B_GT, B_GE, B_LT, B_LE } cfg_bound;
-
-typedef struct {
-    const char *key;
-    cfg_ftype type;
-    units_kind units;   /* FT_DOUBLE */
-    int required;
-    double def;         /* default of an optional scalar (-1: "absent" sentinel) */
-    cfg_bound lo_op;    /* lower bound, checked on given values only */
-    double lo;
-    cfg_bound hi_op;    /* upper bound */
-    double hi;
-    size_t off;         /* offset of the field in the struct */
-    const char *choices; /* FT_ENUM */
-} cfg_field;
+/* cfg_ftype, cfg_bound and cfg_field are declared in config.h (other
+ * loaders reuse the walker through cfg_doc, at the end of this file). */
 
 #define F_NUM(k, u, req, d, lop, lov, hop, hiv, T, m) \
-    {k, FT_DOUBLE, u, req, d, lop, lov, hop, hiv, offsetof(T, m), NULL}
+    {k, CFG_FT_DOUBLE, u, req, d, lop, lov, hop, hiv, offsetof(T, m), NULL}
 #define F_INT(k, req, d, lop, lov, T, m) \
-    {k, FT_INT, UNITS_COUNT, req, d, lop, lov, B_NONE, 0, offsetof(T, m), NULL}
+    {k, CFG_FT_INT, UNITS_COUNT, req, d, lop, lov, CFG_B_NONE, 0, offsetof(T, m), NULL}
 #define F_NAME(k, req, T, m) \
-    {k, FT_NAME, UNITS_NUMBER, req, 0, B_NONE, 0, B_NONE, 0, offsetof(T, m), NULL}
+    {k, CFG_FT_NAME, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), NULL}
 #define F_ENUM(k, ch, req, d, T, m) \
-    {k, FT_ENUM, UNITS_NUMBER, req, d, B_NONE, 0, B_NONE, 0, offsetof(T, m), ch}
-#define F_NODE(k, ft, req) {k, ft, UNITS_NUMBER, req, 0, B_NONE, 0, B_NONE, 0, 0, NULL}
+    {k, CFG_FT_ENUM, UNITS_NUMBER, req, d, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), ch}
+#define F_NODE(k, ft, req) {k, ft, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, 0, NULL}
 
 static const char *bound_op(cfg_bound b)
 {
     switch (b) {
-    case B_GT: return ">";
-    case B_GE: return ">=";
-    case B_LT: return "<";
-    case B_LE: return "<=";
-    case B_NONE: break;
+    case CFG_B_GT: return ">";
+    case CFG_B_GE: return ">=";
+    case CFG_B_LT: return "<";
+    case CFG_B_LE: return "<=";
+    case CFG_B_NONE: break;
     }
     return "";
 }
@@ -353,11 +330,11 @@ static const char *bound_op(cfg_bound b)
 static int bound_ok(cfg_bound b, double lim, double v)
 {
     switch (b) {
-    case B_GT: return v > lim;
-    case B_GE: return v >= lim;
-    case B_LT: return v < lim;
-    case B_LE: return v <= lim;
-    case B_NONE: break;
+    case CFG_B_GT: return v > lim;
+    case CFG_B_GE: return v >= lim;
+    case CFG_B_LT: return v < lim;
+    case CFG_B_LE: return v <= lim;
+    case CFG_B_NONE: break;
     }
     return 1;
 }
@@ -387,21 +364,21 @@ static int parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const cha
     char d[96], msg[512];
     const char *text;
     switch (f->type) {
-    case FT_LIST:
+    case CFG_FT_LIST:
         if (v->type == YAML_SEQUENCE_NODE)
             return 0;
         describe(v, d, sizeof d);
         return fail(c, v, path, "expected a list, got %s", d);
-    case FT_MAP:
+    case CFG_FT_MAP:
         if (v->type == YAML_MAPPING_NODE)
             return 0;
         describe(v, d, sizeof d);
         return fail(c, v, path, "expected a mapping, got %s", d);
-    case FT_ANY:
+    case CFG_FT_ANY:
         return 0;
-    case FT_DOUBLE:
-    case FT_INT: {
-        units_kind kind = f->type == FT_INT ? UNITS_COUNT : f->units;
+    case CFG_FT_DOUBLE:
+    case CFG_FT_INT: {
+        units_kind kind = f->type == CFG_FT_INT ? UNITS_COUNT : f->units;
         if (scalar_text(c, v, path, units_expect(kind), &text))
             return -1;
         double x;
@@ -410,22 +387,22 @@ static int parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const cha
         int lo = bound_ok(f->lo_op, f->lo, x), hi = bound_ok(f->hi_op, f->hi, x);
         if (!lo || !hi) {
             char b[128];
-            if (f->lo_op != B_NONE && f->hi_op != B_NONE)
+            if (f->lo_op != CFG_B_NONE && f->hi_op != CFG_B_NONE)
                 snprintf(b, sizeof b, "%s %g and %s %g", bound_op(f->lo_op), f->lo,
                          bound_op(f->hi_op), f->hi);
-            else if (f->lo_op != B_NONE)
+            else if (f->lo_op != CFG_B_NONE)
                 snprintf(b, sizeof b, "%s %g", bound_op(f->lo_op), f->lo);
             else
                 snprintf(b, sizeof b, "%s %g", bound_op(f->hi_op), f->hi);
             return fail(c, v, path, "must be %s, got \"%s\"", b, text);
         }
-        if (f->type == FT_INT)
+        if (f->type == CFG_FT_INT)
             *(int *)((char *)obj + f->off) = (int)x;
         else
             *(double *)((char *)obj + f->off) = x;
         return 0;
     }
-    case FT_NAME: {
+    case CFG_FT_NAME: {
         if (scalar_text(c, v, path, "a name", &text))
             return -1;
         if (!*text)
@@ -440,7 +417,7 @@ static int parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const cha
         memcpy((char *)obj + f->off, text, strlen(text) + 1);
         return 0;
     }
-    case FT_ENUM: {
+    case CFG_FT_ENUM: {
         if (scalar_text(c, v, path, "a name", &text))
             return -1;
         const char *ch = f->choices;
@@ -487,9 +464,9 @@ static int walk_map(cfg_ctx *c, yaml_node_t *map, const char *path, const char *
         keys[i] = vals[i] = NULL;
         if (f[i].required || !obj)
             continue;
-        if (f[i].type == FT_DOUBLE)
+        if (f[i].type == CFG_FT_DOUBLE)
             *(double *)((char *)obj + f[i].off) = f[i].def;
-        else if (f[i].type == FT_INT || f[i].type == FT_ENUM)
+        else if (f[i].type == CFG_FT_INT || f[i].type == CFG_FT_ENUM)
             *(int *)((char *)obj + f[i].off) = (int)f[i].def;
     }
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
@@ -555,36 +532,36 @@ typedef struct {
 static const cfg_field TOP_FIELDS[N_TOP] = {
     [TOP_MODEL] = F_ENUM("model", "v1", 0, 0, top_in, model),
     [TOP_OBJECTIVE] = F_ENUM("objective", "cost|jct", 0, CFG_OBJECTIVE_COST, top_in, objective),
-    [TOP_INCLUDE] = F_NODE("include", FT_ANY, 0),
-    [TOP_CLUSTER] = F_NODE("cluster", FT_MAP, 0),
-    [TOP_JOB] = F_NODE("job", FT_MAP, 0),
-    [TOP_JOBS] = F_NODE("jobs", FT_LIST, 0),
+    [TOP_INCLUDE] = F_NODE("include", CFG_FT_ANY, 0),
+    [TOP_CLUSTER] = F_NODE("cluster", CFG_FT_MAP, 0),
+    [TOP_JOB] = F_NODE("job", CFG_FT_MAP, 0),
+    [TOP_JOBS] = F_NODE("jobs", CFG_FT_LIST, 0),
 };
 
 enum { CL_TYPES, CL_ZONES, CL_INTER_BW, CL_INTER_LAT, CL_LINKS, CL_NODES, N_CL };
 static const cfg_field CLUSTER_FIELDS[N_CL] = {
-    [CL_TYPES] = F_NODE("types", FT_LIST, 1),
-    [CL_ZONES] = F_NODE("zones", FT_LIST, 0),
-    [CL_INTER_BW] = F_NUM("inter_bw", UNITS_RATE_BYTES, 0, 1.25e9, B_GT, 0, B_NONE, 0,
+    [CL_TYPES] = F_NODE("types", CFG_FT_LIST, 1),
+    [CL_ZONES] = F_NODE("zones", CFG_FT_LIST, 0),
+    [CL_INTER_BW] = F_NUM("inter_bw", UNITS_RATE_BYTES, 0, 1.25e9, CFG_B_GT, 0, CFG_B_NONE, 0,
                           model_cluster, inter_bw),
-    [CL_INTER_LAT] = F_NUM("inter_latency", UNITS_SECONDS, 0, 0.001, B_GE, 0, B_NONE, 0,
+    [CL_INTER_LAT] = F_NUM("inter_latency", UNITS_SECONDS, 0, 0.001, CFG_B_GE, 0, CFG_B_NONE, 0,
                            model_cluster, inter_latency),
-    [CL_LINKS] = F_NODE("links", FT_LIST, 0),
-    [CL_NODES] = F_NODE("nodes", FT_LIST, 0),
+    [CL_LINKS] = F_NODE("links", CFG_FT_LIST, 0),
+    [CL_NODES] = F_NODE("nodes", CFG_FT_LIST, 0),
 };
 
 enum { TY_NAME, TY_KIND, TY_FLOPS, TY_IO_BW, TY_NET_BW, TY_MEM, TY_PRICE, TY_COUNT, N_TY };
 static const cfg_field TYPE_FIELDS[N_TY] = {
     [TY_NAME] = F_NAME("name", 1, model_type, name),
     [TY_KIND] = F_ENUM("kind", "cpu|gpu", 1, 0, model_type, is_gpu),
-    [TY_FLOPS] = F_NUM("flops", UNITS_FLOPS, 1, 0, B_GT, 0, B_NONE, 0, model_type, flops),
-    [TY_IO_BW] = F_NUM("io_bw", UNITS_RATE_BYTES, 1, 0, B_GT, 0, B_NONE, 0, model_type, io_bw),
-    [TY_NET_BW] = F_NUM("net_bw", UNITS_RATE_BYTES, 1, 0, B_GT, 0, B_NONE, 0, model_type,
+    [TY_FLOPS] = F_NUM("flops", UNITS_FLOPS, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_type, flops),
+    [TY_IO_BW] = F_NUM("io_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_type, io_bw),
+    [TY_NET_BW] = F_NUM("net_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_type,
                         net_bw),
-    [TY_MEM] = F_NUM("mem", UNITS_BYTES, 1, 0, B_GT, 0, B_NONE, 0, model_type, mem),
-    [TY_PRICE] = F_NUM("price", UNITS_DOLLARS, 1, 0, B_GE, 0, B_NONE, 0, model_type, price),
+    [TY_MEM] = F_NUM("mem", UNITS_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_type, mem),
+    [TY_PRICE] = F_NUM("price", UNITS_DOLLARS, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_type, price),
     /* -1: absent; then derived from the nodes (see build_cluster) */
-    [TY_COUNT] = F_INT("count", 0, -1, B_GE, 0, model_type, count),
+    [TY_COUNT] = F_INT("count", 0, -1, CFG_B_GE, 0, model_type, count),
 };
 
 enum { ZO_NAME, N_ZO };
@@ -598,9 +575,9 @@ typedef struct {
 
 enum { LK_ZONES, LK_BW, LK_LAT, N_LK };
 static const cfg_field LINK_FIELDS[N_LK] = {
-    [LK_ZONES] = F_NODE("zones", FT_LIST, 1),
-    [LK_BW] = F_NUM("bw", UNITS_RATE_BYTES, 0, -1, B_GT, 0, B_NONE, 0, link_in, bw),
-    [LK_LAT] = F_NUM("latency", UNITS_SECONDS, 0, -1, B_GE, 0, B_NONE, 0, link_in, lat),
+    [LK_ZONES] = F_NODE("zones", CFG_FT_LIST, 1),
+    [LK_BW] = F_NUM("bw", UNITS_RATE_BYTES, 0, -1, CFG_B_GT, 0, CFG_B_NONE, 0, link_in, bw),
+    [LK_LAT] = F_NUM("latency", UNITS_SECONDS, 0, -1, CFG_B_GE, 0, CFG_B_NONE, 0, link_in, lat),
 };
 
 typedef struct {
@@ -613,47 +590,57 @@ enum { NO_NAME, NO_TYPE, NO_UNITS, NO_PS, NO_ZONE, NO_BW, NO_LAT, NO_LOSS, N_NO 
 static const cfg_field NODE_FIELDS[N_NO] = {
     [NO_NAME] = F_NAME("name", 1, node_in, n.name),
     [NO_TYPE] = F_NAME("type", 1, node_in, type),
-    [NO_UNITS] = F_INT("units", 1, 0, B_GE, 0, node_in, n.units),
-    [NO_PS] = F_INT("ps_slots", 0, 1, B_GE, 0, node_in, n.ps_slots),
+    [NO_UNITS] = F_INT("units", 1, 0, CFG_B_GE, 0, node_in, n.units),
+    [NO_PS] = F_INT("ps_slots", 0, 1, CFG_B_GE, 0, node_in, n.ps_slots),
     [NO_ZONE] = F_NAME("zone", 0, node_in, zone),
-    [NO_BW] = F_NUM("bw", UNITS_RATE_BYTES, 1, 0, B_GT, 0, B_NONE, 0, node_in, n.bw),
-    [NO_LAT] = F_NUM("latency", UNITS_SECONDS, 0, 0, B_GE, 0, B_NONE, 0, node_in, n.latency),
-    [NO_LOSS] = F_NUM("loss", UNITS_FRACTION, 0, 0, B_GE, 0, B_LT, 1, node_in, n.loss),
+    [NO_BW] = F_NUM("bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, node_in, n.bw),
+    [NO_LAT] = F_NUM("latency", UNITS_SECONDS, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, node_in, n.latency),
+    [NO_LOSS] = F_NUM("loss", UNITS_FRACTION, 0, 0, CFG_B_GE, 0, CFG_B_LT, 1, node_in, n.loss),
 };
 
-enum { JO_NAME, JO_BATCH, JO_SAMPLES, JO_MINTP, JO_ALPHA, JO_SHARD, JO_LAYERS, N_JO };
+enum { JO_NAME, JO_BATCH, JO_SAMPLES, JO_MINTP, JO_ALPHA, JO_SHARD, JO_LAYERS, JO_MEAS, N_JO };
 static const cfg_field JOB_FIELDS[N_JO] = {
     [JO_NAME] = F_NAME("name", 1, model_job, name),
-    [JO_BATCH] = F_NUM("batch", UNITS_NUMBER, 1, 0, B_GT, 0, B_NONE, 0, model_job, batch),
-    [JO_SAMPLES] = F_NUM("samples", UNITS_NUMBER, 1, 0, B_GT, 0, B_NONE, 0, model_job, samples),
-    [JO_MINTP] = F_NUM("min_throughput", UNITS_NUMBER, 1, 0, B_GT, 0, B_NONE, 0, model_job,
+    [JO_BATCH] = F_NUM("batch", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_job, batch),
+    [JO_SAMPLES] = F_NUM("samples", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_job, samples),
+    [JO_MINTP] = F_NUM("min_throughput", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_job,
                        min_throughput),
-    [JO_ALPHA] = F_NUM("alpha", UNITS_FRACTION, 0, MODEL_DEFAULT_ALPHA, B_GE, 0, B_LT, 1,
+    [JO_ALPHA] = F_NUM("alpha", UNITS_FRACTION, 0, MODEL_DEFAULT_ALPHA, CFG_B_GE, 0, CFG_B_LT, 1,
                        model_job, alpha),
-    [JO_SHARD] = F_NUM("shard", UNITS_BYTES, 0, MODEL_DEFAULT_SHARD, B_GT, 0, B_NONE, 0,
+    [JO_SHARD] = F_NUM("shard", UNITS_BYTES, 0, MODEL_DEFAULT_SHARD, CFG_B_GT, 0, CFG_B_NONE, 0,
                        model_job, shard),
-    [JO_LAYERS] = F_NODE("layers", FT_LIST, 1),
+    [JO_LAYERS] = F_NODE("layers", CFG_FT_LIST, 1),
+    [JO_MEAS] = F_NODE("measurements", CFG_FT_LIST, 0),
+};
+
+/* One measured throughput (docs/jobs.md): fitted by solvers/fit.h. */
+enum { ME_WORKERS, ME_PS, ME_TP, N_ME };
+static const cfg_field MEAS_FIELDS[N_ME] = {
+    [ME_WORKERS] = F_INT("workers", 1, 0, CFG_B_GE, 1, model_point, workers),
+    [ME_PS] = F_INT("ps", 1, 0, CFG_B_GE, 1, model_point, ps),
+    [ME_TP] = F_NUM("throughput", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_point,
+                    throughput),
 };
 
 enum { LA_NAME, LA_FLOPS, LA_IO, LA_ACT, LA_PARAMS, LA_MEM, N_LA };
 static const cfg_field LAYER_FIELDS[N_LA] = {
     [LA_NAME] = F_NAME("name", 1, model_layer, name),
-    [LA_FLOPS] = F_NUM("flops", UNITS_FLOP, 1, 0, B_GE, 0, B_NONE, 0, model_layer, flops),
-    [LA_IO] = F_NUM("io", UNITS_BYTES, 1, 0, B_GE, 0, B_NONE, 0, model_layer, io),
-    [LA_ACT] = F_NUM("act", UNITS_BYTES, 1, 0, B_GE, 0, B_NONE, 0, model_layer, act),
-    [LA_PARAMS] = F_NUM("params", UNITS_BYTES, 1, 0, B_GE, 0, B_NONE, 0, model_layer, params),
-    [LA_MEM] = F_NUM("mem", UNITS_BYTES, 1, 0, B_GE, 0, B_NONE, 0, model_layer, mem),
+    [LA_FLOPS] = F_NUM("flops", UNITS_FLOP, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, flops),
+    [LA_IO] = F_NUM("io", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, io),
+    [LA_ACT] = F_NUM("act", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, act),
+    [LA_PARAMS] = F_NUM("params", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, params),
+    [LA_MEM] = F_NUM("mem", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, mem),
 };
 
 enum { PL_PLACEMENT, N_PL };
 static const cfg_field PLACE_FIELDS[N_PL] = {
-    [PL_PLACEMENT] = F_NODE("placement", FT_LIST, 1),
+    [PL_PLACEMENT] = F_NODE("placement", CFG_FT_LIST, 1),
 };
 
 enum { PS_WORKERS, PS_PS, N_PS };
 static const cfg_field STAGE_FIELDS[N_PS] = {
-    [PS_WORKERS] = F_NODE("workers", FT_LIST, 1),
-    [PS_PS] = F_NODE("ps", FT_LIST, 1),
+    [PS_WORKERS] = F_NODE("workers", CFG_FT_LIST, 1),
+    [PS_PS] = F_NODE("ps", CFG_FT_LIST, 1),
 };
 
 /* check_dup fails when names[i] equals one of names[0..i-1] (struct
@@ -1278,6 +1265,27 @@ static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *
                         l->name, need, have, cl->types[big].name);
         }
     }
+    yaml_node_t *meas = vals[JO_MEAS];
+    if (meas) {
+        /* Four coefficients to fit: fewer points cannot pin them (FIT_MIN_POINTS). */
+        path_key(lp, sizeof lp, path, "measurements");
+        int m = seq_len(meas);
+        if (m < 4)
+            return fail(c, meas, lp, "the throughput curve has four coefficients: give at "
+                        "least 4 measurements, got %d", m);
+        job->points = calloc((size_t)m, sizeof *job->points);
+        if (!job->points)
+            return fail(c, meas, lp, "out of memory");
+        job->n_points = m;
+        for (int i = 0; i < m; i++) {
+            char p[128];
+            yaml_node_t *mkeys[N_ME], *mvals[N_ME];
+            path_index(p, sizeof p, lp, i);
+            if (walk_map(c, seq_at(c, meas, i), p, "a mapping", MEAS_FIELDS, N_ME,
+                         &job->points[i], mkeys, mvals))
+                return -1;
+        }
+    }
     return 0;
 }
 
@@ -1395,8 +1403,10 @@ void cfg_free(cfg_run *run)
     free(cl->zones);
     free(cl->zone_bw);
     free(cl->zone_lat);
-    for (int j = 0; j < run->n_jobs; j++)
+    for (int j = 0; j < run->n_jobs; j++) {
         free(run->jobs[j].layers);
+        free(run->jobs[j].points);
+    }
     free(run->jobs);
     free(run);
 }
@@ -1491,4 +1501,83 @@ int cfg_load_placement(const char *path, const cfg_run *run, const model_plan *p
 out:
     ctx_free(&c);
     return rc;
+}
+
+/* ---------------------------------------------------------------------------
+ * cfg_doc: the walker for other YAML files (see config.h)
+ * ------------------------------------------------------------------------ */
+
+struct cfg_doc {
+    cfg_ctx c; /* one file, index 0 */
+};
+
+cfg_doc *cfg_doc_load(const char *path, char *err, size_t errlen)
+{
+    cfg_doc *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    ctx_init(&d->c, err, errlen);
+    if (open_file(&d->c, path, -1, NULL, "") != 0) {
+        cfg_doc_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void cfg_doc_free(cfg_doc *d)
+{
+    if (!d)
+        return;
+    ctx_free(&d->c);
+    free(d);
+}
+
+yaml_node_t *cfg_doc_root(cfg_doc *d)
+{
+    return yaml_document_get_root_node(&d->c.files[0]->doc);
+}
+
+yaml_node_t *cfg_doc_node(cfg_doc *d, int id)
+{
+    return yaml_document_get_node(&d->c.files[0]->doc, id);
+}
+
+int cfg_doc_walk(cfg_doc *d, yaml_node_t *map, const char *path, const char *what,
+                 const cfg_field *f, int nf, void *obj, yaml_node_t **keys, yaml_node_t **vals,
+                 char *err, size_t errlen)
+{
+    d->c.err = err;
+    d->c.errlen = errlen;
+    d->c.cur = 0;
+    return walk_map(&d->c, map, path, what, f, nf, obj, keys, vals);
+}
+
+int cfg_doc_value(cfg_doc *d, const cfg_field *f, yaml_node_t *v, const char *path, void *obj,
+                  char *err, size_t errlen)
+{
+    d->c.err = err;
+    d->c.errlen = errlen;
+    d->c.cur = 0;
+    return parse_field(&d->c, f, v, path, obj);
+}
+
+int cfg_doc_fail(cfg_doc *d, const yaml_node_t *at, const char *path, char *err,
+                 size_t errlen, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    d->c.err = err;
+    d->c.errlen = errlen;
+    d->c.cur = 0;
+    return fail(&d->c, at, path, "%s", msg);
+}
+
+const char *cfg_doc_path(const cfg_doc *d)
+{
+    return d->c.files[0]->path;
 }

@@ -390,7 +390,7 @@ static void test_key_errors(void **state)
         /* nothing close: list the valid keys */
         {"  samples: 1e6", "  epochs: 3",
          "@:4:3: job.epochs: unknown key (valid keys: name, batch, samples, min_throughput, "
-         "alpha, shard, layers)"},
+         "alpha, shard, layers, measurements)"},
         /* top level */
         {"^", "clusters: {}\n", "@:1:1: clusters: unknown key (did you mean 'cluster'?)"},
         /* missing key: reported at the type's mapping, line 19 col 7 */

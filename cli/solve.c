@@ -1,0 +1,181 @@
+/* solve.c -- `strata solve`: find a layer-to-type plan with one method.
+ *
+ * `strata solve FILE --method M [--budget-ms N] [--evals N] [--seed S]
+ * [--job NAME] [--json]` loads a run, solves the plan of one job with
+ * solvers/solve.h and prints the plan as `strata cost` does, followed by
+ * the method, whether the plan is proven optimal (and the lower bound when
+ * known), the evaluations made and the wall time. With --json it prints
+ * report_plan_json's object with the keys method, optimal, lower_bound
+ * (when known), seconds, evaluations, stopped and, when no plan was found,
+ * found: false, infeasible and reason. Exit status: 0 a plan was found,
+ * 1 none was, 2 bad usage or input.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/report.h"
+#include "env/config.h"
+#include "solvers/fit.h"
+#include "solvers/solve.h"
+
+static void solve_usage(FILE *f) {
+    fprintf(f, "usage: strata solve FILE [--method M] [--budget-ms N] [--evals N] [--seed S] "
+               "[--job NAME] [--json]\n  methods:");
+    for (int m = 0; m < SOLVE_N_METHODS; m++) fprintf(f, " %s", solve_method_name((solve_method)m));
+    fprintf(f, " (default exact)\n  --budget-ms: wall-clock budget, default %ld (0: none)\n"
+               "  --evals: evaluation budget of random/genetic/anneal, default %ld\n",
+            SOLVE_DEFAULT_BUDGET_MS, SOLVE_DEFAULT_EVALS);
+}
+
+/* Parses a non-negative integer option; prints an error and returns -1 on
+ * bad text. */
+static long long parse_count(const char *opt, const char *text) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < 0) {
+        fprintf(stderr, "strata solve: %s: expected a non-negative integer, got '%s'\n", opt, text);
+        return -1;
+    }
+    return v;
+}
+
+int cmd_solve(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"method", required_argument, 0, 'm'},
+        {"budget-ms", required_argument, 0, 'b'},
+        {"evals", required_argument, 0, 'e'},
+        {"seed", required_argument, 0, 's'},
+        {"job", required_argument, 0, 'j'},
+        {"json", no_argument, 0, 'J'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    int jobs_status = cmd_solve_jobs(argc, argv); /* several jobs: cli/solve_jobs.c */
+    if (jobs_status != CLI_NOT_JOBS) return jobs_status;
+    solve_opts so;
+    solve_opts_default(&so);
+    const char *job_name = NULL;
+    int as_json = 0, c;
+    long long v;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:b:e:s:j:Jh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': {
+            int m = solve_method_parse(optarg);
+            if (m < 0) {
+                fprintf(stderr, "strata solve: --method: unknown method '%s'\n", optarg);
+                solve_usage(stderr);
+                return CLI_USAGE;
+            }
+            so.method = (solve_method)m;
+            break;
+        }
+        case 'b':
+            if ((v = parse_count("--budget-ms", optarg)) < 0) return CLI_USAGE;
+            so.budget_ms = (long)v;
+            break;
+        case 'e':
+            if ((v = parse_count("--evals", optarg)) < 0) return CLI_USAGE;
+            if (v == 0) {
+                fprintf(stderr, "strata solve: --evals: must be at least 1\n");
+                return CLI_USAGE;
+            }
+            so.max_evals = (long)v;
+            break;
+        case 's':
+            if ((v = parse_count("--seed", optarg)) < 0) return CLI_USAGE;
+            so.seed = (uint64_t)v;
+            break;
+        case 'j': job_name = optarg; break;
+        case 'J': as_json = 1; break;
+        case 'h': solve_usage(stdout); return CLI_OK;
+        default: solve_usage(stderr); return CLI_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        solve_usage(stderr);
+        return CLI_USAGE;
+    }
+
+    char err[1024];
+    cfg_run *run = cfg_load(argv[optind], err, sizeof err);
+    if (!run) {
+        fprintf(stderr, "strata: %s\n", err);
+        return CLI_USAGE;
+    }
+    if (fit_run(run, err, sizeof err) < 0) { /* jobs with measurements: solvers/fit.h */
+        fprintf(stderr, "strata: %s: %s\n", run->path, err);
+        cfg_free(run);
+        return CLI_USAGE;
+    }
+    int status = CLI_USAGE;
+    solve_result *res = NULL;
+    const model_job *job = &run->jobs[0];
+    if (job_name) {
+        job = NULL;
+        for (int j = 0; j < run->n_jobs; j++)
+            if (!strcmp(run->jobs[j].name, job_name)) job = &run->jobs[j];
+        if (!job) {
+            fprintf(stderr, "strata: %s: no job named '%s'\n", run->path, job_name);
+            goto done;
+        }
+    }
+    res = solve_result_create(job->n_layers);
+    if (!res) {
+        fprintf(stderr, "strata: out of memory\n");
+        goto done;
+    }
+    int rc = solve_run(job, &run->cluster, &so, res);
+    if (rc == SOLVE_ERROR) {
+        fprintf(stderr, "strata: %s\n", res->why);
+        status = CLI_FAIL;
+        goto done;
+    }
+    const char *method = solve_method_name(so.method);
+    int known_lb = !isnan(res->lower_bound) && isfinite(res->lower_bound);
+    if (as_json) {
+        json_t *o;
+        if (rc == 0) {
+            o = report_plan_json(job, &run->cluster, res->plan);
+        } else {
+            o = json_object();
+            json_object_set_new(o, "feasible", json_false());
+            json_object_set_new(o, "reason", json_string(res->why));
+            json_object_set_new(o, "assignment", json_null());
+            json_object_set_new(o, "cost", json_null());
+            json_object_set_new(o, "throughput", json_null());
+            json_object_set_new(o, "infeasible", json_boolean(res->infeasible));
+        }
+        json_object_set_new(o, "found", json_boolean(rc == 0));
+        json_object_set_new(o, "method", json_string(method));
+        json_object_set_new(o, "optimal", json_boolean(res->optimal));
+        if (known_lb) json_object_set_new(o, "lower_bound", json_real(res->lower_bound));
+        json_object_set_new(o, "stopped", json_boolean(res->stopped));
+        json_object_set_new(o, "seconds", json_real(res->seconds));
+        json_object_set_new(o, "evaluations", json_integer(res->evaluations));
+        report_json_print(stdout, o);
+    } else {
+        if (rc == 0) report_plan_table(stdout, job, &run->cluster, res->plan);
+        else printf("no feasible plan: %s\n", res->why);
+        printf("method: %s", method);
+        if (rc == 0)
+            printf(", %s", res->optimal ? "proven optimal"
+                                        : so.method == SOLVE_EXACT ? "not proven optimal"
+                                                                   : "not proven optimal (heuristic)");
+        if (known_lb && !res->optimal) printf(", lower bound $%.6g", res->lower_bound);
+        if (res->stopped) printf(", stopped by the budget");
+        printf("\nevaluations: %ld, wall time: %.3f s\n", res->evaluations, res->seconds);
+    }
+    status = rc == 0 ? CLI_OK : CLI_FAIL;
+
+done:
+    solve_result_free(res);
+    cfg_free(run);
+    return status;
+}
