@@ -27,7 +27,8 @@ static void solve_usage(FILE *f) {
     fprintf(f, "usage: strata solve FILE [--method M] [--budget-ms N] [--evals N] [--seed S] "
                "[--job NAME] [--json]\n  methods:");
     for (int m = 0; m < SOLVE_N_METHODS; m++) fprintf(f, " %s", solve_method_name((solve_method)m));
-    fprintf(f, " (default exact)\n  --budget-ms: wall-clock budget, default %ld (0: none)\n"
+    fprintf(f, " (default exact)\n  several jobs (objective: jct): --method sequential|smd "
+               "[--plan-method M]\n  --budget-ms: wall-clock budget, default %ld (0: none)\n"
                "  --evals: evaluation budget of random/genetic/anneal, default %ld\n",
             SOLVE_DEFAULT_BUDGET_MS, SOLVE_DEFAULT_EVALS);
 }
