@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (installs what is missing, builds) and runs strata's main job on
 # the shipped default config (configs/default.yaml: the CTR model on the
-# mixed AWS-style cluster): validates the config, then scores the plan
-# people write by hand (embeddings on CPU servers, the rest on A100s)
-# against the all-A100 plan.
+# mixed AWS-style cluster): validates the config, finds the proven optimal
+# plan, compares it with the plans people use, and places its tasks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONFIG=${1:-configs/default.yaml}
@@ -13,8 +12,16 @@ S=build/strata
 
 $S check "$CONFIG"
 echo
-echo "== hand rule: embeddings on CPU servers, dense layers on A100"
-$S cost "$CONFIG" --assign A100,CPU,CPU,CPU,CPU,CPU,CPU,A100,A100,A100,A100 || true
+echo "== the optimal plan (strata solve --method exact)"
+$S solve "$CONFIG" --method exact
 echo
-echo "== all on A100"
-$S cost "$CONFIG" --assign A100 || true
+echo "== against the baselines"
+printf '%-12s %12s %14s\n' method 'cost ($)' 'samples/s'
+for m in exact homogeneous rule greedy anneal; do
+  $S solve "$CONFIG" --method "$m" --json |
+    sed -n 's/^  "\(cost\|throughput\)": \(.*\),$/\2/p' | paste -sd' ' |
+    { read -r c t; printf '%-12s %12.2f %14.0f\n' "$m" "$c" "$t"; }
+done
+echo
+echo "== its tasks on the cluster's nodes (strata place --method best)"
+$S place "$CONFIG" --method best --plan-method exact
