@@ -20,6 +20,7 @@ int cmd_place(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 /* cmd_solve_jobs is `strata solve` for several jobs (objective jct,
  * cli/solve_jobs.c). cmd_solve calls it first with its own arguments; it

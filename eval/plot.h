@@ -1,0 +1,39 @@
+/* plot.h -- the evaluation's plots, drawn by gnuplot (Debian's gnuplot-nox).
+ *
+ * For every plot a tab-separated data file and a gnuplot script are
+ * written to OUT/plots/ (so a reader can restyle any plot by editing the
+ * script and running `gnuplot NAME.gp` there), then gnuplot renders
+ * NAME.png with the pngcairo terminal. Every plot has a title, axis labels
+ * with units and a legend. The plots, each made when the run has rows for
+ * it:
+ *
+ *   cost_by_method      training cost ($) per instance, one bar per method
+ *   jct_by_method       sum of completion times (h) per batch and method
+ *   gap_by_method       distribution of the gap to exact (%), a box per method
+ *   time_vs_layers      solve time (s) against the job's layers, per method
+ *   throughput_by_method, cross_node_by_method, cross_zone_by_method
+ *                       placed rows: throughput' (samples/s) and traffic
+ *                       per step (MB) per instance and method
+ *   learning_curve      the training log named by learning_curve: in the config
+ *
+ * gnuplot's own messages go to OUT/plots/gnuplot.log.
+ */
+#ifndef STRATA_EVAL_PLOT_H
+#define STRATA_EVAL_PLOT_H
+
+#include <stddef.h>
+
+#include "eval/instances.h"
+#include "eval/report.h"
+#include "eval/run.h"
+#include "eval/spec.h"
+
+/* eval_plots_make writes and renders every plot that applies into
+ * out_dir/plots and lists them in *made (and those skipped, with why).
+ * no_times skips time_vs_layers. Returns 0, or -1 with err when a file
+ * cannot be written or gnuplot fails (those made so far are listed). */
+int eval_plots_make(const char *out_dir, const eval_spec *spec, const eval_instance *inst,
+                    int n_inst, const eval_row *rows, int n_rows, int no_times,
+                    eval_plots *made, char *err, size_t errlen);
+
+#endif
