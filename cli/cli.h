@@ -9,6 +9,10 @@
 #ifndef STRATA_CLI_H
 #define STRATA_CLI_H
 
+#include <stdint.h>
+
+#include "env/config.h"
+
 #define CLI_OK 0
 #define CLI_FAIL 1
 #define CLI_USAGE 2
@@ -21,6 +25,12 @@ int cmd_fit(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+
+/* cli_solve_policy is `strata solve --method policy` (cli/train.c): decodes
+ * the policy checkpoint `ckpt` on job (greedy, or the best of `samples`
+ * sampled plans when samples > 1) and prints it as cmd_solve does. */
+int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt, int samples,
+                     uint64_t seed, int as_json);
 
 /* cmd_solve_jobs is `strata solve` for several jobs (objective jct,
  * cli/solve_jobs.c). cmd_solve calls it first with its own arguments; it

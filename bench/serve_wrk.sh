@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# serve_wrk.sh -- benchmark `strata serve` with wrk on loopback.
+#
+# Starts the daemon on 127.0.0.1 (ephemeral port, 2 request threads, its
+# request log written to /dev/null: each line is still formatted and
+# written), warms it up, then runs wrk (Debian's package) posting a 32-layer
+# job on a 64-node cluster to /v1/place (bench/wrk/place.lua) and prints
+# requests per second, latency percentiles and the daemon's resident memory
+# before and after. Every step is bounded in time.
+#
+#   bench/serve_wrk.sh [--policy FILE.h5] [--duration S] [--connections N]
+#                      [--miss] [--million] [--cost] [--bin PATH]
+#
+#   --policy F     the policy plans and places (default: no policy; the
+#                  requests name plan_method greedy and placement zone)
+#   --duration S   seconds of the measured run (default 10)
+#   --connections  concurrent connections (default 16)
+#   --miss         every request a different body (no parse-cache hits)
+#   --million      then keep posting until a million requests were answered
+#                  and report resident memory along the way
+#   --cost         post the same job to /v1/cost with a given plan instead:
+#                  no planner runs, so this is the daemon's own cost
+#   --bin PATH     the strata program (default $STRATA_BIN or build/strata)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=${STRATA_BIN:-build/strata}
+POLICY=""
+DURATION=10
+CONN=16
+MISS=""
+MILLION=0
+COST=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --policy) POLICY=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --connections) CONN=$2; shift 2 ;;
+    --miss) MISS=miss; shift ;;
+    --million) MILLION=1; shift ;;
+    --cost) COST=1; shift ;;
+    --bin) BIN=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) echo "serve_wrk.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+command -v wrk >/dev/null || { echo "serve_wrk.sh: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
+[ -x "$BIN" ] || { echo "serve_wrk.sh: no strata program at $BIN (build first, or --bin)" >&2; exit 2; }
+
+TMP=$(mktemp -d)
+PID=""
+cleanup() {
+  if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
+    kill -TERM "$PID" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$PID" 2>/dev/null || true
+  fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+MODE=greedy
+ARGS=(serve --listen 127.0.0.1:0 --threads 2)
+if [ -n "$POLICY" ]; then MODE=policy; ARGS+=(--policy "$POLICY"); fi
+"$BIN" "${ARGS[@]}" >"$TMP/out" 2>/dev/null &
+PID=$!
+PORT=""
+for _ in $(seq 100); do
+  PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$TMP/out")
+  [ -n "$PORT" ] && break
+  kill -0 "$PID" 2>/dev/null || { echo "serve_wrk.sh: the daemon did not start" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$PORT" ] || { echo "serve_wrk.sh: the daemon did not say its port" >&2; exit 1; }
+URL="http://127.0.0.1:$PORT/v1/place"
+if [ "$COST" = 1 ]; then MODE=cost; URL="http://127.0.0.1:$PORT/v1/cost"; fi
+
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$PID/status"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$PID/stat"; }  # user + system
+TCK=$(getconf CLK_TCK)
+
+# wrk with a hard time limit; prints its RESULT line.
+run_wrk() {
+  local secs=$1
+  timeout $((secs + 60)) wrk -t2 -c"$CONN" -d"${secs}s" --timeout 10s \
+    -s bench/wrk/place.lua "$URL" -- "$MODE" $MISS | grep '^RESULT'
+}
+
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "daemon: $BIN serve --threads 2 on 127.0.0.1:$PORT, mode $MODE${MISS:+, every body new}"
+echo "request: POST ${URL##*$PORT}, 32 layers, 64 nodes; wrk -t2 -c$CONN"
+
+WARM=$(run_wrk 2)
+if [ "$(field non2xx "$WARM")" != 0 ] || [ "$(field socket_errors "$WARM")" != 0 ]; then
+  echo "serve_wrk.sh: the warm-up got errors: $WARM" >&2
+  exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+  printf 'POST /v1/place HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}' >&3
+  cat <&3 >&2 || true
+  exit 1
+fi
+RSS0=$(rss_kib)
+T0=$(cpu_ticks)
+MAIN=$(run_wrk "$DURATION")
+T1=$(cpu_ticks)
+RSS1=$(rss_kib)
+echo "$MAIN"
+printf 'requests/s %s   latency p50 %s ms  p90 %s ms  p99 %s ms  p99.9 %s ms  max %s ms   non-2xx %s, socket errors %s\n' \
+  "$(field rps "$MAIN")" "$(field p50_ms "$MAIN")" "$(field p90_ms "$MAIN")" \
+  "$(field p99_ms "$MAIN")" "$(field p999_ms "$MAIN")" "$(field max_ms "$MAIN")" \
+  "$(field non2xx "$MAIN")" "$(field socket_errors "$MAIN")"
+echo "resident memory: ${RSS0} KiB before, ${RSS1} KiB after $(field requests "$MAIN") requests"
+awk -v t="$((T1 - T0))" -v hz="$TCK" -v n="$(field requests "$MAIN")" 'BEGIN {
+  printf "daemon CPU: %.1f s over the run, %.0f us per request (user + system, all its threads)\n", t / hz, n ? 1e6 * t / hz / n : 0 }'
+
+if [ "$MILLION" = 1 ]; then
+  TOTAL=$(( $(field requests "$WARM") + $(field requests "$MAIN") ))
+  RUNS=0
+  while [ "$TOTAL" -lt 1000000 ] && [ "$RUNS" -lt 60 ]; do
+    R=$(run_wrk 30)
+    TOTAL=$((TOTAL + $(field requests "$R")))
+    RUNS=$((RUNS + 1))
+    echo "after $TOTAL requests: $(rss_kib) KiB resident, rps $(field rps "$R"), p99 $(field p99_ms "$R") ms, non-2xx $(field non2xx "$R")"
+  done
+  echo "resident memory: ${RSS0} KiB after warm-up, $(rss_kib) KiB after $TOTAL requests"
+fi

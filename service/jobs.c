@@ -1,0 +1,187 @@
+/* jobs.c -- a small table of registered jobs with refcounted entries.
+ *
+ * A few hundred jobs at most: a flat array searched by name is plenty.
+ */
+#include "service/jobs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct jobs_registry {
+    pthread_mutex_t mu;
+    int max;
+    int n;
+    jobs_entry **e; /* [max] */
+    uint64_t version;
+};
+
+jobs_registry *jobs_create(int max_jobs) {
+    if (max_jobs < 1) max_jobs = 1;
+    jobs_registry *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->e = calloc((size_t)max_jobs, sizeof *r->e);
+    if (!r->e) {
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    r->max = max_jobs;
+    return r;
+}
+
+static void entry_free(jobs_entry *e) {
+    if (!e) return;
+    if (e->ext && e->ext_free) e->ext_free(e->ext);
+    json_decref(e->doc);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+void jobs_free(jobs_registry *r) {
+    if (!r) return;
+    for (int i = 0; i < r->n; i++) entry_free(r->e[i]);
+    pthread_mutex_destroy(&r->mu);
+    free(r->e);
+    free(r);
+}
+
+int jobs_name_ok(const char *name, char *err, size_t errlen) {
+    size_t n = strlen(name);
+    if (n == 0 || n >= JOBS_NAME_MAX) {
+        snprintf(err, errlen, "a job name has 1 to %d characters, got %zu", JOBS_NAME_MAX - 1,
+                 n);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (alnum || (i > 0 && (c == '-' || c == '.' || c == '_'))) continue;
+        snprintf(err, errlen, "a job name is letters, digits, '-', '.' and '_' (starting "
+                 "with a letter or digit); character %zu is not allowed", i + 1);
+        return -1;
+    }
+    return 0;
+}
+
+static int find_locked(jobs_registry *r, const char *name) {
+    for (int i = 0; i < r->n; i++)
+        if (!strcmp(r->e[i]->name, name)) return i;
+    return -1;
+}
+
+/* Drops a reference with the mutex held; returns 1 when it was the last. */
+static int unref_locked(jobs_entry *e) { return --e->refs == 0; }
+
+int jobs_put(jobs_registry *r, const char *name, json_t *doc, int n_layers,
+             uint64_t *version, char *err, size_t errlen) {
+    jobs_entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        json_decref(doc);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->doc = doc;
+    e->n_layers = n_layers;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    e->registered_at = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    pthread_mutex_init(&e->mu, NULL);
+    e->refs = 1;
+    jobs_entry *old = NULL;
+    pthread_mutex_lock(&r->mu);
+    int i = find_locked(r, name);
+    if (i < 0 && r->n >= r->max) {
+        pthread_mutex_unlock(&r->mu);
+        entry_free(e);
+        snprintf(err, errlen, "the registry holds %d jobs already (its limit); delete one first",
+                 r->max);
+        return -1;
+    }
+    e->version = ++r->version;
+    if (version) *version = e->version;
+    if (i >= 0) {
+        old = unref_locked(r->e[i]) ? r->e[i] : NULL;
+        r->e[i] = e;
+    } else {
+        r->e[r->n++] = e;
+    }
+    pthread_mutex_unlock(&r->mu);
+    entry_free(old);
+    return i < 0 ? 1 : 0;
+}
+
+jobs_entry *jobs_get(jobs_registry *r, const char *name) {
+    pthread_mutex_lock(&r->mu);
+    int i = find_locked(r, name);
+    jobs_entry *e = i >= 0 ? r->e[i] : NULL;
+    if (e) e->refs++;
+    pthread_mutex_unlock(&r->mu);
+    return e;
+}
+
+void jobs_release(jobs_registry *r, jobs_entry *e) {
+    if (!e) return;
+    pthread_mutex_lock(&r->mu);
+    int dead = unref_locked(e);
+    pthread_mutex_unlock(&r->mu);
+    if (dead) entry_free(e);
+}
+
+int jobs_delete(jobs_registry *r, const char *name) {
+    pthread_mutex_lock(&r->mu);
+    int i = find_locked(r, name);
+    if (i < 0) {
+        pthread_mutex_unlock(&r->mu);
+        return -1;
+    }
+    jobs_entry *e = r->e[i];
+    r->e[i] = r->e[--r->n];
+    r->e[r->n] = NULL;
+    int dead = unref_locked(e);
+    pthread_mutex_unlock(&r->mu);
+    if (dead) entry_free(e);
+    return 0;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "name")),
+                  json_string_value(json_object_get(*(json_t *const *)b, "name")));
+}
+
+json_t *jobs_list(jobs_registry *r) {
+    pthread_mutex_lock(&r->mu);
+    int n = r->n;
+    json_t **rows = calloc((size_t)(n ? n : 1), sizeof *rows);
+    for (int i = 0; rows && i < n; i++) {
+        jobs_entry *e = r->e[i];
+        rows[i] = json_pack("{s:s, s:I, s:i, s:f}", "name", e->name, "version",
+                            (json_int_t)e->version, "layers", e->n_layers, "registered_at",
+                            e->registered_at);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!rows) return NULL;
+    json_t *arr = json_array();
+    int ok = arr != NULL;
+    for (int i = 0; i < n; i++) ok = ok && rows[i];
+    if (ok) {
+        qsort(rows, (size_t)n, sizeof *rows, by_name);
+        for (int i = 0; i < n; i++) json_array_append(arr, rows[i]);
+    }
+    for (int i = 0; i < n; i++) json_decref(rows[i]);
+    free(rows);
+    if (!ok) {
+        json_decref(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+int jobs_count(jobs_registry *r) {
+    pthread_mutex_lock(&r->mu);
+    int n = r->n;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}

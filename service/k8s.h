@@ -1,0 +1,50 @@
+/* k8s.h -- the daemon as a Kubernetes scheduler extender.
+ *
+ * kube-scheduler calls an extender over HTTP with the types of
+ * k8s.io/kube-scheduler/extender/v1, whose JSON keys are the Go field
+ * names: POST /k8s/filter takes ExtenderArgs {Pod, Nodes | NodeNames} and
+ * answers ExtenderFilterResult {Nodes | NodeNames, FailedNodes, Error};
+ * POST /k8s/prioritize takes the same arguments and answers a
+ * HostPriorityList [{Host, Score}] with scores from 0 to 10.
+ *
+ * A training pod is recognised by the Kubeflow training-operator labels
+ * (training.kubeflow.org/job-name, .../replica-type ps|worker,
+ * .../replica-index) or Volcano's (volcano.sh/job-name, volcano.sh/task-spec
+ * ps|worker, the index from volcano.sh/task-index or the pod name's "-N").
+ * Its job must be registered (PUT /v1/jobs/{name}): the extender plans the
+ * job on the nodes it has been shown (types from node.kubernetes.io/
+ * instance-type, zones from topology.kubernetes.io/zone, GPU units from
+ * the allocatable resources, figures from strata.io annotations or the
+ * registered cluster's nodes) with the loaded policy, or with the
+ * registered plan_method and placer when none is loaded (greedy and zone
+ * by default), keeps that decision while the nodes and the policy stay the
+ * same, and maps the pod to its task: worker i is the i-th worker of the
+ * plan in stage order, ps j the j-th ps task. Filter keeps the nodes of the
+ * worker's stage type; prioritize gives 10 to the planned node, 7 to nodes
+ * that fit in its zone, 4 to nodes that fit elsewhere, 0 to the rest. Pods
+ * it does not know, or that the plan has no task for, pass unfiltered with
+ * score 0 on every node. docs/serve.md describes the deployment.
+ */
+#ifndef STRATA_SERVICE_K8S_H
+#define STRATA_SERVICE_K8S_H
+
+#include <jansson.h>
+
+#include "service/api.h"
+#include "service/jobs.h"
+#include "service/web.h"
+
+/* Extender scores range over 0..K8S_MAX_SCORE (MaxExtenderPriority). */
+#define K8S_MAX_SCORE 10
+
+/* The handlers of POST /k8s/filter and POST /k8s/prioritize. */
+void k8s_filter(const api_env *env, const web_request *req, web_reply *rep);
+void k8s_prioritize(const api_env *env, const web_request *req, web_reply *rep);
+
+/* k8s_job_state_json returns what the extender knows of a registered job:
+ * {nodes_seen, feasible, reason?, plan_from, placement_by, workers [{index,
+ * stage, type, node, zone}], ps [...]} or json null when it has not planned
+ * it yet. Locks the entry's mutex. */
+json_t *k8s_job_state_json(jobs_entry *e);
+
+#endif

@@ -1,0 +1,93 @@
+/* server.h -- the placement daemon: HTTP on libmicrohttpd, routing, safety.
+ *
+ * srv_start binds the address (loopback unless told otherwise), starts a
+ * pool of libmicrohttpd threads and serves:
+ *
+ *   POST /v1/place /v1/cost /v1/solve    (service/api.h)
+ *   GET /v1/jobs, PUT|GET|DELETE /v1/jobs/{name}
+ *   POST /k8s/filter /k8s/prioritize     (service/k8s.h)
+ *   GET /healthz                          200 while the process serves
+ *   GET /readyz                           200 once a policy is loaded, else 503
+ *   GET /metrics                          Prometheus text (service/metrics.h)
+ *
+ * Safety: with a token, every request but /healthz and /readyz needs
+ * "Authorization: Bearer TOKEN" (401 otherwise, compared in constant
+ * time); bodies over max_body bytes get 413; unknown paths 404, wrong
+ * methods 405 with Allow; requests can never name a file to read (the only
+ * file the daemon reads after start is its own --policy, on reload). One
+ * log line per request goes to the log callback:
+ *
+ *   2025-01-31T12:00:00.123Z 127.0.0.1 POST /v1/place 200 12006 2210 0.412ms [note]
+ *
+ * Lifecycle: srv_reload loads the policy file again (requests in flight
+ * finish on the old one; a bad file leaves the old one serving);
+ * srv_drain stops accepting connections and waits for the requests in
+ * flight; srv_free stops the threads. Signals are the caller's (cli/serve.c
+ * turns SIGHUP into srv_reload and SIGTERM into srv_drain).
+ *
+ * Library code: nothing here prints or exits; messages go to err buffers
+ * and the log callback.
+ */
+#ifndef STRATA_SERVICE_SERVER_H
+#define STRATA_SERVICE_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/api.h"
+#include "service/runjson.h"
+
+/* Receives one finished log line (no newline); may be called from any
+ * thread at once. */
+typedef void (*srv_log_fn)(void *ud, const char *line);
+
+typedef struct {
+    const char *listen;      /* "HOST:PORT": IPv4, [IPv6] or localhost; port 0 picks one */
+    int threads;             /* request threads (>= 1) */
+    const char *policy_path; /* NULL: start without a policy */
+    const char *token;       /* NULL: no authentication */
+    size_t max_body;         /* bytes; larger bodies get 413 */
+    rj_limits limits;        /* layers, nodes, types per request */
+    long max_budget_ms;      /* largest budget_ms a request may ask for */
+    int cache_entries;       /* parsed bodies kept */
+    size_t cache_bytes;      /* bytes of bodies kept */
+    int max_jobs;            /* jobs the registry holds */
+    api_plan_json_fn plan_json; /* required: renders plans (cli/report.h) */
+    srv_log_fn log;          /* NULL: no log */
+    void *log_ud;
+} srv_config;
+
+#define SRV_DEFAULT_LISTEN "127.0.0.1:7878"
+#define SRV_DEFAULT_MAX_BODY (1u << 20) /* 1 MiB */
+
+typedef struct srv_server srv_server;
+
+/* srv_config_default fills c with the defaults above (threads: 2, no
+ * policy, no token, cache of 64 bodies / 64 MiB). */
+void srv_config_default(srv_config *c);
+
+/* srv_start loads the policy (when given), binds and starts serving.
+ * Returns the server, or NULL with a message in err[errlen] (a policy that
+ * does not load, an address that does not parse or bind). */
+srv_server *srv_start(const srv_config *c, char *err, size_t errlen);
+
+/* srv_port returns the port bound (useful with port 0). */
+int srv_port(const srv_server *s);
+
+/* srv_reload loads the policy file again. Returns 0 (the new policy
+ * serves), or -1 with why in err (the old one keeps serving). */
+int srv_reload(srv_server *s, char *err, size_t errlen);
+
+/* srv_drain stops accepting connections, answers "Connection: close" from
+ * now on, and waits up to timeout_ms for the requests in flight. Returns
+ * the number still running when it gave up (0 when all finished). */
+int srv_drain(srv_server *s, int timeout_ms);
+
+/* srv_free stops the threads (after srv_drain for a clean exit) and frees
+ * everything; accepts NULL. */
+void srv_free(srv_server *s);
+
+/* srv_log writes a line through the configured callback (printf-style). */
+void srv_log(srv_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,109 @@
+/* web.c -- building replies and parsing JSON bodies for the daemon's handlers.
+ *
+ * Every reply body the daemon sends is made here: JSON documents dumped by
+ * jansson (compact, reals with 17 significant digits so that figures round
+ * trip exactly), error objects, and plain text (the Prometheus page).
+ */
+#include "service/web.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t web_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+long long web_elapsed_us(const web_request *req) {
+    return (long long)((web_now_ns() - req->start_ns) / 1000u);
+}
+
+/* Replaces the body; frees the old one. */
+static void set_body(web_reply *r, char *body, size_t len) {
+    free(r->body);
+    r->body = body;
+    r->len = len;
+}
+
+void web_reply_json(web_reply *r, int status, json_t *obj) {
+    char *text = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(obj);
+    if (!text) {
+        static const char oom[] = "{\"error\":\"out of memory\"}";
+        char *b = malloc(sizeof oom);
+        if (b) memcpy(b, oom, sizeof oom);
+        set_body(r, b, b ? sizeof oom - 1 : 0);
+        r->status = 500;
+        r->content_type = NULL;
+        snprintf(r->note, sizeof r->note, "out of memory");
+        return;
+    }
+    set_body(r, text, strlen(text));
+    r->status = status;
+    r->content_type = NULL;
+}
+
+void web_reply_error(web_reply *r, int status, const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(r->note, sizeof r->note, "%.250s", msg);
+    web_reply_json(r, status, json_pack("{s:s}", "error", msg));
+    if (r->status != 500 || status == 500) r->status = status;
+}
+
+void web_reply_text(web_reply *r, int status, const char *content_type, const char *text,
+                    size_t len) {
+    char *b = malloc(len + 1);
+    if (!b) {
+        web_reply_error(r, 500, "out of memory");
+        return;
+    }
+    memcpy(b, text, len);
+    b[len] = '\0';
+    set_body(r, b, len);
+    r->status = status;
+    r->content_type = content_type;
+}
+
+void web_reply_header(web_reply *r, const char *name, const char *value) {
+    if (r->n_headers >= WEB_MAX_HEADERS) return;
+    r->header_name[r->n_headers] = name;
+    snprintf(r->header_value[r->n_headers], sizeof r->header_value[0], "%s", value);
+    r->n_headers++;
+}
+
+void web_reply_clear(web_reply *r) {
+    free(r->body);
+    memset(r, 0, sizeof *r);
+    r->status = 500;
+}
+
+json_t *web_parse_json(const char *body, size_t len, char *err, size_t errlen) {
+    json_error_t je;
+    if (len == 0) {
+        snprintf(err, errlen, "empty body: expected a JSON object");
+        return NULL;
+    }
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        snprintf(err, errlen, "malformed JSON at line %d, column %d: %s", je.line, je.column,
+                 je.text);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        static const char *kinds[] = {"an object", "an array", "a string", "a number",
+                                      "a number", "true", "false", "null"};
+        snprintf(err, errlen, "the body must be a JSON object, got %s",
+                 kinds[json_typeof(root)]);
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}

@@ -1,0 +1,79 @@
+/* web.h -- one HTTP exchange of the placement daemon, as its handlers see it.
+ *
+ * The server (service/server.c) reads a request into a web_request: method,
+ * path, the bytes of the body and the time it started. A handler answers by
+ * filling a web_reply: a status, a body it owns (usually a JSON document)
+ * and at most a couple of extra headers. The helpers here build the usual
+ * replies (a JSON document, an error {"error": "..."}), and parse a JSON
+ * body with jansson into an error message that names the line and column.
+ *
+ * Ownership: a web_reply owns its body (malloc'd) until the server hands it
+ * to libmicrohttpd; web_reply_clear releases it. Handlers never print.
+ */
+#ifndef STRATA_SERVICE_WEB_H
+#define STRATA_SERVICE_WEB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define WEB_MAX_HEADERS 2
+
+/* What a handler reads. */
+typedef struct {
+    const char *method; /* "GET", "POST", ... */
+    const char *path;   /* URL path without the query, e.g. "/v1/place" */
+    const char *body;   /* NUL-terminated body bytes (may hold NULs before len) */
+    size_t body_len;    /* bytes of body */
+    uint64_t start_ns;  /* CLOCK_MONOTONIC when its first bytes came */
+} web_request;
+
+/* What a handler writes. */
+typedef struct {
+    int status;               /* HTTP status, e.g. 200 */
+    char *body;               /* malloc'd bytes, or NULL for an empty body */
+    size_t len;               /* bytes of body */
+    const char *content_type; /* static string; NULL: application/json */
+    const char *header_name[WEB_MAX_HEADERS];  /* static strings */
+    char header_value[WEB_MAX_HEADERS][128];
+    int n_headers;
+    char note[256]; /* a short word for the log line (an error's gist), or "" */
+} web_reply;
+
+/* web_now_ns returns CLOCK_MONOTONIC in nanoseconds. */
+uint64_t web_now_ns(void);
+
+/* web_reply_json sets status and the body to obj dumped compactly (reals at
+ * full precision). Steals the reference to obj. On allocation failure the
+ * reply becomes a 500. */
+void web_reply_json(web_reply *r, int status, json_t *obj);
+
+/* web_reply_error sets status and the body {"error": message}; the message
+ * is printf-formatted and also kept (shortened) in r->note for the log. */
+void web_reply_error(web_reply *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* web_reply_text sets status and a body of text with the given static
+ * content type (copied). */
+void web_reply_text(web_reply *r, int status, const char *content_type, const char *text,
+                    size_t len);
+
+/* web_reply_header adds a header (name static, value copied, truncated to
+ * 127 bytes); extra headers beyond WEB_MAX_HEADERS are dropped. */
+void web_reply_header(web_reply *r, const char *name, const char *value);
+
+/* web_reply_clear frees the body and resets r to an empty 500 reply. */
+void web_reply_clear(web_reply *r);
+
+/* web_parse_json parses body[len] as one JSON object. Returns it (caller
+ * owns the reference), or NULL with a message in err[errlen] naming the
+ * line and column of malformed JSON ("malformed JSON at line 3, column 9:
+ * ..."), or saying that the document is not an object. Duplicate keys are
+ * refused. */
+json_t *web_parse_json(const char *body, size_t len, char *err, size_t errlen);
+
+/* web_elapsed_us returns the whole microseconds since req->start_ns. */
+long long web_elapsed_us(const web_request *req);
+
+#endif

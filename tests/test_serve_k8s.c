@@ -1,0 +1,405 @@
+/* test_serve_k8s.c -- `strata serve` as a Kubernetes scheduler extender.
+ *
+ * The real daemon over loopback, fed ExtenderArgs as kube-scheduler sends
+ * them (Go field names: Pod, Nodes, NodeNames) for Kubeflow and Volcano
+ * pods, in both the Nodes and the NodeNames forms, and for pods it must
+ * let pass. No policy is loaded, so the extender plans with its fallback
+ * (greedy plan, zone placement); the job below has a single feasible plan
+ * so that the stages are known by hand:
+ *
+ *   types cpu: 1e12 FLOP/s, mem 192GB; gpu: 1e14 FLOP/s, mem 16GB; both
+ *   net_bw 1e9 B/s. Job: B 10, R 100, alpha 0.05.
+ *   emb (1e6 FLOP, 100GB): fits only cpu (100GB > 16GB).
+ *   mlp (5e11 FLOP, 1GB): on cpu C = 10 * 5e11 / 1e12 = 5 s, q = R t / B
+ *   >= 100 * 5 / 10 = 50 and alpha q >= 2.5 >= 1, so cpu can never reach R;
+ *   on gpu C = 10 * 5e11 / 1e14 = 0.05 s, X = 2 * 10 * 1e3 / 1e9 = 2e-5 s,
+ *   q = 100 * 0.05002 / 10 = 0.5002 <= 1: one unit.
+ *   emb on cpu: t = 1e-5 + 2e-5 s, one unit. Params are 0: one ps each.
+ *
+ * So the plan is [cpu, gpu]: worker 0 runs stage 0 on cpu, worker 1 stage
+ * 1 on gpu, ps 0 and ps 1 serve stages 0 and 1.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "tests/serve_client.h"
+
+static json_t *types(void) {
+    return json_pack("[{s:s, s:s, s:f, s:f, s:f, s:s, s:f},"
+                     " {s:s, s:s, s:f, s:f, s:f, s:s, s:f}]",
+                     "name", "cpu", "kind", "cpu", "flops", 1e12, "io_bw", 1e10, "net_bw", 1e9,
+                     "mem", "192GB", "price", 1.0, "name", "gpu", "kind", "gpu", "flops", 1e14,
+                     "io_bw", 1e9, "net_bw", 1e9, "mem", "16GB", "price", 3.0);
+}
+
+static json_t *job(void) {
+    return json_pack("{s:i, s:f, s:i, s:f, s:[{s:s, s:f, s:i, s:f, s:i, s:s},"
+                     " {s:s, s:f, s:i, s:f, s:i, s:s}]}",
+                     "batch", 10, "samples", 1e6, "min_throughput", 100, "alpha", 0.05,
+                     "layers", "name", "emb", "flops", 1e6, "io", 0, "act", 1e3, "params", 0,
+                     "mem", "100GB", "name", "mlp", "flops", 5e11, "io", 0, "act", 1e3,
+                     "params", 0, "mem", "1GB");
+}
+
+/* A Node object as the API server describes it. */
+static json_t *node(const char *name, const char *type, const char *zone, const char *gpus,
+                    const char *ann_key, const char *ann_val) {
+    json_t *labels = json_pack("{s:s}", "kubernetes.io/hostname", name);
+    if (type) json_object_set_new(labels, "node.kubernetes.io/instance-type", json_string(type));
+    if (zone) json_object_set_new(labels, "topology.kubernetes.io/zone", json_string(zone));
+    json_t *alloc = json_pack("{s:s, s:s}", "cpu", "32", "memory", "256Gi");
+    if (gpus) json_object_set_new(alloc, "nvidia.com/gpu", json_string(gpus));
+    json_t *ann = json_object();
+    if (ann_key) json_object_set_new(ann, ann_key, json_string(ann_val));
+    return json_pack("{s:s, s:s, s:{s:s, s:o, s:o}, s:{s:o}}", "kind", "Node", "apiVersion",
+                     "v1", "metadata", "name", name, "labels", labels, "annotations", ann,
+                     "status", "allocatable", alloc);
+}
+
+static json_t *node_list(void) {
+    return json_pack("{s:s, s:[o,o,o,o,o,o]}", "kind", "NodeList", "items",
+                     node("cpu-a", "cpu", "a", NULL, "strata.io/units", "4"),
+                     node("cpu-b", "cpu", "b", NULL, "strata.io/units", "4"),
+                     node("gpu-a", "gpu", "a", "4", NULL, NULL),
+                     node("gpu-b", "gpu", "b", "4", NULL, NULL),
+                     node("odd-1", "m5.large", "a", NULL, NULL, NULL),
+                     node("bare-1", NULL, "a", NULL, NULL, NULL));
+}
+
+static json_t *kubeflow_pod(const char *jobname, const char *role, const char *index) {
+    char name[96];
+    snprintf(name, sizeof name, "%s-%s-%s", jobname, role, index);
+    return json_pack("{s:{s:s, s:s, s:{s:s, s:s, s:s}}, s:{}}", "metadata", "name", name,
+                     "namespace", "default", "labels", "training.kubeflow.org/job-name", jobname,
+                     "training.kubeflow.org/replica-type", role,
+                     "training.kubeflow.org/replica-index", index, "spec");
+}
+
+/* A Volcano pod; index NULL: only the pod name carries it. */
+static json_t *volcano_pod(const char *jobname, const char *task, const char *index,
+                           const char *podname) {
+    json_t *p = json_pack("{s:{s:s, s:{s:s, s:s}, s:{}}}", "metadata", "name", podname, "labels",
+                          "volcano.sh/job-name", jobname, "volcano.sh/task-spec", task,
+                          "annotations");
+    if (index)
+        json_object_set_new(json_object_get(json_object_get(p, "metadata"), "annotations"),
+                            "volcano.sh/task-index", json_string(index));
+    return p;
+}
+
+static sv_proc start(void) {
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "k8s", NULL), 0);
+    return p;
+}
+
+static void put_job(int port, const char *name, json_t *cluster) {
+    sv_resp r;
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", name);
+    int st = sv_json_req(port, "PUT", path, json_pack("{s:o, s:o}", "cluster", cluster, "job",
+                                                      job()), NULL, &r);
+    if (st != 201) fail_msg("PUT %s: %d %s", path, st, r.body);
+    sv_resp_free(&r);
+}
+
+/* Posts ExtenderArgs; returns the parsed answer (asserts status 200). */
+static json_t *call(int port, const char *verb, json_t *pod, json_t *nodes, json_t *names) {
+    json_t *args = json_pack("{s:o, s:o, s:o}", "Pod", pod, "Nodes", nodes ? nodes : json_null(),
+                             "NodeNames", names ? names : json_null());
+    sv_resp r;
+    char path[64];
+    snprintf(path, sizeof path, "/k8s/%s", verb);
+    int st = sv_json_req(port, "POST", path, args, NULL, &r);
+    if (st != 200) fail_msg("POST %s: %d %s", path, st, r.body);
+    json_t *o = sv_body_json(&r);
+    assert_non_null(o);
+    sv_resp_free(&r);
+    return o;
+}
+
+/* Names of the nodes a Nodes-form filter kept, comma-joined in order. */
+static void kept_items(const json_t *res, char *buf, size_t len) {
+    buf[0] = '\0';
+    size_t i, used = 0;
+    json_t *it;
+    json_array_foreach(json_object_get(json_object_get(res, "Nodes"), "items"), i, it)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+                                 json_string_value(json_object_get(json_object_get(it, "metadata"),
+                                                                   "name")));
+}
+
+static void kept_names(const json_t *res, char *buf, size_t len) {
+    buf[0] = '\0';
+    size_t i, used = 0;
+    json_t *it;
+    json_array_foreach(json_object_get(res, "NodeNames"), i, it)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+                                 json_string_value(it));
+}
+
+static const char *failed_why(const json_t *res, const char *node) {
+    return json_string_value(json_object_get(json_object_get(res, "FailedNodes"), node));
+}
+
+static int score_of(const json_t *list, const char *host) {
+    size_t i;
+    json_t *h;
+    json_array_foreach(list, i, h)
+        if (!strcmp(json_string_value(json_object_get(h, "Host")), host))
+            return (int)json_integer_value(json_object_get(h, "Score"));
+    return -1;
+}
+
+/* The extender's decision for a job, from GET /v1/jobs/{name}. */
+static json_t *state_of(int port, const char *name) {
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", name);
+    sv_resp r;
+    assert_int_equal(sv_http(port, "GET", path, NULL, NULL, 0, &r), 200);
+    json_t *o = sv_body_json(&r);
+    sv_resp_free(&r);
+    json_t *ext = json_incref(json_object_get(o, "extender"));
+    json_decref(o);
+    return ext;
+}
+
+static const char *spot(const json_t *ext, const char *role, int i, const char *key) {
+    return json_string_value(json_object_get(json_array_get(json_object_get(ext, role),
+                                                             (size_t)i), key));
+}
+
+static void test_kubeflow_nodes_form(void **state) {
+    (void)state;
+    sv_proc p = start();
+    put_job(p.port, "ctr", json_pack("{s:o}", "types", types()));
+    char kept[256];
+
+    /* Worker 1 runs stage 1 on gpu: only the gpu nodes pass. */
+    json_t *res = call(p.port, "filter", kubeflow_pod("ctr", "worker", "1"), node_list(), NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "gpu-a,gpu-b");
+    assert_non_null(strstr(failed_why(res, "cpu-a"), "stage 1 on gpu; the node is cpu"));
+    assert_non_null(strstr(failed_why(res, "odd-1"), "instance type \"m5.large\" is not a type"));
+    assert_non_null(strstr(failed_why(res, "bare-1"), "no node.kubernetes.io/instance-type"));
+    assert_true(json_is_null(json_object_get(res, "NodeNames")));
+    assert_string_equal(json_string_value(json_object_get(res, "Error")), "");
+    json_decref(res);
+
+    /* The decision: greedy plan, zone placement, one zone for the job. */
+    json_t *ext = state_of(p.port, "ctr");
+    assert_true(json_is_true(json_object_get(ext, "planned")));
+    assert_string_equal(json_string_value(json_object_get(ext, "plan_from")), "greedy");
+    assert_string_equal(json_string_value(json_object_get(ext, "placement_by")), "zone");
+    assert_int_equal(json_array_size(json_object_get(ext, "workers")), 2);
+    assert_int_equal(json_array_size(json_object_get(ext, "ps")), 2);
+    assert_string_equal(spot(ext, "workers", 0, "type"), "cpu");
+    assert_string_equal(spot(ext, "workers", 1, "type"), "gpu");
+    const char *zone = spot(ext, "workers", 1, "zone");
+    assert_string_equal(spot(ext, "workers", 0, "zone"), zone);
+    int in_a = !strcmp(zone, "a");
+    const char *gpu_here = in_a ? "gpu-a" : "gpu-b", *gpu_there = in_a ? "gpu-b" : "gpu-a";
+    const char *cpu_here = in_a ? "cpu-a" : "cpu-b", *cpu_there = in_a ? "cpu-b" : "cpu-a";
+    assert_string_equal(spot(ext, "workers", 1, "node"), gpu_here);
+    assert_string_equal(spot(ext, "workers", 0, "node"), cpu_here);
+
+    /* Prioritize worker 1: 10 on its node, 4 on the gpu node of the other
+     * zone, 0 where it cannot run. */
+    json_t *list = call(p.port, "prioritize", kubeflow_pod("ctr", "worker", "1"), node_list(),
+                        NULL);
+    assert_int_equal(json_array_size(list), 6);
+    assert_int_equal(score_of(list, gpu_here), 10);
+    assert_int_equal(score_of(list, gpu_there), 4);
+    assert_int_equal(score_of(list, "cpu-a"), 0);
+    assert_int_equal(score_of(list, "odd-1"), 0);
+    json_decref(list);
+
+    /* Worker 0 runs stage 0 on cpu. */
+    res = call(p.port, "filter", kubeflow_pod("ctr", "worker", "0"), node_list(), NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "cpu-a,cpu-b");
+    json_decref(res);
+
+    /* A ps may run on any node the extender knows; its planned node gets
+     * 10, the others in its zone 7, the rest 4, unknown nodes 0. */
+    res = call(p.port, "filter", kubeflow_pod("ctr", "ps", "1"), node_list(), NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "cpu-a,cpu-b,gpu-a,gpu-b");
+    json_decref(res);
+    const char *ps_node = spot(ext, "ps", 1, "node");
+    assert_string_equal(spot(ext, "ps", 1, "zone"), zone);
+    list = call(p.port, "prioritize", kubeflow_pod("ctr", "ps", "1"), node_list(), NULL);
+    assert_int_equal(score_of(list, ps_node), 10);
+    const char *other_here = !strcmp(ps_node, gpu_here) ? cpu_here : gpu_here;
+    assert_int_equal(score_of(list, other_here), 7);
+    assert_int_equal(score_of(list, gpu_there), 4);
+    assert_int_equal(score_of(list, cpu_there), 4);
+    assert_int_equal(score_of(list, "bare-1"), 0);
+    json_decref(list);
+
+    /* The decision holds while the nodes stay the same. */
+    json_t *again = state_of(p.port, "ctr");
+    assert_string_equal(spot(again, "workers", 1, "node"), gpu_here);
+    json_decref(again);
+    json_decref(ext);
+
+    /* A node whose annotation does not read is not judged. */
+    json_t *nl = node_list();
+    json_array_append_new(json_object_get(nl, "items"),
+                          node("gpu-c", "gpu", "a", "4", "strata.io/bw", "fast"));
+    res = call(p.port, "filter", kubeflow_pod("ctr", "worker", "1"), nl, NULL);
+    assert_non_null(strstr(failed_why(res, "gpu-c"), "annotation strata.io/bw: expected a rate"));
+    json_decref(res);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+static void test_volcano(void **state) {
+    (void)state;
+    sv_proc p = start();
+    put_job(p.port, "vc", json_pack("{s:o}", "types", types()));
+    char kept[256];
+    /* Index from volcano.sh/task-index. */
+    json_t *res = call(p.port, "filter", volcano_pod("vc", "worker", "1", "vc-worker-1"),
+                       node_list(), NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "gpu-a,gpu-b");
+    json_decref(res);
+    /* Index from the pod name. */
+    res = call(p.port, "filter", volcano_pod("vc", "worker", NULL, "vc-worker-0"), node_list(),
+               NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "cpu-a,cpu-b");
+    json_decref(res);
+    json_t *ext = state_of(p.port, "vc");
+    json_t *list = call(p.port, "prioritize", volcano_pod("vc", "ps", "0", "vc-ps-0"),
+                        node_list(), NULL);
+    assert_int_equal(score_of(list, spot(ext, "ps", 0, "node")), 10);
+    json_decref(list);
+    json_decref(ext);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+static void test_node_names_form(void **state) {
+    (void)state;
+    sv_proc p = start();
+    /* nodeCacheCapable: the scheduler sends names only; the registered
+     * cluster describes the nodes. */
+    json_t *cl = json_pack(
+        "{s:o, s:[{s:s}, {s:s}], s:[{s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s},"
+        " {s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s}]}",
+        "types", types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a", "type",
+        "cpu", "units", 4, "zone", "a", "bw", "1GB/s", "name", "cpu-b", "type", "cpu", "units",
+        4, "zone", "b", "bw", "1GB/s", "name", "gpu-a", "type", "gpu", "units", 4, "zone", "a",
+        "bw", "1GB/s", "name", "gpu-b", "type", "gpu", "units", 4, "zone", "b", "bw", "1GB/s");
+    put_job(p.port, "named", cl);
+    json_t *res = call(p.port, "filter", kubeflow_pod("named", "worker", "1"), NULL,
+                       json_pack("[s,s,s,s]", "cpu-a", "gpu-a", "gpu-b", "ghost"));
+    char kept[256];
+    kept_names(res, kept, sizeof kept);
+    assert_string_equal(kept, "gpu-a,gpu-b");
+    assert_true(json_is_null(json_object_get(res, "Nodes")));
+    assert_non_null(strstr(failed_why(res, "cpu-a"), "stage 1 on gpu"));
+    assert_non_null(strstr(failed_why(res, "ghost"), "not among the registered cluster's nodes"));
+    json_decref(res);
+    json_t *ext = state_of(p.port, "named");
+    const char *planned = spot(ext, "workers", 1, "node");
+    json_t *list = call(p.port, "prioritize", volcano_pod("named", "worker", "1", "named-w-1"),
+                        NULL, json_pack("[s,s,s]", "gpu-a", "gpu-b", "ghost"));
+    assert_int_equal(score_of(list, planned), 10);
+    assert_int_equal(score_of(list, !strcmp(planned, "gpu-a") ? "gpu-b" : "gpu-a"), 4);
+    assert_int_equal(score_of(list, "ghost"), 0);
+    json_decref(list);
+    json_decref(ext);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+static void test_pass_through(void **state) {
+    (void)state;
+    sv_proc p = start();
+    put_job(p.port, "ctr", json_pack("{s:o}", "types", types()));
+    char kept[256];
+    json_t *pods[] = {
+        json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "web-1", "labels", "app", "web"),
+        kubeflow_pod("unregistered", "worker", "0"),
+        kubeflow_pod("ctr", "chief", "0"),
+        kubeflow_pod("ctr", "worker", "7"), /* the plan has 2 workers */
+        kubeflow_pod("ctr", "worker", "x"),
+    };
+    for (int i = 0; i < 5; i++) {
+        json_t *res = call(p.port, "filter", json_incref(pods[i]), node_list(), NULL);
+        kept_items(res, kept, sizeof kept);
+        assert_string_equal(kept, "cpu-a,cpu-b,gpu-a,gpu-b,odd-1,bare-1");
+        assert_int_equal(json_object_size(json_object_get(res, "FailedNodes")), 0);
+        json_decref(res);
+        json_t *list = call(p.port, "prioritize", pods[i], node_list(), NULL);
+        assert_int_equal(json_array_size(list), 6);
+        for (size_t k = 0; k < 6; k++)
+            assert_int_equal(json_integer_value(json_object_get(json_array_get(list, k),
+                                                                "Score")), 0);
+        json_decref(list);
+    }
+    json_t *res = call(p.port, "filter", kubeflow_pod("nobody", "ps", "0"), NULL,
+                       json_pack("[s,s]", "x", "y"));
+    kept_names(res, kept, sizeof kept);
+    assert_string_equal(kept, "x,y");
+    json_decref(res);
+    assert_int_equal(sv_stop(&p), 0);
+    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "pass: not a training pod", NULL), 1);
+    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job unregistered is not registered",
+                                  NULL), 1);
+    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "the plan has 2 worker tasks", NULL), 1);
+}
+
+static void test_bad_args(void **state) {
+    (void)state;
+    sv_proc p = start();
+    struct {
+        const char *body;
+        const char *needle;
+    } cases[] = {
+        {"{\"Nodes\": {\"items\": []}}", "Pod: missing required key"},
+        {"{\"Pod\": 3, \"NodeNames\": []}", "Pod: expected an object, got 3"},
+        {"{\"Pod\": {}}", "Nodes or NodeNames: one of them is required"},
+        {"{\"Pod\": {}, \"NodeNames\": [\"a\", 2]}", "NodeNames[1]: expected a node name"},
+        {"{\"Pod\": {}, \"Nodes\": {\"items\": [{\"metadata\": {}}]}}",
+         "Nodes.items[0].metadata.name: missing"},
+        {"{\"Pod\": {}, \"Nodes\": []}", "Nodes: expected a NodeList object"},
+        {"{\"Pod\": {},\n \"NodeNames\": [\"a\" \"b\"]}", "line 2, column"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        for (int v = 0; v < 2; v++) {
+            sv_resp r;
+            int st = sv_http(p.port, "POST", v ? "/k8s/prioritize" : "/k8s/filter", NULL,
+                             cases[i].body, strlen(cases[i].body), &r);
+            json_t *o = sv_body_json(&r);
+            const char *msg = json_string_value(json_object_get(o, "error"));
+            if (st != 400 || !msg || !strstr(msg, cases[i].needle))
+                fail_msg("case %zu: expected 400 with \"%s\", got %d %s", i, cases[i].needle, st,
+                         r.body);
+            json_decref(o);
+            sv_resp_free(&r);
+        }
+    }
+    /* Lower-case keys are read as Go's decoder reads them. */
+    sv_resp r;
+    const char *lower = "{\"pod\": {}, \"nodenames\": [\"a\"]}";
+    assert_int_equal(sv_http(p.port, "POST", "/k8s/filter", NULL, lower, strlen(lower), &r), 200);
+    assert_non_null(strstr(r.body, "\"NodeNames\":[\"a\"]"));
+    sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kubeflow_nodes_form),
+        cmocka_unit_test(test_volcano),
+        cmocka_unit_test(test_node_names_form),
+        cmocka_unit_test(test_pass_through),
+        cmocka_unit_test(test_bad_args),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,208 @@
+/* test_serve_parts.c -- the daemon's shared pieces, in process.
+ *
+ * What the socket tests cannot pin down exactly: the parse cache's
+ * eviction order and refcounts, the metrics page's text, the jobs
+ * registry's replacement semantics, and the policy slot keeping the old
+ * policy when a load fails. Each value below is worked out by hand.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "service/jobs.h"
+#include "service/metrics.h"
+#include "service/policy_slot.h"
+#include "service/reqcache.h"
+
+static int freed[16];
+
+static void count_free(void *v) { freed[*(int *)v]++, free(v); }
+
+static int *val(int i) {
+    int *v = malloc(sizeof *v);
+    *v = i;
+    return v;
+}
+
+static void test_cache_lru(void **state) {
+    (void)state;
+    memset(freed, 0, sizeof freed);
+    rc_cache *c = rc_create(2, 1000);
+    rc_entry *r1, *r2, *r3, *r;
+    /* Two entries fit; a third evicts the least recently used. */
+    assert_int_equal(*(int *)rc_put(c, 1, "aaaa", 4, val(1), count_free, &r1), 1);
+    assert_int_equal(*(int *)rc_put(c, 1, "bbbb", 4, val(2), count_free, &r2), 2);
+    rc_release(c, r1);
+    rc_release(c, r2);
+    /* Touch "aaaa": "bbbb" is now the oldest. */
+    assert_int_equal(*(int *)rc_get(c, 1, "aaaa", 4, &r), 1);
+    rc_release(c, r);
+    /* Same bytes, other kind: a miss. Same kind, other bytes: a miss. */
+    assert_null(rc_get(c, 2, "aaaa", 4, &r));
+    assert_null(rc_get(c, 1, "aaab", 4, &r));
+    assert_null(rc_get(c, 1, "aaa", 3, &r));
+    rc_put(c, 1, "cccc", 4, val(3), count_free, &r3);
+    assert_int_equal(freed[2], 1); /* "bbbb" evicted and freed */
+    assert_int_equal(freed[1], 0);
+    assert_null(rc_get(c, 1, "bbbb", 4, &r));
+    /* An evicted entry still held stays alive until released. */
+    assert_int_equal(*(int *)rc_get(c, 1, "aaaa", 4, &r1), 1);
+    rc_release(c, r3); /* "cccc" (used before this get of "aaaa") is now the oldest */
+    rc_put(c, 1, "dddd", 4, val(4), count_free, &r);
+    rc_release(c, r);
+    assert_int_equal(freed[3], 1); /* "cccc" was the least recently used */
+    rc_put(c, 1, "eeee", 4, val(5), count_free, &r);
+    rc_release(c, r);
+    assert_int_equal(freed[1], 0); /* "aaaa" left the cache but is held */
+    assert_int_equal(*(int *)rc_get(c, 1, "eeee", 4, &r), 5);
+    rc_release(c, r);
+    rc_release(c, r1);
+    assert_int_equal(freed[1], 1);
+    /* Inserting bytes already present returns the entry there and frees
+     * the newcomer. */
+    int *dup = val(6);
+    assert_int_equal(*(int *)rc_put(c, 1, "eeee", 4, dup, count_free, &r), 5);
+    assert_int_equal(freed[6], 1);
+    rc_release(c, r);
+    uint64_t hits, misses;
+    int entries;
+    rc_stats(c, &hits, &misses, &entries);
+    assert_int_equal(hits, 3);   /* aaaa twice, eeee once */
+    assert_int_equal(misses, 4); /* the three probes and bbbb */
+    assert_int_equal(entries, 2);
+    rc_free(c);
+    assert_int_equal(freed[4] + freed[5], 2);
+}
+
+static void test_cache_bytes(void **state) {
+    (void)state;
+    memset(freed, 0, sizeof freed);
+    /* 10 bytes of keys at most: 6 + 6 does not fit, the first goes. */
+    rc_cache *c = rc_create(8, 10);
+    rc_entry *r;
+    rc_put(c, 1, "123456", 6, val(1), count_free, &r);
+    rc_release(c, r);
+    rc_put(c, 1, "abcdef", 6, val(2), count_free, &r);
+    rc_release(c, r);
+    assert_int_equal(freed[1], 1);
+    /* A key over the limit is answered from a private entry, not kept. */
+    assert_int_equal(*(int *)rc_put(c, 1, "0123456789AB", 12, val(3), count_free, &r), 3);
+    assert_int_equal(freed[3], 0);
+    rc_release(c, r);
+    assert_int_equal(freed[3], 1);
+    assert_int_equal(freed[2], 0);
+    assert_null(rc_get(c, 1, "0123456789AB", 12, &r));
+    rc_free(c);
+    assert_int_equal(freed[2], 1);
+    /* The hash mixes every byte and the length. */
+    assert_true(rc_hash("abcdefgh1", 9) != rc_hash("abcdefgh2", 9));
+    assert_true(rc_hash("abc", 3) != rc_hash("abc\0", 4));
+}
+
+static void test_metrics_page(void **state) {
+    (void)state;
+    metrics *m = metrics_create();
+    /* Three /v1/place answers: 200 in 0.3 ms and 1.5 ms, 400 in 20 s. */
+    metrics_observe(m, METRICS_PLACE, 200, 0.0003);
+    metrics_observe(m, METRICS_PLACE, 200, 0.0015);
+    metrics_observe(m, METRICS_PLACE, 400, 20.0);
+    metrics_observe(m, METRICS_OTHER, 418, 0.00005);
+    assert_int_equal(metrics_count(m, METRICS_PLACE, 200), 2);
+    assert_int_equal(metrics_count(m, METRICS_PLACE, -1), 3);
+    size_t len;
+    char *page = metrics_render(m, NULL, &len);
+    assert_int_equal(strlen(page), len);
+    assert_non_null(strstr(page, "strata_requests_total{path=\"/v1/place\",status=\"200\"} 2\n"));
+    assert_non_null(strstr(page, "strata_requests_total{path=\"/v1/place\",status=\"400\"} 1\n"));
+    assert_non_null(strstr(page, "strata_requests_total{path=\"other\",status=\"other\"} 1\n"));
+    /* Cumulative buckets: 0.3 ms falls in le=0.0005, 1.5 ms in le=0.002,
+     * 20 s only in +Inf. */
+    assert_non_null(strstr(page, "{path=\"/v1/place\",le=\"0.00025\"} 0\n"));
+    assert_non_null(strstr(page, "{path=\"/v1/place\",le=\"0.0005\"} 1\n"));
+    assert_non_null(strstr(page, "{path=\"/v1/place\",le=\"0.001\"} 1\n"));
+    assert_non_null(strstr(page, "{path=\"/v1/place\",le=\"0.002\"} 2\n"));
+    assert_non_null(strstr(page, "{path=\"/v1/place\",le=\"10\"} 2\n"));
+    assert_non_null(strstr(page, "{path=\"/v1/place\",le=\"+Inf\"} 3\n"));
+    /* Sum: 0.0003 + 0.0015 + 20 = 20.0018 s, to the nanosecond. */
+    assert_non_null(strstr(page, "strata_request_duration_seconds_sum{path=\"/v1/place\"} "
+                                 "20.001800000\n"));
+    assert_null(strstr(page, "path=\"/v1/cost\""));
+    free(page);
+    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7};
+    page = metrics_render(m, &x, &len);
+    assert_non_null(strstr(page, "strata_policy_loaded 1\n"));
+    assert_non_null(strstr(page, "strata_policy_step 4200\n"));
+    assert_non_null(strstr(page, "strata_policy_load_duration_seconds 0.250000\n"));
+    assert_non_null(strstr(page, "strata_policy_loads_total{result=\"error\"} 1\n"));
+    assert_non_null(strstr(page, "strata_parse_cache_total{result=\"miss\"} 4\n"));
+    free(page);
+    metrics_free(m);
+}
+
+static void test_jobs(void **state) {
+    (void)state;
+    jobs_registry *r = jobs_create(2);
+    char err[256];
+    uint64_t v1, v2;
+    assert_int_equal(jobs_put(r, "a", json_pack("{s:i}", "x", 1), 3, &v1, err, sizeof err), 1);
+    jobs_entry *held = jobs_get(r, "a");
+    assert_non_null(held);
+    /* Replacing keeps the held entry readable and gives a new version. */
+    assert_int_equal(jobs_put(r, "a", json_pack("{s:i}", "x", 2), 4, &v2, err, sizeof err), 0);
+    assert_true(v2 > v1);
+    assert_int_equal(json_integer_value(json_object_get(held->doc, "x")), 1);
+    jobs_release(r, held);
+    jobs_entry *now = jobs_get(r, "a");
+    assert_int_equal(json_integer_value(json_object_get(now->doc, "x")), 2);
+    assert_int_equal(now->n_layers, 4);
+    jobs_release(r, now);
+    assert_int_equal(jobs_put(r, "b", json_object(), 1, NULL, err, sizeof err), 1);
+    /* Full: a third name is refused, replacing is not. */
+    assert_int_equal(jobs_put(r, "c", json_object(), 1, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "holds 2 jobs"));
+    assert_int_equal(jobs_put(r, "b", json_object(), 1, NULL, err, sizeof err), 0);
+    assert_int_equal(jobs_count(r), 2);
+    assert_int_equal(jobs_delete(r, "a"), 0);
+    assert_int_equal(jobs_delete(r, "a"), -1);
+    assert_null(jobs_get(r, "a"));
+    json_t *list = jobs_list(r);
+    assert_int_equal(json_array_size(list), 1);
+    json_decref(list);
+    assert_int_equal(jobs_name_ok("train-1.x_y", err, sizeof err), 0);
+    assert_int_equal(jobs_name_ok(".hidden", err, sizeof err), -1);
+    assert_int_equal(jobs_name_ok("a/b", err, sizeof err), -1);
+    assert_int_equal(jobs_name_ok("", err, sizeof err), -1);
+    jobs_free(r);
+}
+
+static void test_policy_slot_failed_load(void **state) {
+    (void)state;
+    pslot *s = pslot_create();
+    char err[512];
+    assert_null(pslot_acquire(s));
+    assert_int_equal(pslot_load(s, "/nonexistent/policy.h5", err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/policy.h5"));
+    assert_null(pslot_acquire(s));
+    uint64_t ok, failed;
+    pslot_counts(s, &ok, &failed);
+    assert_int_equal(ok, 0);
+    assert_int_equal(failed, 1);
+    pslot_release(s, NULL);
+    pslot_free(s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cache_lru),
+        cmocka_unit_test(test_cache_bytes),
+        cmocka_unit_test(test_metrics_page),
+        cmocka_unit_test(test_jobs),
+        cmocka_unit_test(test_policy_slot_failed_load),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
