@@ -21,6 +21,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "tests/harness.h"
+
 /* ---- a small instance, as the reference sees it ----------------------------- */
 
 #define MAXT 4
@@ -268,26 +270,6 @@ static void ref_placed(const inst *x, const int *as, ref_plan *r, int wn[MAXL][6
 
 /* ---- running the program ------------------------------------------------------ */
 
-static char out_buf[1 << 20];
-
-/* Runs a shell command, captures stdout into out_buf, returns the exit status. */
-static int run(const char *cmd) {
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
-    out_buf[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static const char *bin(void) {
-    const char *b = getenv("STRATA_BIN");
-    return b ? b : "./strata";
-}
-static const char *tmpdir(void) {
-    const char *t = getenv("STRATA_TMP");
-    return t ? t : "/tmp";
-}
 
 static void check_rel(const char *what, double got, double want, int i) {
     double err = fabs(got - want) / fmax(fabs(want), 1e-300);
@@ -296,7 +278,7 @@ static void check_rel(const char *what, double got, double want, int i) {
 
 static double jnum(json_t *o, const char *key) {
     json_t *v = json_object_get(o, key);
-    if (!json_is_number(v)) fail_msg("JSON key %s missing or not a number in: %s", key, out_buf);
+    if (!json_is_number(v)) fail_msg("JSON key %s missing or not a number in: %s", key, harness_out);
     return json_number_value(v);
 }
 
@@ -304,8 +286,8 @@ static void test_cost_matches_reference(void **state) {
     (void)state;
     rng_state = 0x9E3779B97F4A7C15ULL;
     char path[512], ppath[512], cmd[2048];
-    snprintf(path, sizeof path, "%s/cli_cost_inst.yaml", tmpdir());
-    snprintf(ppath, sizeof ppath, "%s/cli_cost_place.yaml", tmpdir());
+    snprintf(path, sizeof path, "%s/cli_cost_inst.yaml", harness_tmp());
+    snprintf(ppath, sizeof ppath, "%s/cli_cost_place.yaml", harness_tmp());
     int n_feasible = 0, n_infeasible = 0, n_placed = 0;
     for (int i = 0; i < 200; i++) {
         inst x;
@@ -325,10 +307,10 @@ static void test_cost_matches_reference(void **state) {
         }
         ref_plan r;
         ref_eval(&x, as, &r);
-        snprintf(cmd, sizeof cmd, "%s cost %s --assign %s --json", bin(), path, assign);
-        int st = run(cmd);
+        snprintf(cmd, sizeof cmd, "%s cost %s --assign %s --json", harness_bin(), path, assign);
+        int st = harness_run(cmd);
         json_error_t jerr;
-        json_t *o = json_loads(out_buf, 0, &jerr);
+        json_t *o = json_loads(harness_out, 0, &jerr);
         if (!o) fail_msg("instance %d: bad JSON (%s) from: %s", i, jerr.text, cmd);
         assert_int_equal(json_is_true(json_object_get(o, "feasible")), r.feasible);
         assert_int_equal(st, r.feasible ? 0 : 1);
@@ -372,10 +354,10 @@ static void test_cost_matches_reference(void **state) {
         fclose(f);
         double cn, cz;
         ref_placed(&x, as, &r, wn, pn, &cn, &cz);
-        snprintf(cmd, sizeof cmd, "%s cost %s --assign %s --placement %s --json", bin(), path,
+        snprintf(cmd, sizeof cmd, "%s cost %s --assign %s --placement %s --json", harness_bin(), path,
                  assign, ppath);
-        st = run(cmd);
-        o = json_loads(out_buf, 0, &jerr);
+        st = harness_run(cmd);
+        o = json_loads(harness_out, 0, &jerr);
         if (!o) fail_msg("instance %d: bad JSON (%s) from: %s", i, jerr.text, cmd);
         int keeps = r.theta_job >= x.R * (1 - 1e-9);
         assert_int_equal(json_is_true(json_object_get(o, "feasible")), keeps);
@@ -400,7 +382,7 @@ static void test_cost_matches_reference(void **state) {
 static void test_cost_table_and_usage(void **state) {
     (void)state;
     char path[512], cmd[2048];
-    snprintf(path, sizeof path, "%s/cli_cost_small.yaml", tmpdir());
+    snprintf(path, sizeof path, "%s/cli_cost_small.yaml", harness_tmp());
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     /* The fixture of test_model.c: [cpu, gpu, gpu] at R 1000 costs
@@ -420,21 +402,21 @@ static void test_cost_table_and_usage(void **state) {
           "    - {name: fc2, flops: 1GFLOP, io: 0, act: 1KB, params: 4MB, mem: 100MB}\n",
           f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "%s cost %s --assign cpu,gpu,gpu", bin(), path);
-    assert_int_equal(run(cmd), 0);
-    assert_non_null(strstr(out_buf, "cost $32.22"));
-    assert_non_null(strstr(out_buf, "throughput 3448.28 samples/s"));
-    snprintf(cmd, sizeof cmd, "%s cost %s --assign gpu 2>/dev/null", bin(), path);
-    assert_int_equal(run(cmd), 1);
-    assert_non_null(strstr(out_buf, "infeasible: memory: stage 0"));
-    snprintf(cmd, sizeof cmd, "%s cost %s --assign cpu,tpu,gpu 2>&1", bin(), path);
-    assert_int_equal(run(cmd), 2);
-    assert_non_null(strstr(out_buf, "no type named 'tpu'"));
-    snprintf(cmd, sizeof cmd, "%s cost %s 2>&1", bin(), path);
-    assert_int_equal(run(cmd), 2);
-    snprintf(cmd, sizeof cmd, "%s check %s", bin(), path);
-    assert_int_equal(run(cmd), 0);
-    assert_non_null(strstr(out_buf, ": ok: model v1"));
+    snprintf(cmd, sizeof cmd, "%s cost %s --assign cpu,gpu,gpu", harness_bin(), path);
+    assert_int_equal(harness_run(cmd), 0);
+    assert_non_null(strstr(harness_out, "cost $32.22"));
+    assert_non_null(strstr(harness_out, "throughput 3448.28 samples/s"));
+    snprintf(cmd, sizeof cmd, "%s cost %s --assign gpu 2>/dev/null", harness_bin(), path);
+    assert_int_equal(harness_run(cmd), 1);
+    assert_non_null(strstr(harness_out, "infeasible: memory: stage 0"));
+    snprintf(cmd, sizeof cmd, "%s cost %s --assign cpu,tpu,gpu 2>&1", harness_bin(), path);
+    assert_int_equal(harness_run(cmd), 2);
+    assert_non_null(strstr(harness_out, "no type named 'tpu'"));
+    snprintf(cmd, sizeof cmd, "%s cost %s 2>&1", harness_bin(), path);
+    assert_int_equal(harness_run(cmd), 2);
+    snprintf(cmd, sizeof cmd, "%s check %s", harness_bin(), path);
+    assert_int_equal(harness_run(cmd), 0);
+    assert_non_null(strstr(harness_out, ": ok: model v1"));
 
     /* A bad value: the message names file, line, column and key path. */
     f = fopen(path, "w");
@@ -444,13 +426,13 @@ static void test_cost_table_and_usage(void **state) {
           "min_throughput: 1, layers: [{name: a, flops: 1, io: 0, act: 0, params: 0, mem: 0}]}\n",
           f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "%s check %s 2>&1", bin(), path);
-    assert_int_equal(run(cmd), 2);
+    snprintf(cmd, sizeof cmd, "%s check %s 2>&1", harness_bin(), path);
+    assert_int_equal(harness_run(cmd), 2);
     char want[600];
     snprintf(want, sizeof want, "%s:3:37: cluster.types[0].flops:", path);
-    if (!strstr(out_buf, want)) fail_msg("want \"%s\" in: %s", want, out_buf);
-    snprintf(cmd, sizeof cmd, "%s nosuchcommand 2>&1", bin());
-    assert_int_equal(run(cmd), 2);
+    if (!strstr(harness_out, want)) fail_msg("want \"%s\" in: %s", want, harness_out);
+    snprintf(cmd, sizeof cmd, "%s nosuchcommand 2>&1", harness_bin());
+    assert_int_equal(harness_run(cmd), 2);
 }
 
 int main(void) {

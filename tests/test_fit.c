@@ -23,6 +23,7 @@
 #include "env/place.h"
 #include "solvers/fit.h"
 #include "tests/fixture.h"
+#include "tests/harness.h"
 
 #define assert_close(got, want)                                                   \
     do {                                                                          \
@@ -345,16 +346,6 @@ static void test_config_measurements(void **state) {
     }
 }
 
-static char out_buf[1 << 16];
-
-static int run_cmd(const char *cmd) {
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
-    out_buf[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* `strata fit` through a real file: its coefficients are fit_curve's on the
  * same points, its pick is fit_best's with workers up to the 64 units and,
@@ -377,10 +368,10 @@ static void test_cli_fit(void **state) {
     fit_best(&r.curve, 0.0, 64, 64, 1, &fast);
 
     snprintf(cmd, sizeof cmd, "%s fit %s --json", bin ? bin : "./strata", path);
-    assert_int_equal(run_cmd(cmd), 0);
+    assert_int_equal(harness_run(cmd), 0);
     json_error_t jerr;
-    json_t *o = json_loads(out_buf, 0, &jerr);
-    if (!o) fail_msg("bad JSON: %s\n%s", jerr.text, out_buf);
+    json_t *o = json_loads(harness_out, 0, &jerr);
+    if (!o) fail_msg("bad JSON: %s\n%s", jerr.text, harness_out);
     json_t *th = json_object_get(o, "th");
     for (int j = 0; j < 4; j++)
         assert_close(json_number_value(json_array_get(th, (size_t)j)), r.curve.th[j]);
@@ -390,12 +381,12 @@ static void test_cli_fit(void **state) {
     json_decref(o);
 
     snprintf(cmd, sizeof cmd, "%s fit %s --max-speed --type gpu", bin ? bin : "./strata", path);
-    assert_int_equal(run_cmd(cmd), 0);
+    assert_int_equal(harness_run(cmd), 0);
     char line[128];
     snprintf(line, sizeof line, "pick: %d workers, %d ps:", fast.workers, fast.ps);
-    assert_non_null(strstr(out_buf, line));
-    assert_non_null(strstr(out_buf, "FITTED to 5 measurements"));
-    assert_non_null(strstr(out_buf, " on gpu"));
+    assert_non_null(strstr(harness_out, line));
+    assert_non_null(strstr(harness_out, "FITTED to 5 measurements"));
+    assert_non_null(strstr(harness_out, " on gpu"));
 
     /* Every report labels the fitted curve: cost's table and JSON, solve's
      * table; and cost provisions with it: its units are model_eval's on
@@ -404,17 +395,17 @@ static void test_cli_fit(void **state) {
     snprintf(cpath, sizeof cpath, "%s.cost", path);
     snprintf(cmd, sizeof cmd, "sed 's/min_throughput: 3/min_throughput: 30000/' %s > %s", path,
              cpath);
-    assert_int_equal(run_cmd(cmd), 0);
+    assert_int_equal(harness_run(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s cost %s --assign gpu", bin ? bin : "./strata", cpath);
-    assert_int_equal(run_cmd(cmd), 0);
-    assert_non_null(strstr(out_buf, "throughput curve: FITTED to 5 measurements"));
+    assert_int_equal(harness_run(cmd), 0);
+    assert_non_null(strstr(harness_out, "throughput curve: FITTED to 5 measurements"));
     snprintf(cmd, sizeof cmd, "%s solve %s", bin ? bin : "./strata", path);
-    assert_int_equal(run_cmd(cmd), 0);
-    assert_non_null(strstr(out_buf, "throughput curve: FITTED to 5 measurements"));
+    assert_int_equal(harness_run(cmd), 0);
+    assert_non_null(strstr(harness_out, "throughput curve: FITTED to 5 measurements"));
     snprintf(cmd, sizeof cmd, "%s cost %s --assign gpu --json", bin ? bin : "./strata", cpath);
-    assert_int_equal(run_cmd(cmd), 0);
-    o = json_loads(out_buf, 0, &jerr);
-    if (!o) fail_msg("bad JSON: %s\n%s", jerr.text, out_buf);
+    assert_int_equal(harness_run(cmd), 0);
+    o = json_loads(harness_out, 0, &jerr);
+    if (!o) fail_msg("bad JSON: %s\n%s", jerr.text, harness_out);
     json_t *cv = json_object_get(o, "curve");
     assert_string_equal(json_string_value(json_object_get(cv, "kind")), "fitted");
     assert_close(json_number_value(json_array_get(json_object_get(cv, "th"), 1)), r.curve.th[1]);
@@ -440,8 +431,8 @@ static void test_cli_fit(void **state) {
     /* A target above the curve's ceiling: no pick, exit 1. */
     snprintf(cmd, sizeof cmd, "sed 's/min_throughput: 3/min_throughput: 300/' %s > %s.hi && "
              "%s fit %s.hi", path, path, bin ? bin : "./strata", path);
-    assert_int_equal(run_cmd(cmd), 1);
-    assert_non_null(strstr(out_buf, "no (workers, ps) reaches the target 300"));
+    assert_int_equal(harness_run(cmd), 1);
+    assert_non_null(strstr(harness_out, "no (workers, ps) reaches the target 300"));
 }
 
 int main(void) {

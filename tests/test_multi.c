@@ -22,6 +22,7 @@
 #include "env/config.h"
 #include "solvers/multi.h"
 #include "tests/fixture.h"
+#include "tests/harness.h"
 
 /* Appends a synthetic candidate (units on type 0, completion time) to job j. */
 static void push(multi_cands *c, int j, long units0, long units1, double time, double samples) {
@@ -167,16 +168,6 @@ static void test_committed_instances(void **state) {
     }
 }
 
-static char out_buf[1 << 16];
-
-static int run_cmd(const char *cmd) {
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
-    out_buf[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* `strata solve` on a committed instance: tight.yaml, where sequential
  * leaves the second job without a plan (exit 1 with --method sequential)
@@ -187,10 +178,10 @@ static void test_cli_solve_jobs(void **state) {
     char path[1024], cmd[2300], err[512];
     snprintf(path, sizeof path, "%s/tests/data/multi/tight.yaml", src ? src : ".");
     snprintf(cmd, sizeof cmd, "%s solve %s --json", bin ? bin : "./strata", path);
-    assert_int_equal(run_cmd(cmd), 0);
+    assert_int_equal(harness_run(cmd), 0);
     json_error_t jerr;
-    json_t *o = json_loads(out_buf, 0, &jerr);
-    if (!o) fail_msg("bad JSON: %s\n%s", jerr.text, out_buf);
+    json_t *o = json_loads(harness_out, 0, &jerr);
+    if (!o) fail_msg("bad JSON: %s\n%s", jerr.text, harness_out);
     json_t *seq = json_object_get(o, "sequential"), *smd = json_object_get(o, "smd");
     assert_true(json_is_false(json_object_get(seq, "feasible")));
     assert_non_null(strstr(json_string_value(json_object_get(seq, "reason")),
@@ -217,9 +208,9 @@ static void test_cli_solve_jobs(void **state) {
     cfg_free(run);
 
     snprintf(cmd, sizeof cmd, "%s solve %s --method sequential", bin ? bin : "./strata", path);
-    assert_int_equal(run_cmd(cmd), 1);
-    assert_non_null(strstr(out_buf, "second         no plan"));
-    assert_non_null(strstr(out_buf, "smd: 2 knapsacks, the ratio iteration reached its fixed "
+    assert_int_equal(harness_run(cmd), 1);
+    assert_non_null(strstr(harness_out, "second         no plan"));
+    assert_non_null(strstr(harness_out, "smd: 2 knapsacks, the ratio iteration reached its fixed "
                                     "point"));
 }
 

@@ -39,6 +39,7 @@
 #include "env/place.h"
 #include "solvers/placers.h"
 #include "tests/fixture.h"
+#include "tests/harness.h"
 
 #define assert_close(got, want)                                                   \
     do {                                                                          \
@@ -465,17 +466,6 @@ static const char *INST_YAML =
     "    - {name: fc1, flops: 1e9, io: 0, act: 1e4, params: 4e6, mem: 1e8}\n"
     "    - {name: fc2, flops: 1e9, io: 0, act: 1e3, params: 4e6, mem: 1e8}\n";
 
-static char out_buf[1 << 16];
-
-/* Runs cmd, captures its stdout into out_buf, returns the exit status. */
-static int run_cmd(const char *cmd) {
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
-    out_buf[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* `strata place` through a real file: zone's JSON names n1 for stage 0 and
  * n4 for all of stage 1 with 2e6 cross-node bytes (test_zone); spread's
@@ -491,10 +481,10 @@ static void test_cli_place(void **state) {
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s place %s --assign cpu,gpu,gpu --method zone --json",
              bin ? bin : "./strata", path);
-    assert_int_equal(run_cmd(cmd), 0);
+    assert_int_equal(harness_run(cmd), 0);
     json_error_t jerr;
-    json_t *o = json_loads(out_buf, 0, &jerr);
-    if (!o) fail_msg("bad JSON: %s\n%s", jerr.text, out_buf);
+    json_t *o = json_loads(harness_out, 0, &jerr);
+    if (!o) fail_msg("bad JSON: %s\n%s", jerr.text, harness_out);
     assert_true(json_is_true(json_object_get(o, "meets_target")));
     assert_close(json_number_value(json_object_get(o, "cross_node_bytes")), 2e6);
     json_t *tasks = json_object_get(o, "tasks");
@@ -511,18 +501,18 @@ static void test_cli_place(void **state) {
 
     snprintf(cmd, sizeof cmd, "%s place %s --assign cpu,gpu,gpu --method spread",
              bin ? bin : "./strata", path);
-    assert_int_equal(run_cmd(cmd), 1);
-    assert_non_null(strstr(out_buf, "infeasible: placement: stage 1 (layers fc1..fc2 on gpu) "
+    assert_int_equal(harness_run(cmd), 1);
+    assert_non_null(strstr(harness_out, "infeasible: placement: stage 1 (layers fc1..fc2 on gpu) "
                                     "reaches 5709."));
-    assert_non_null(strstr(out_buf, "6     1     ps     n4"));
+    assert_non_null(strstr(harness_out, "6     1     ps     n4"));
 
     snprintf(cmd, sizeof cmd, "%s place %s --method all 2>&1", bin ? bin : "./strata", path);
-    assert_int_equal(run_cmd(cmd), 0);
-    assert_non_null(strstr(out_buf, "zone       ok"));
-    assert_non_null(strstr(out_buf, "spread     misses R"));
+    assert_int_equal(harness_run(cmd), 0);
+    assert_non_null(strstr(harness_out, "zone       ok"));
+    assert_non_null(strstr(harness_out, "spread     misses R"));
     snprintf(cmd, sizeof cmd, "%s place %s --method kube 2>&1", bin ? bin : "./strata", path);
-    assert_int_equal(run_cmd(cmd), 2);
-    assert_non_null(strstr(out_buf, "unknown placement method 'kube'"));
+    assert_int_equal(harness_run(cmd), 2);
+    assert_non_null(strstr(harness_out, "unknown placement method 'kube'"));
 }
 
 int main(void) {

@@ -30,6 +30,7 @@
 #include "env/model.h"
 #include "solvers/solve.h"
 #include "tests/fixture.h"
+#include "tests/harness.h"
 
 /* ---- random instances ------------------------------------------------- */
 
@@ -462,18 +463,6 @@ static void test_api_edges(void **state) {
 
 /* ---- strata solve, as a user runs it ------------------------------------ */
 
-static char out_buf[1 << 16];
-
-/* Runs a shell command, captures stdout into out_buf, returns the exit
- * status. */
-static int shell(const char *cmd) {
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
-    out_buf[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* Writes the fixture (tests/fixture.h) as a run file, with target R and
  * `count` units of each type. */
@@ -519,10 +508,10 @@ static void test_cli_solve(void **state) {
     assert_true(isfinite(b.opt));
 
     snprintf(cmd, sizeof cmd, "%s solve %s --method exact --json", bin, path);
-    assert_int_equal(shell(cmd), 0);
+    assert_int_equal(harness_run(cmd), 0);
     json_error_t jerr;
-    json_t *o = json_loads(out_buf, 0, &jerr);
-    if (!o) fail_msg("not JSON (%s): %s", jerr.text, out_buf);
+    json_t *o = json_loads(harness_out, 0, &jerr);
+    if (!o) fail_msg("not JSON (%s): %s", jerr.text, harness_out);
     assert_true(json_is_true(json_object_get(o, "feasible")));
     assert_true(json_is_true(json_object_get(o, "optimal")));
     assert_string_equal(json_string_value(json_object_get(o, "method")), "exact");
@@ -542,20 +531,20 @@ static void test_cli_solve(void **state) {
     /* rule, as a table: [cpu, gpu, gpu] (test_baselines_on_fixture), not
      * proven optimal; the same seed twice gives the same anneal output. */
     snprintf(cmd, sizeof cmd, "%s solve %s --method rule", bin, path);
-    assert_int_equal(shell(cmd), 0);
-    assert_non_null(strstr(out_buf, "method: rule, not proven optimal"));
-    assert_non_null(strstr(out_buf, "cost $32.22"));
+    assert_int_equal(harness_run(cmd), 0);
+    assert_non_null(strstr(harness_out, "method: rule, not proven optimal"));
+    assert_non_null(strstr(harness_out, "cost $32.22"));
     snprintf(cmd, sizeof cmd, "%s solve %s --method anneal --seed 9 --evals 500 --json", bin, path);
-    assert_int_equal(shell(cmd), 0);
-    o = json_loads(out_buf, 0, &jerr);
+    assert_int_equal(harness_run(cmd), 0);
+    o = json_loads(harness_out, 0, &jerr);
     assert_non_null(o);
     assert_int_equal(json_integer_value(json_object_get(o, "evaluations")), 500);
     assert_false(json_is_true(json_object_get(o, "optimal")));
     assert_null(json_object_get(o, "lower_bound"));
     json_t *a1 = json_deep_copy(json_object_get(o, "assignment"));
     json_decref(o);
-    assert_int_equal(shell(cmd), 0);
-    o = json_loads(out_buf, 0, &jerr);
+    assert_int_equal(harness_run(cmd), 0);
+    o = json_loads(harness_out, 0, &jerr);
     assert_true(json_equal(a1, json_object_get(o, "assignment")));
     json_decref(a1);
     json_decref(o);
@@ -567,8 +556,8 @@ static void test_cli_solve(void **state) {
      * loader accepts the file: each layer fits some type's memory). */
     write_fixture(path, 10000, 1);
     snprintf(cmd, sizeof cmd, "%s solve %s --json", bin, path);
-    assert_int_equal(shell(cmd), 1);
-    o = json_loads(out_buf, 0, &jerr);
+    assert_int_equal(harness_run(cmd), 1);
+    o = json_loads(harness_out, 0, &jerr);
     assert_non_null(o);
     assert_false(json_is_true(json_object_get(o, "found")));
     assert_true(json_is_true(json_object_get(o, "infeasible")));
@@ -577,16 +566,16 @@ static void test_cli_solve(void **state) {
                            "no assignment is feasible"));
     json_decref(o);
     snprintf(cmd, sizeof cmd, "%s solve %s", bin, path);
-    assert_int_equal(shell(cmd), 1);
-    assert_non_null(strstr(out_buf, "no feasible plan"));
+    assert_int_equal(harness_run(cmd), 1);
+    assert_non_null(strstr(harness_out, "no feasible plan"));
 
     /* Bad usage. */
     snprintf(cmd, sizeof cmd, "%s solve %s --method simplex 2>/dev/null", bin, path);
-    assert_int_equal(shell(cmd), 2);
+    assert_int_equal(harness_run(cmd), 2);
     snprintf(cmd, sizeof cmd, "%s solve %s --budget-ms -5 2>/dev/null", bin, path);
-    assert_int_equal(shell(cmd), 2);
+    assert_int_equal(harness_run(cmd), 2);
     snprintf(cmd, sizeof cmd, "%s solve %s/no_such_file.yaml 2>/dev/null", bin, tmp);
-    assert_int_equal(shell(cmd), 2);
+    assert_int_equal(harness_run(cmd), 2);
 }
 
 int main(void) {
