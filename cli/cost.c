@@ -13,20 +13,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "cli/report.h"
 #include "env/config.h"
 #include "env/place.h"
-#include "solvers/fit.h"
-
-/* Returns the job named `name` (or the first when name is NULL), printing
- * an error and returning NULL when there is no such job. */
-static const model_job *pick_job(const cfg_run *run, const char *name) {
-    if (!name) return &run->jobs[0];
-    for (int j = 0; j < run->n_jobs; j++)
-        if (!strcmp(run->jobs[j].name, name)) return &run->jobs[j];
-    fprintf(stderr, "strata: %s: no job named '%s'\n", run->path, name);
-    return NULL;
-}
 
 int cmd_cost(int argc, char **argv) {
     static const struct option opts[] = {
@@ -60,20 +50,12 @@ int cmd_cost(int argc, char **argv) {
     }
 
     char err[2048];
-    cfg_run *run = cfg_load(argv[optind], err, sizeof err);
-    if (!run) {
-        fprintf(stderr, "strata: %s\n", err);
-        return CLI_USAGE;
-    }
-    if (fit_run(run, err, sizeof err) < 0) { /* jobs with measurements: solvers/fit.h */
-        fprintf(stderr, "strata: %s: %s\n", run->path, err);
-        cfg_free(run);
-        return CLI_USAGE;
-    }
+    cfg_run *run = cli_load_run(argv[optind]);
+    if (!run) return CLI_USAGE;
     int status = CLI_USAGE;
     model_plan *plan = NULL;
     int *assign = NULL, *task_node = NULL;
-    const model_job *job = pick_job(run, job_name);
+    const model_job *job = cli_find_job(run, job_name);
     if (!job) goto done;
 
     assign = malloc((size_t)job->n_layers * sizeof *assign);
@@ -116,12 +98,8 @@ int cmd_check(int argc, char **argv) {
         fprintf(stderr, "usage: strata check FILE\n");
         return CLI_USAGE;
     }
-    char err[2048];
-    cfg_run *run = cfg_load(argv[1], err, sizeof err);
-    if (!run) {
-        fprintf(stderr, "strata: %s\n", err);
-        return CLI_USAGE;
-    }
+    cfg_run *run = cli_load_run(argv[1]);
+    if (!run) return CLI_USAGE;
     const model_cluster *cl = &run->cluster;
     int units = 0;
     for (int t = 0; t < cl->n_types; t++) units += cl->types[t].count;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "eval/instances.h"
 #include "eval/plot.h"
 #include "eval/report.h"
@@ -80,14 +81,9 @@ int cmd_eval(int argc, char **argv) {
         switch (c) {
         case 'o': out = optarg; break;
         case 'j': {
-            char *end;
-            errno = 0;
-            jobs = strtol(optarg, &end, 10);
-            if (errno || *optarg == '\0' || *end != '\0' || jobs < 1 || jobs > 256) {
-                fprintf(stderr, "strata eval: --jobs: expected a whole number from 1 to 256, "
-                                "got '%s'\n", optarg);
-                return CLI_USAGE;
-            }
+            long long v;
+            if (cli_parse_int("--jobs", optarg, 1, 256, &v)) return CLI_USAGE;
+            jobs = (long)v;
             break;
         }
         case 'T': no_times = 1; break;

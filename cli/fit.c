@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "cli/report.h"
 #include "env/config.h"
 #include "solvers/fit.h"
@@ -26,17 +27,6 @@
 #define FIT_USAGE                                                                    \
     "usage: strata fit FILE [--job NAME] [--max-speed] [--max-workers N] [--max-ps N]\n" \
     "                  [--type T] [--json]\n"
-
-/* Parses a whole number in [1, INT_MAX] for option `name`; -1 when bad. */
-static int parse_count(const char *name, const char *text) {
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || v < 1 || v > INT_MAX) {
-        fprintf(stderr, "strata: --%s: expected a whole number >= 1, got '%s'\n", name, text);
-        return -1;
-    }
-    return (int)v;
-}
 
 int cmd_fit(int argc, char **argv) {
     static const struct option opts[] = {
@@ -51,16 +41,19 @@ int cmd_fit(int argc, char **argv) {
     };
     const char *job_name = NULL, *type_name = NULL;
     int fastest = 0, as_json = 0, max_w = 0, max_p = 0, c;
+    long long v;
     optind = 1;
     while ((c = getopt_long(argc, argv, "j:Sw:p:t:Jh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': job_name = optarg; break;
         case 'S': fastest = 1; break;
         case 'w':
-            if ((max_w = parse_count("max-workers", optarg)) < 0) return CLI_USAGE;
+            if (cli_parse_int("--max-workers", optarg, 1, INT_MAX, &v)) return CLI_USAGE;
+            max_w = (int)v;
             break;
         case 'p':
-            if ((max_p = parse_count("max-ps", optarg)) < 0) return CLI_USAGE;
+            if (cli_parse_int("--max-ps", optarg, 1, INT_MAX, &v)) return CLI_USAGE;
+            max_p = (int)v;
             break;
         case 't': type_name = optarg; break;
         case 'J': as_json = 1; break;

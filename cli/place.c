@@ -15,11 +15,13 @@
  * fitted (solvers/fit.h) and its reports say so.
  */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "cli/report.h"
 #include "env/config.h"
 #include "env/place.h"
@@ -30,14 +32,6 @@
 #define PLACE_USAGE                                                                    \
     "usage: strata place FILE --method spread|pack|aggregate|zone|best|all\n"          \
     "                    [--assign T1,T2,...|T | --plan-method M] [--job NAME] [--seed N] [--json]\n"
-
-static model_job *find_job(cfg_run *run, const char *name) {
-    if (!name) return &run->jobs[0];
-    for (int j = 0; j < run->n_jobs; j++)
-        if (!strcmp(run->jobs[j].name, name)) return &run->jobs[j];
-    fprintf(stderr, "strata: %s: no job named '%s'\n", run->path, name);
-    return NULL;
-}
 
 static const char *status_word(int rc) {
     switch (rc) {
@@ -141,13 +135,9 @@ int cmd_place(int argc, char **argv) {
         case 'P': plan_text = optarg; break;
         case 'j': job_name = optarg; break;
         case 's': {
-            char *end;
-            seed = strtoull(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || *optarg == '-') {
-                fprintf(stderr, "strata: --seed: expected a whole number >= 0, got '%s'\n",
-                        optarg);
-                return CLI_USAGE;
-            }
+            long long v;
+            if (cli_parse_int("--seed", optarg, 0, INT64_MAX, &v)) return CLI_USAGE;
+            seed = (unsigned long long)v;
             break;
         }
         case 'J': as_json = 1; break;
@@ -173,22 +163,14 @@ int cmd_place(int argc, char **argv) {
     }
 
     char err[1024];
-    cfg_run *run = cfg_load(argv[optind], err, sizeof err);
-    if (!run) {
-        fprintf(stderr, "strata: %s\n", err);
-        return CLI_USAGE;
-    }
+    cfg_run *run = cli_load_run(argv[optind]);
+    if (!run) return CLI_USAGE;
     int status = CLI_USAGE;
     int *assign = NULL, *task_node = NULL;
     model_plan *plan = NULL, *out = NULL;
     solve_result *res = NULL;
-    model_job *job = find_job(run, job_name);
+    model_job *job = cli_find_job(run, job_name);
     if (!job) goto done;
-    fit_result fr;
-    if (fit_job(job, &fr, err, sizeof err) < 0) {
-        fprintf(stderr, "strata: %s: %s\n", run->path, err);
-        goto done;
-    }
     const model_cluster *cl = &run->cluster;
     if (cl->n_nodes == 0) {
         fprintf(stderr, "strata: %s: the cluster lists no nodes to place tasks on\n",

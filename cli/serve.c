@@ -39,6 +39,7 @@
 #include <cblas.h>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "cli/report.h"
 #include "service/server.h"
 
@@ -111,20 +112,6 @@ static char *read_token(const char *path) {
     return strdup(t);
 }
 
-/* Parses a whole number in [lo, hi] for option `name`; -1 on error. */
-static int parse_num(const char *name, const char *text, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (!*text || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "strata: --%s: expected a whole number from %ld to %ld, got '%s'\n",
-                name, lo, hi, text);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 int cmd_serve(int argc, char **argv) {
     static const struct option opts[] = {
         {"policy", required_argument, 0, 'p'},
@@ -142,7 +129,7 @@ int cmd_serve(int argc, char **argv) {
     srv_config_default(&cfg);
     cfg.plan_json = report_plan_json;
     cfg.log = log_line;
-    long n;
+    long long n;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cfg.threads = cpus > 0 ? (int)(cpus < 64 ? cpus : 64) : 2;
     const char *token_file = NULL;
@@ -153,20 +140,20 @@ int cmd_serve(int argc, char **argv) {
         case 'p': cfg.policy_path = optarg; break;
         case 'l': cfg.listen = optarg; break;
         case 't':
-            if (parse_num("threads", optarg, 1, 256, &n)) return CLI_USAGE;
+            if (cli_parse_int("--threads", optarg, 1, 256, &n)) return CLI_USAGE;
             cfg.threads = (int)n;
             break;
         case 'T': token_file = optarg; break;
         case 'L':
-            if (parse_num("max-layers", optarg, 1, MODEL_MAX_LAYERS, &n)) return CLI_USAGE;
+            if (cli_parse_int("--max-layers", optarg, 1, MODEL_MAX_LAYERS, &n)) return CLI_USAGE;
             cfg.limits.max_layers = (int)n;
             break;
         case 'N':
-            if (parse_num("max-nodes", optarg, 1, MODEL_MAX_NODES, &n)) return CLI_USAGE;
+            if (cli_parse_int("--max-nodes", optarg, 1, MODEL_MAX_NODES, &n)) return CLI_USAGE;
             cfg.limits.max_nodes = (int)n;
             break;
         case 'B':
-            if (parse_num("max-budget-ms", optarg, 1, 3600000, &n)) return CLI_USAGE;
+            if (cli_parse_int("--max-budget-ms", optarg, 1, 3600000, &n)) return CLI_USAGE;
             cfg.max_budget_ms = n;
             break;
         case 'q': cfg.log = NULL; break;

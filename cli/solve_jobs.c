@@ -18,11 +18,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "cli/report.h"
 #include "env/config.h"
 #include "solvers/fit.h"
@@ -141,18 +144,6 @@ static void print_plans(const cfg_run *run, const multi_result *r) {
     }
 }
 
-static long long parse_nonneg(const char *opt, const char *text) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < 0) {
-        fprintf(stderr, "strata solve: %s: expected a non-negative integer, got '%s'\n", opt,
-                text);
-        return -1;
-    }
-    return v;
-}
-
 int cmd_solve_jobs(int argc, char **argv) {
     static const struct option opts[] = {
         {"method", required_argument, 0, 'm'},
@@ -220,18 +211,15 @@ int cmd_solve_jobs(int argc, char **argv) {
     }
     long long v;
     if (budget) {
-        if ((v = parse_nonneg("--budget-ms", budget)) < 0) goto done;
+        if (cli_parse_int("--budget-ms", budget, 0, LONG_MAX, &v)) goto done;
         mo.plan.budget_ms = (long)v;
     }
     if (evals) {
-        if ((v = parse_nonneg("--evals", evals)) < 1) {
-            if (v == 0) fprintf(stderr, "strata solve: --evals: must be at least 1\n");
-            goto done;
-        }
+        if (cli_parse_int("--evals", evals, 1, LONG_MAX, &v)) goto done;
         mo.plan.max_evals = (long)v;
     }
     if (seed) {
-        if ((v = parse_nonneg("--seed", seed)) < 0) goto done;
+        if (cli_parse_int("--seed", seed, 0, INT64_MAX, &v)) goto done;
         mo.plan.seed = (uint64_t)v;
     }
     int want_seq = multi_named && !strcmp(method, "sequential");
