@@ -1,33 +1,222 @@
-/* policy.c -- TEMPORARY placeholder for the policy API of policy.h.
+/* policy.c -- a trained policy as the rest of strata uses it (policy.h):
+ * loading a checkpoint (agent/ckptio) and decoding plans with batched
+ * rollouts (agent/rollout), greedy or sample-N-keep-best.
  *
- * The agent (issue 6) replaces this file with the real implementation.
- * Until then every load fails with a clear message, so that the daemon,
- * strata eval and the CLI build and run against the contract.
+ * Decoding allocates its own rollout, so any number of threads may decode
+ * with one loaded policy at once; the weights are only read.
  */
 #include "agent/policy.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/ckptio.h"
+#include "agent/decode.h"
+#include "agent/net.h"
+#include "agent/rollout.h"
+#include "agent/trainconf.h"
+#include "env/place.h"
+
+#define DECODE_CHUNK 64 /* samples per batched rollout while sampling */
+#define DECODE_RUNS 64  /* greedy decoding passes when backtracking out of dead ends */
+
+struct agent_policy {
+    char path[1024];
+    agent_net_dims d;
+    nn_params *p;
+    int64_t step;
+    int placement; /* the NODE-phase method it was trained with */
+    char hash[17];
+};
 
 agent_policy *agent_policy_load(const char *path, char *err, size_t errlen) {
-    snprintf(err, errlen, "%s: policies cannot be loaded yet (the agent is not built)", path);
-    return NULL;
+    agent_policy *pol = calloc(1, sizeof *pol);
+    if (!pol) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    snprintf(pol->path, sizeof pol->path, "%s", path);
+    agent_ckpt_state st;
+    if (agent_ckpt_peek(path, &pol->d, &st, err, errlen)) {
+        free(pol);
+        return NULL;
+    }
+    pol->step = st.step;
+    pol->placement = st.placement;
+    agent_ckpt_state_clear(&st);
+    nn_tensor_spec table[AN_N_TENSORS];
+    agent_net_table(&pol->d, table);
+    pol->p = nn_params_create(table, AN_N_TENSORS, err, errlen);
+    if (!pol->p || agent_ckpt_read(path, pol->p, &pol->d, &st, err, errlen)) {
+        agent_policy_free(pol);
+        return NULL;
+    }
+    agent_ckpt_state_clear(&st);
+    /* FNV-1a 64 over the weights, tensor by tensor */
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < pol->p->n; i++) {
+        const unsigned char *b = (const unsigned char *)nn_param(pol->p, i);
+        for (size_t k = 0; k < pol->p->size[i] * sizeof(float); k++) {
+            h ^= b[k];
+            h *= 1099511628211ULL;
+        }
+    }
+    snprintf(pol->hash, sizeof pol->hash, "%016llx", (unsigned long long)h);
+    return pol;
 }
 
-void agent_policy_free(agent_policy *p) { (void)p; }
-
-int agent_policy_decode(const agent_policy *p, const model_job *job,
-                        const model_cluster *cl, const agent_decode_opts *opts,
-                        agent_decode_result *res, char *err, size_t errlen) {
-    (void)p, (void)job, (void)cl, (void)opts, (void)res;
-    snprintf(err, errlen, "no policy loaded");
-    return -1;
+void agent_policy_free(agent_policy *p) {
+    if (!p) return;
+    nn_params_free(p->p);
+    free(p);
 }
 
 int agent_policy_max_tasks(const model_job *job, const model_cluster *cl) {
-    (void)job, (void)cl;
-    return 0;
+    long units = 0;
+    double w = 0;
+    for (int t = 0; t < cl->n_types; t++) units += cl->types[t].count;
+    for (int l = 0; l < job->n_layers; l++) w += job->layers[l].params;
+    double shard = job->shard > 0 ? job->shard : MODEL_DEFAULT_SHARD;
+    double ps = job->n_layers + ceil(w / shard);
+    double total = (double)units + ps;
+    return total > 1e9 ? 1000000000 : (int)total;
 }
 
-const char *agent_policy_path(const agent_policy *p) { (void)p; return ""; }
-int64_t agent_policy_step(const agent_policy *p) { (void)p; return 0; }
-const char *agent_policy_hash(const agent_policy *p) { (void)p; return ""; }
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+int agent_policy_decode(const agent_policy *pol, const model_job *job, const model_cluster *cl,
+                        const agent_decode_opts *opts, agent_decode_result *res, char *err,
+                        size_t errlen) {
+    if (!pol || !job || !cl || !opts || !res || !res->assign || !res->plan) {
+        snprintf(err, errlen, "agent_policy_decode: missing argument");
+        return -1;
+    }
+    if (res->plan->cap < job->n_layers) {
+        snprintf(err, errlen, "agent_policy_decode: the plan holds %d layers, the job has %d",
+                 res->plan->cap, job->n_layers);
+        return -1;
+    }
+    int samples = opts->decode == AGENT_DECODE_SAMPLE ? opts->samples : 1;
+    if (opts->decode != AGENT_DECODE_GREEDY && opts->decode != AGENT_DECODE_SAMPLE) {
+        snprintf(err, errlen, "decode: unknown decoding %d", (int)opts->decode);
+        return -1;
+    }
+    if (samples < 1) {
+        snprintf(err, errlen, "decode: samples must be >= 1, got %d", opts->samples);
+        return -1;
+    }
+    int placement = AGENT_PLACE_NONE;
+    if (opts->place) {
+        if (cl->n_nodes == 0) {
+            snprintf(err, errlen, "decode: placement asked for, but the cluster lists no nodes");
+            return -1;
+        }
+        if (!res->task_node) {
+            snprintf(err, errlen, "decode: placement asked for, but task_node is NULL");
+            return -1;
+        }
+        placement = opts->placement ? agent_placement_parse(opts->placement) : AGENT_PLACE_POLICY;
+        if (placement < 0 || placement == AGENT_PLACE_NONE) {
+            snprintf(err, errlen, "decode: unknown placement '%s' (policy, spread, pack, aggregate, zone, best)",
+                     opts->placement);
+            return -1;
+        }
+    }
+    agent_rollout *ro = agent_rollout_create(&pol->d);
+    int chunk = samples < DECODE_CHUNK ? samples : DECODE_CHUNK;
+    int *of = calloc((size_t)chunk, sizeof *of);
+    if (!ro || !of) {
+        agent_rollout_free(ro);
+        free(of);
+        snprintf(err, errlen, "decode: out of memory");
+        return -1;
+    }
+    agent_instance in = {job, cl, 1.0};
+    double t0 = now_ms(), best = INFINITY;
+    int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0;
+    /* keep_episode copies episode b of ro into res when it is the best so far */
+#define KEEP_EPISODE(b)                                                                          \
+    do {                                                                                         \
+        const agent_episode *e_ = agent_rollout_episode(ro, (b));                                \
+        if (!isfinite(e_->cost)) {                                                               \
+            if (!found) reason = e_->reason ? e_->reason : MODEL_ERR_CAPACITY;                   \
+        } else if (e_->cost < best) {                                                            \
+            best = e_->cost;                                                                     \
+            found = 1;                                                                           \
+            memcpy(res->assign, agent_rollout_assign(ro, (b)), (size_t)job->n_layers * sizeof(int)); \
+            if (placement != AGENT_PLACE_NONE) {                                                 \
+                int n_ = 0;                                                                      \
+                const int *tn_ = agent_rollout_tasks(ro, (b), &n_);                              \
+                if (tn_) memcpy(res->task_node, tn_, (size_t)n_ * sizeof(int));                  \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)
+    /* sampling: samples - 1 sampled plans, then the greedy one (so that
+     * sampling is never worse than greedy, and at most `samples` are decoded
+     * unless greedy has to backtrack with no sampled plan feasible) */
+    int n_sampled = opts->decode == AGENT_DECODE_SAMPLE ? samples - 1 : 0;
+    if (n_sampled > 0) {
+        for (int base = 0; base < n_sampled; base += chunk) {
+            int B = n_sampled - base < chunk ? n_sampled - base : chunk;
+            agent_rollout_opts o = {placement, 0, 4.0, opts->seed, 0x504f4c49ULL /* "POLI" */, base, n_sampled,
+                                    0, NULL};
+            if (agent_rollout_run(ro, pol->p, &in, 1, of, B, &o, NULL, err, errlen)) {
+                rc = -1;
+                break;
+            }
+            for (int b = 0; b < B; b++) KEEP_EPISODE(b);
+            used += B;
+            if (opts->budget_ms > 0 && now_ms() - t0 >= opts->budget_ms) break;
+        }
+    }
+    if (rc == 0) {
+        /* greedy, backtracking out of dead ends; with sampling, the greedy
+         * plan is one more candidate (so sampling is never worse) */
+        int runs = 0;
+        int *scratch = malloc((size_t)job->n_layers * sizeof *scratch);
+        int budget = opts->decode == AGENT_DECODE_SAMPLE && found ? 1 : DECODE_RUNS;
+        int st = scratch ? agent_decode_greedy(ro, pol->p, &in, placement, 4.0, budget, scratch, &runs, err,
+                                               errlen)
+                         : -1;
+        if (!scratch) snprintf(err, errlen, "decode: out of memory");
+        free(scratch);
+        if (st < 0)
+            rc = -1;
+        else if (st == 0)
+            KEEP_EPISODE(0);
+        else
+            reason = MODEL_ERR_CAPACITY;
+        used += runs;
+    }
+#undef KEEP_EPISODE
+    agent_rollout_free(ro);
+    free(of);
+    res->samples_used = used;
+    if (rc) return -1;
+    if (!found) {
+        model_plan *pl = res->plan;
+        pl->n_stages = 0;
+        pl->reason = (model_reason)reason;
+        pl->bad_stage = pl->bad_type = -1;
+        pl->throughput = pl->time = pl->cost = pl->unit_price = 0;
+        pl->placed = 0;
+        snprintf(pl->why, sizeof pl->why, "the policy found no feasible %s in %d decoded plan%s",
+                 reason == MODEL_ERR_PLACEMENT ? "placement" : "plan", used, used == 1 ? "" : "s");
+        return reason;
+    }
+    int st = model_eval(job, cl, res->assign, res->plan);
+    if (st == 0 && placement != AGENT_PLACE_NONE)
+        st = place_eval(job, cl, res->plan, res->task_node, res->plan);
+    return st;
+}
+
+const char *agent_policy_path(const agent_policy *p) { return p ? p->path : ""; }
+int64_t agent_policy_step(const agent_policy *p) { return p ? p->step : 0; }
+const char *agent_policy_hash(const agent_policy *p) { return p ? p->hash : ""; }

@@ -26,7 +26,8 @@ typedef struct agent_policy agent_policy;
 
 typedef enum {
     AGENT_DECODE_GREEDY = 0, /* the most likely action at every step */
-    AGENT_DECODE_SAMPLE = 1, /* sample `samples` plans, keep the cheapest */
+    AGENT_DECODE_SAMPLE = 1, /* decode `samples` plans -- the greedy one and
+                                samples - 1 sampled -- and keep the cheapest */
 } agent_decode_kind;
 
 typedef struct {
@@ -46,7 +47,9 @@ typedef struct {
                          (agent_policy_max_tasks) */
     model_plan *plan; /* caller-created (model_plan_create(n_layers));
                          scored, and refined by place_eval when placed */
-    int samples_used; /* plans decoded */
+    int samples_used; /* plans decoded: at most `samples` when sampling (more
+                         only when greedy backtracks out of dead ends with no
+                         sampled plan feasible); greedy: its passes */
 } agent_decode_result;
 
 /* agent_policy_load reads a checkpoint. Returns NULL with a message that

@@ -27,7 +27,8 @@ static void solve_usage(FILE *f) {
     fprintf(f, "usage: strata solve FILE [--method M] [--budget-ms N] [--evals N] [--seed S] "
                "[--job NAME] [--json]\n  methods:");
     for (int m = 0; m < SOLVE_N_METHODS; m++) fprintf(f, " %s", solve_method_name((solve_method)m));
-    fprintf(f, " (default exact)\n  several jobs (objective: jct): --method sequential|smd "
+    fprintf(f, " policy (default exact)\n  --method policy --policy CKPT [--samples N]: decode a trained "
+               "policy, greedy or the best of N samples\n  several jobs (objective: jct): --method sequential|smd "
                "[--plan-method M]\n  --budget-ms: wall-clock budget, default %ld (0: none)\n"
                "  --evals: evaluation budget of random/genetic/anneal, default %ld\n",
             SOLVE_DEFAULT_BUDGET_MS, SOLVE_DEFAULT_EVALS);
@@ -55,19 +56,37 @@ int cmd_solve(int argc, char **argv) {
         {"job", required_argument, 0, 'j'},
         {"json", no_argument, 0, 'J'},
         {"help", no_argument, 0, 'h'},
+        {"policy", required_argument, 0, 'P'},  /* agent: --method policy */
+        {"samples", required_argument, 0, 'k'}, /* agent: --method policy */
         {0, 0, 0, 0},
     };
-    int jobs_status = cmd_solve_jobs(argc, argv); /* several jobs: cli/solve_jobs.c */
+    /* agent: --method policy decodes one job; cmd_solve_jobs does not know
+     * its options, so it must not see (and permute) them */
+    int policy_args = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], "--policy", 8) || !strcmp(argv[i], "--method=policy") ||
+            (!strcmp(argv[i], "--method") && i + 1 < argc && !strcmp(argv[i + 1], "policy")))
+            policy_args = 1;
+    int jobs_status = policy_args ? CLI_NOT_JOBS : cmd_solve_jobs(argc, argv); /* several jobs: cli/solve_jobs.c */
     if (jobs_status != CLI_NOT_JOBS) return jobs_status;
     solve_opts so;
     solve_opts_default(&so);
-    const char *job_name = NULL;
-    int as_json = 0, c;
+    const char *job_name = NULL, *policy = NULL;
+    int as_json = 0, c, use_policy = 0, samples = 0;
     long long v;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:b:e:s:j:Jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:b:e:s:j:JhP:k:", opts, NULL)) != -1) {
         switch (c) {
+        case 'P': policy = optarg; break;
+        case 'k':
+            if ((v = parse_count("--samples", optarg)) < 0) return CLI_USAGE;
+            samples = (int)(v > 1000000 ? 1000000 : v);
+            break;
         case 'm': {
+            if (!strcmp(optarg, "policy")) { /* a trained policy: cli/train.c */
+                use_policy = 1;
+                break;
+            }
             int m = solve_method_parse(optarg);
             if (m < 0) {
                 fprintf(stderr, "strata solve: --method: unknown method '%s'\n", optarg);
@@ -126,6 +145,14 @@ int cmd_solve(int argc, char **argv) {
             fprintf(stderr, "strata: %s: no job named '%s'\n", run->path, job_name);
             goto done;
         }
+    }
+    if (use_policy || policy) {
+        if (!use_policy || !policy) {
+            fprintf(stderr, "strata solve: --method policy needs --policy CKPT (and --policy needs --method policy)\n");
+            goto done;
+        }
+        status = cli_solve_policy(run, job, policy, samples, so.seed, as_json);
+        goto done;
     }
     res = solve_result_create(job->n_layers);
     if (!res) {

@@ -1,0 +1,63 @@
+/* ckptio.h -- the agent's checkpoints on top of nets/ckpt.
+ *
+ * A policy checkpoint is a nets/ckpt file (weights, Adam moments, step,
+ * feature schema, the train config's text) whose /meta/hparams carry what
+ * the agent needs besides the tensors:
+ *
+ *   agent_format "strata-agent-policy", agent_version 1
+ *   agent_features                          AGENT_FEATURES_VERSION (net.h)
+ *   embed, hidden, decoder, scorer, clip    the network's dimensions
+ *   mode ("search"|"general"), placement (the NODE-phase method it trained with)
+ *   seed, episodes, time_s                  progress
+ *   base_type, base_node, base_init         moving baselines
+ *   best_valid, best_cost, best_assign      best validation gap; search's best plan
+ *   metrics_csv                             the metrics history (metrics.csv)
+ *
+ * agent_ckpt_read refuses a file of another format or version, of another
+ * feature schema (GYM_SCHEMA_VERSION or AGENT_FEATURES_VERSION), or whose network differs from the
+ * one expected, naming the file and the difference.
+ */
+#ifndef STRATA_AGENT_CKPTIO_H
+#define STRATA_AGENT_CKPTIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/net.h"
+#include "nets/params.h"
+
+#define AGENT_CKPT_FORMAT "strata-agent-policy"
+#define AGENT_CKPT_VERSION 1
+
+/* What a checkpoint holds besides the tensors. For agent_ckpt_write the
+ * pointers are borrowed; after agent_ckpt_read they are owned (free with
+ * agent_ckpt_state_clear). */
+typedef struct {
+    int64_t step;
+    int seed, mode, placement;
+    double episodes, time_s;
+    double base_type, base_node;
+    int base_init;
+    double best_valid, best_cost;
+    int *best_assign; /* [n_best_assign] or NULL */
+    int n_best_assign;
+    char *metrics_csv; /* or NULL */
+    char *config_yaml; /* or NULL */
+} agent_ckpt_state;
+
+/* agent_ckpt_write saves p (dims d) and st to path (atomically). */
+int agent_ckpt_write(const char *path, const nn_params *p, const agent_net_dims *d,
+                     const agent_ckpt_state *st, char *err, size_t errlen);
+
+/* agent_ckpt_peek reads the dimensions and state of path without tensors. */
+int agent_ckpt_peek(const char *path, agent_net_dims *d, agent_ckpt_state *st, char *err,
+                    size_t errlen);
+
+/* agent_ckpt_read loads path into p (created from agent_net_table(d)) and
+ * st; the file's network must have dims d. */
+int agent_ckpt_read(const char *path, nn_params *p, const agent_net_dims *d, agent_ckpt_state *st,
+                    char *err, size_t errlen);
+
+void agent_ckpt_state_clear(agent_ckpt_state *st);
+
+#endif

@@ -1,0 +1,31 @@
+/* decode.h -- greedy decoding with backtracking out of dead ends.
+ *
+ * The environment's mask never hides a completable action, but it cannot
+ * see every combination of future stages, so a greedy decode can still walk
+ * into a dead end (no type allowed for the next layer). agent_decode_greedy
+ * then backtracks: it revisits the decisions from the deepest up, tries the
+ * other allowed types at each in the order of the policy's probabilities,
+ * and completes every new prefix greedily -- a depth-first search in the
+ * policy's order, which is the plain greedy decode when that decode is
+ * feasible. The search stops at the first feasible plan or after max_runs
+ * decoding passes.
+ */
+#ifndef STRATA_AGENT_DECODE_H
+#define STRATA_AGENT_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/rollout.h"
+
+/* agent_decode_greedy decodes instance `in` with the parameters p on the
+ * (caller's) rollout ro, placement as in agent_rollout_opts. Returns 0 with
+ * assign[n_layers] filled and the episode found left as episode 0 of ro
+ * (agent_rollout_episode / agent_rollout_tasks), 1 when no feasible plan
+ * was found in max_runs passes, -1 with a message on error. *runs (may be
+ * NULL) receives the passes made. */
+int agent_decode_greedy(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                        int placement, double penalty, int max_runs, int *assign, int *runs,
+                        char *err, size_t errlen);
+
+#endif

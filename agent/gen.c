@@ -1,0 +1,414 @@
+/* gen.c -- the random instance generator (see gen.h): spec tables and the
+ * draw of a job and a cluster.
+ */
+#include "agent/gen.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/ytab.h"
+#include "nets/rng.h"
+
+#define GEN_MAX_LAYERS 256
+#define GEN_STREAM 0x47454e0000000000ULL /* "GEN" */
+
+typedef struct {
+    char name[YT_STR_MAX];
+    double count[2];
+    double flops[2], io[2], act[2], params[2], mem[2];
+    int same;
+    double jitter;
+} gen_role;
+
+typedef struct {
+    char name[YT_STR_MAX];
+    double weight;
+    double batch[2], samples[2], alpha[2], units[2];
+    int n_roles;
+    gen_role *roles;
+} gen_family;
+
+typedef struct {
+    char name[YT_STR_MAX];
+    int kind; /* 0 cpu, 1 gpu */
+    double flops[2], io_bw[2], net_bw[2], mem[2], price[2], units[2], ps_slots[2];
+} gen_type;
+
+typedef struct {
+    double types[2], count[2], zones[2];
+    int nodes;
+    double bad_zone;
+    double inter_bw[2], inter_latency[2];
+    int n_pool;
+    gen_type *pool;
+} gen_cluster;
+
+struct agent_gen {
+    int n_fam;
+    gen_family *fam;
+    double weight_sum;
+    gen_cluster cl;
+};
+
+/* ---------------------------------------------------------------------------
+ * Tables
+ * ------------------------------------------------------------------------ */
+
+#define BIG 1e300
+enum { T_FAMILIES, T_CLUSTER, N_T };
+static const yt_field TOP[N_T] = {
+    [T_FAMILIES] = YT_F_NODE("families", 1),
+    [T_CLUSTER] = YT_F_NODE("cluster", 1),
+};
+
+enum { F_NAME, F_WEIGHT, F_BATCH, F_SAMPLES, F_ALPHA, F_UNITS, F_ROLES, N_F };
+static const yt_field FAMILY[N_F] = {
+    [F_NAME] = YT_F_STR("name", 1, gen_family, name),
+    [F_WEIGHT] = YT_F_NUM("weight", UNITS_NUMBER, 0, 1, 0, BIG, gen_family, weight),
+    [F_BATCH] = YT_F_RANGE("batch", UNITS_NUMBER, 1, 0, 0, 1, 1e9, gen_family, batch),
+    [F_SAMPLES] = YT_F_RANGE("samples", UNITS_NUMBER, 0, 1e8, 1e8, 1, 1e18, gen_family, samples),
+    [F_ALPHA] = YT_F_RANGE("alpha", UNITS_NUMBER, 0, 0.05, 0.05, 0, 0.99, gen_family, alpha),
+    [F_UNITS] = YT_F_RANGE("units", UNITS_NUMBER, 1, 0, 0, 1e-6, 1e6, gen_family, units),
+    [F_ROLES] = YT_F_NODE("roles", 1),
+};
+
+enum { R_NAME, R_COUNT, R_FLOPS, R_IO, R_ACT, R_PARAMS, R_MEM, R_SAME, R_JITTER, N_R };
+static const yt_field ROLE[N_R] = {
+    [R_NAME] = YT_F_STR("name", 1, gen_role, name),
+    [R_COUNT] = YT_F_RANGE("count", UNITS_COUNT, 0, 1, 1, 0, GEN_MAX_LAYERS, gen_role, count),
+    [R_FLOPS] = YT_F_RANGE("flops", UNITS_FLOP, 1, 0, 0, 0, BIG, gen_role, flops),
+    [R_IO] = YT_F_RANGE("io", UNITS_BYTES, 0, 0, 0, 0, BIG, gen_role, io),
+    [R_ACT] = YT_F_RANGE("act", UNITS_BYTES, 1, 0, 0, 0, BIG, gen_role, act),
+    [R_PARAMS] = YT_F_RANGE("params", UNITS_BYTES, 1, 0, 0, 0, BIG, gen_role, params),
+    [R_MEM] = YT_F_RANGE("mem", UNITS_BYTES, 1, 0, 0, 0, BIG, gen_role, mem),
+    [R_SAME] = YT_F_BOOL("same", 0, gen_role, same),
+    [R_JITTER] = YT_F_NUM("jitter", UNITS_NUMBER, 0, 0, 0, 0.9, gen_role, jitter),
+};
+
+enum { C_TYPES, C_COUNT, C_ZONES, C_NODES, C_BAD, C_IBW, C_ILAT, C_POOL, N_C };
+static const yt_field CLUSTER[N_C] = {
+    [C_TYPES] = YT_F_RANGE("types", UNITS_COUNT, 1, 0, 0, 1, 64, gen_cluster, types),
+    [C_COUNT] = YT_F_RANGE("count", UNITS_COUNT, 1, 0, 0, 1, 4096, gen_cluster, count),
+    [C_ZONES] = YT_F_RANGE("zones", UNITS_COUNT, 0, 1, 1, 1, 16, gen_cluster, zones),
+    [C_NODES] = YT_F_BOOL("nodes", 1, gen_cluster, nodes),
+    [C_BAD] = YT_F_NUM("bad_zone", UNITS_FRACTION, 0, 0, 0, 1, gen_cluster, bad_zone),
+    [C_IBW] = YT_F_RANGE("inter_bw", UNITS_RATE_BYTES, 0, 1.25e9, 1.25e9, 1, BIG, gen_cluster, inter_bw),
+    [C_ILAT] = YT_F_RANGE("inter_latency", UNITS_SECONDS, 0, 5e-4, 5e-4, 0, 10, gen_cluster, inter_latency),
+    [C_POOL] = YT_F_NODE("pool", 1),
+};
+
+enum { P_NAME, P_KIND, P_FLOPS, P_IOBW, P_NETBW, P_MEM, P_PRICE, P_UNITS, P_PS, N_P };
+static const yt_field POOL[N_P] = {
+    [P_NAME] = YT_F_STR("name", 1, gen_type, name),
+    [P_KIND] = {"kind", YT_ENUM, UNITS_NUMBER, 1, 0, 0, 0, 0, offsetof(gen_type, kind), "cpu|gpu"},
+    [P_FLOPS] = YT_F_RANGE("flops", UNITS_FLOPS, 1, 0, 0, 1, BIG, gen_type, flops),
+    [P_IOBW] = YT_F_RANGE("io_bw", UNITS_RATE_BYTES, 1, 0, 0, 1, BIG, gen_type, io_bw),
+    [P_NETBW] = YT_F_RANGE("net_bw", UNITS_RATE_BYTES, 1, 0, 0, 1, BIG, gen_type, net_bw),
+    [P_MEM] = YT_F_RANGE("mem", UNITS_BYTES, 1, 0, 0, 1, BIG, gen_type, mem),
+    [P_PRICE] = YT_F_RANGE("price", UNITS_DOLLARS, 1, 0, 0, 1e-9, BIG, gen_type, price),
+    [P_UNITS] = YT_F_RANGE("units", UNITS_COUNT, 0, 1, 1, 1, 64, gen_type, units),
+    [P_PS] = YT_F_RANGE("ps_slots", UNITS_COUNT, 0, 1, 1, 0, 64, gen_type, ps_slots),
+};
+
+static int name_ok(yt_doc *d, yaml_node_t *map, const char *path, const char *name, char *err,
+                   size_t errlen) {
+    if (strlen(name) >= MODEL_NAME_MAX)
+        return yt_fail(d, map, path, err, errlen, "name longer than %d characters", MODEL_NAME_MAX - 1);
+    return 0;
+}
+
+void agent_gen_free(agent_gen *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_fam; i++) free(g->fam[i].roles);
+    free(g->fam);
+    free(g->cl.pool);
+    free(g);
+}
+
+agent_gen *agent_gen_load(const char *path, char *err, size_t errlen) {
+    yt_doc *d = yt_load(path, err, errlen);
+    if (!d) return NULL;
+    agent_gen *g = calloc(1, sizeof *g);
+    yaml_node_t *top[N_T], *cv[N_C], *fv[N_F];
+    char p[256];
+    if (!g) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto fail;
+    }
+    if (yt_walk(d, d->root, "", TOP, N_T, NULL, top, err, errlen)) goto fail;
+    yaml_node_t *fams = top[T_FAMILIES];
+    if (fams->type != YAML_SEQUENCE_NODE || yt_seq_len(fams) == 0) {
+        yt_fail(d, fams, "families", err, errlen, "expected a non-empty list of families");
+        goto fail;
+    }
+    g->n_fam = yt_seq_len(fams);
+    g->fam = calloc((size_t)g->n_fam, sizeof *g->fam);
+    if (!g->fam) goto oom;
+    for (int i = 0; i < g->n_fam; i++) {
+        gen_family *f = &g->fam[i];
+        yaml_node_t *fn = yt_seq_at(d, fams, i);
+        snprintf(p, sizeof p, "families[%d]", i);
+        if (yt_walk(d, fn, p, FAMILY, N_F, f, fv, err, errlen) || name_ok(d, fn, p, f->name, err, errlen))
+            goto fail;
+        g->weight_sum += f->weight;
+        yaml_node_t *roles = fv[F_ROLES];
+        snprintf(p, sizeof p, "families[%d].roles", i);
+        if (roles->type != YAML_SEQUENCE_NODE || yt_seq_len(roles) == 0) {
+            yt_fail(d, roles, p, err, errlen, "expected a non-empty list of roles");
+            goto fail;
+        }
+        f->n_roles = yt_seq_len(roles);
+        f->roles = calloc((size_t)f->n_roles, sizeof *f->roles);
+        if (!f->roles) goto oom;
+        double max_layers = 0;
+        for (int r = 0; r < f->n_roles; r++) {
+            snprintf(p, sizeof p, "families[%d].roles[%d]", i, r);
+            if (yt_walk(d, yt_seq_at(d, roles, r), p, ROLE, N_R, &f->roles[r], NULL, err, errlen))
+                goto fail;
+            max_layers += f->roles[r].count[1];
+        }
+        if (max_layers > GEN_MAX_LAYERS) {
+            snprintf(p, sizeof p, "families[%d].roles", i);
+            yt_fail(d, roles, p, err, errlen, "up to %g layers, at most %d allowed", max_layers, GEN_MAX_LAYERS);
+            goto fail;
+        }
+        if (f->roles[0].count[0] < 1 && max_layers < 1) {
+            yt_fail(d, roles, p, err, errlen, "the roles can draw no layer at all");
+            goto fail;
+        }
+    }
+    if (!(g->weight_sum > 0)) {
+        yt_fail(d, fams, "families", err, errlen, "the weights sum to 0");
+        goto fail;
+    }
+    if (yt_walk(d, top[T_CLUSTER], "cluster", CLUSTER, N_C, &g->cl, cv, err, errlen)) goto fail;
+    yaml_node_t *pool = cv[C_POOL];
+    if (pool->type != YAML_SEQUENCE_NODE || yt_seq_len(pool) == 0) {
+        yt_fail(d, pool, "cluster.pool", err, errlen, "expected a non-empty list of types");
+        goto fail;
+    }
+    g->cl.n_pool = yt_seq_len(pool);
+    if (g->cl.n_pool > 1024) {
+        yt_fail(d, pool, "cluster.pool", err, errlen, "at most 1024 types");
+        goto fail;
+    }
+    g->cl.pool = calloc((size_t)g->cl.n_pool, sizeof *g->cl.pool);
+    if (!g->cl.pool) goto oom;
+    for (int i = 0; i < g->cl.n_pool; i++) {
+        snprintf(p, sizeof p, "cluster.pool[%d]", i);
+        yaml_node_t *tn = yt_seq_at(d, pool, i);
+        if (yt_walk(d, tn, p, POOL, N_P, &g->cl.pool[i], NULL, err, errlen) ||
+            name_ok(d, tn, p, g->cl.pool[i].name, err, errlen))
+            goto fail;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(g->cl.pool[j].name, g->cl.pool[i].name)) {
+                yt_fail(d, tn, p, err, errlen, "type name '%s' used twice", g->cl.pool[i].name);
+                goto fail;
+            }
+    }
+    if (g->cl.types[1] > g->cl.n_pool) {
+        yt_fail(d, cv[C_TYPES], "cluster.types", err, errlen, "up to %g types, but the pool has %d",
+                g->cl.types[1], g->cl.n_pool);
+        goto fail;
+    }
+    yt_free(d);
+    return g;
+oom:
+    snprintf(err, errlen, "%s: out of memory", path);
+fail:
+    yt_free(d);
+    agent_gen_free(g);
+    return NULL;
+}
+
+int agent_gen_families(const agent_gen *g) { return g->n_fam; }
+const char *agent_gen_family_name(const agent_gen *g, int i) { return g->fam[i].name; }
+
+/* ---------------------------------------------------------------------------
+ * Drawing
+ * ------------------------------------------------------------------------ */
+
+static double u01(rng_t *r) { return rng_uniform(r); }
+
+/* draw a value from range v: log-uniform when v[0] > 0, else uniform */
+static double draw(rng_t *r, const double v[2]) {
+    double u = u01(r);
+    if (v[0] == v[1]) return v[0];
+    if (v[0] > 0) return exp(log(v[0]) + u * (log(v[1]) - log(v[0])));
+    return v[0] + u * (v[1] - v[0]);
+}
+
+/* the most types one cluster can draw: the pool's size, at most 64 */
+static int n_pool_cap(const gen_cluster *gc) { return gc->n_pool < 64 ? gc->n_pool : 64; }
+
+static double draw_lin(rng_t *r, const double v[2]) { return v[0] + u01(r) * (v[1] - v[0]); }
+
+static int draw_int(rng_t *r, const double v[2]) {
+    int lo = (int)v[0], hi = (int)v[1];
+    int k = lo + (int)(u01(r) * (hi - lo + 1));
+    return k > hi ? hi : k;
+}
+
+void agent_gen_inst_clear(agent_gen_inst *in) {
+    free(in->layers);
+    free(in->types);
+    free(in->nodes);
+    free(in->zones);
+    memset(in, 0, sizeof *in);
+}
+
+int agent_gen_draw(const agent_gen *g, uint64_t seed, uint64_t index, int attempt,
+                   agent_gen_inst *out) {
+    agent_gen_inst_clear(out);
+    rng_t r = {seed, GEN_STREAM | (uint64_t)(unsigned)attempt, index << 24};
+    /* the family */
+    double w = u01(&r) * g->weight_sum;
+    int fi = 0;
+    for (; fi < g->n_fam - 1; fi++) {
+        if (w < g->fam[fi].weight) break;
+        w -= g->fam[fi].weight;
+    }
+    const gen_family *f = &g->fam[fi];
+    snprintf(out->family, sizeof out->family, "%.63s", f->name);
+    /* the layers */
+    int counts[GEN_MAX_LAYERS], L = 0;
+    for (int k = 0; k < f->n_roles; k++) {
+        counts[k] = draw_int(&r, f->roles[k].count);
+        L += counts[k];
+    }
+    if (L == 0) counts[0] = L = 1;
+    out->layers = calloc((size_t)L, sizeof *out->layers);
+    if (!out->layers) return -1;
+    int l = 0;
+    for (int k = 0; k < f->n_roles; k++) {
+        const gen_role *ro = &f->roles[k];
+        model_layer base = {0};
+        if (ro->same) {
+            base.flops = draw(&r, ro->flops);
+            base.io = draw(&r, ro->io);
+            base.act = draw(&r, ro->act);
+            base.params = draw(&r, ro->params);
+            base.mem = draw(&r, ro->mem);
+        }
+        for (int i = 0; i < counts[k]; i++, l++) {
+            model_layer *ly = &out->layers[l];
+            snprintf(ly->name, sizeof ly->name, "%.40s%d", ro->name, i);
+            if (ro->same) {
+                double j = ro->jitter;
+                ly->flops = base.flops * (1 + j * (2 * u01(&r) - 1));
+                ly->io = base.io * (1 + j * (2 * u01(&r) - 1));
+                ly->act = base.act * (1 + j * (2 * u01(&r) - 1));
+                ly->params = base.params * (1 + j * (2 * u01(&r) - 1));
+                ly->mem = base.mem * (1 + j * (2 * u01(&r) - 1));
+            } else {
+                ly->flops = draw(&r, ro->flops);
+                ly->io = draw(&r, ro->io);
+                ly->act = draw(&r, ro->act);
+                ly->params = draw(&r, ro->params);
+                ly->mem = draw(&r, ro->mem);
+            }
+        }
+    }
+    model_job *job = &out->job;
+    snprintf(job->name, sizeof job->name, "%.30s-%llu", f->name, (unsigned long long)index);
+    job->n_layers = L;
+    job->layers = out->layers;
+    job->batch = round(draw(&r, f->batch));
+    if (job->batch < 1) job->batch = 1;
+    job->samples = round(draw(&r, f->samples));
+    job->alpha = draw_lin(&r, f->alpha);
+    job->shard = MODEL_DEFAULT_SHARD;
+    /* the cluster: types without replacement from the pool */
+    const gen_cluster *gc = &g->cl;
+    int T = draw_int(&r, gc->types);
+    if (T > n_pool_cap(gc)) T = n_pool_cap(gc);
+    if (T < 1) T = 1;
+    int pick[64], n_pool = gc->n_pool > 1024 ? 1024 : gc->n_pool;
+    int order[1024];
+    for (int i = 0; i < n_pool && i < 1024; i++) order[i] = i;
+    for (int i = 0; i < T; i++) { /* partial Fisher-Yates */
+        int j = i + (int)(u01(&r) * (n_pool - i));
+        if (j >= n_pool) j = n_pool - 1;
+        int tmp = order[i];
+        order[i] = order[j];
+        order[j] = tmp;
+        pick[i] = order[i];
+    }
+    /* keep the pool's order among the picked types */
+    for (int i = 1; i < T; i++)
+        for (int j = i; j > 0 && pick[j - 1] > pick[j]; j--) {
+            int tmp = pick[j];
+            pick[j] = pick[j - 1];
+            pick[j - 1] = tmp;
+        }
+    out->types = calloc((size_t)T, sizeof *out->types);
+    if (!out->types) return -1;
+    int per_node[64], total_nodes = 0;
+    for (int i = 0; i < T; i++) {
+        const gen_type *gt = &gc->pool[pick[i]];
+        model_type *ty = &out->types[i];
+        snprintf(ty->name, sizeof ty->name, "%.63s", gt->name);
+        ty->is_gpu = gt->kind;
+        ty->flops = draw(&r, gt->flops);
+        ty->io_bw = draw(&r, gt->io_bw);
+        ty->net_bw = draw(&r, gt->net_bw);
+        ty->mem = draw(&r, gt->mem);
+        ty->price = draw(&r, gt->price);
+        per_node[i] = draw_int(&r, gt->units);
+        int c = draw_int(&r, gc->count);
+        if (gc->nodes) { /* whole nodes */
+            int n = (c + per_node[i] - 1) / per_node[i];
+            if (n < 1) n = 1;
+            c = n * per_node[i];
+            total_nodes += n;
+        }
+        ty->count = c;
+    }
+    model_cluster *cl = &out->cl;
+    cl->n_types = T;
+    cl->types = out->types;
+    int Z = draw_int(&r, gc->zones);
+    out->zones = calloc((size_t)Z, sizeof *out->zones);
+    if (!out->zones) return -1;
+    for (int z = 0; z < Z; z++) snprintf(out->zones[z].name, sizeof out->zones[z].name, "z%d", z);
+    cl->n_zones = Z;
+    cl->zones = out->zones;
+    cl->inter_bw = draw(&r, gc->inter_bw);
+    cl->inter_latency = draw(&r, gc->inter_latency);
+    int bad = Z > 1 && u01(&r) < gc->bad_zone;
+    if (gc->nodes) {
+        out->nodes = calloc((size_t)total_nodes, sizeof *out->nodes);
+        if (!out->nodes) return -1;
+        int n = 0;
+        for (int i = 0; i < T; i++) {
+            const gen_type *gt = &gc->pool[pick[i]];
+            int nodes = out->types[i].count / per_node[i];
+            for (int k = 0; k < nodes; k++, n++) {
+                model_node *nd = &out->nodes[n];
+                int z = k % Z;
+                int degraded = bad && z == Z - 1;
+                snprintf(nd->name, sizeof nd->name, "%.40s-%d", out->types[i].name, k);
+                nd->type = i;
+                nd->units = per_node[i];
+                nd->ps_slots = draw_int(&r, gt->ps_slots);
+                nd->zone = z;
+                nd->bw = out->types[i].net_bw * per_node[i] * (degraded ? 0.7 : 1.0);
+                nd->latency = degraded ? 150e-6 : 50e-6;
+                nd->loss = degraded ? 1e-3 : 1e-4;
+            }
+        }
+        cl->n_nodes = n;
+        cl->nodes = out->nodes;
+    }
+    /* the target: units x one unit of the fastest type running the whole job */
+    int fast = 0;
+    for (int i = 1; i < T; i++)
+        if (out->types[i].flops > out->types[fast].flops) fast = i;
+    job->min_throughput = 1; /* model_stage_eval needs R only for units */
+    model_stage st;
+    model_stage_eval(job, cl, fast, 0, L - 1, &st);
+    job->min_throughput = draw(&r, f->units) * job->batch / st.step;
+    return 0;
+}

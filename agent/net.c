@@ -1,0 +1,517 @@
+/* net.c -- the agent's policy network (see net.h): its parameter table, the
+ * rollout steps and the training passes, composed from nets/layers.
+ *
+ * Every product is a GEMM over a whole batch: the encoder over [T*G] layer
+ * rows, the decoder's input part over [T*B] decisions (one GEMM for the whole
+ * trajectory batch) and its recurrence per step over [B], the scorers over
+ * [N*K] candidate rows. The pointwise work between them (ReLU, the LSTM
+ * cell, the broadcast of the context over candidates, the softmax) is in
+ * nets/vmath or in the small loops below.
+ */
+#include "agent/net.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nets/layers.h"
+#include "nets/vmath.h"
+
+void agent_net_dims_default(agent_net_dims *d) {
+    d->embed = 64;
+    d->hidden = 64;
+    d->decoder = 128;
+    d->scorer = 64;
+    d->clip = 10.0f;
+}
+
+static int din_width(const agent_net_dims *d) { return 2 * d->hidden + AGENT_FG + AGENT_FT; }
+
+void agent_net_table(const agent_net_dims *d, nn_tensor_spec t[AN_N_TENSORS]) {
+    int E = d->embed, H = d->hidden, Hd = d->decoder, D = d->scorer, Din = din_width(d);
+    t[AN_EMB_W] = nn_spec("embed", "w", NN_INIT_XAVIER, 1.0f, 0, E, AGENT_FL, 0, 0);
+    t[AN_EMB_B] = nn_spec("embed", "b", NN_INIT_ZEROS, 0.0f, 1, E, 0, 0, 0);
+    t[AN_ENCF_WIH] = nn_spec("enc_fwd", "w_ih", NN_INIT_XAVIER, 1.0f, 0, 4 * H, E, 0, 0);
+    t[AN_ENCF_WHH] = nn_spec("enc_fwd", "w_hh", NN_INIT_ORTHO, 1.0f, 0, 4 * H, H, 0, 0);
+    t[AN_ENCF_B] = nn_spec("enc_fwd", "b", NN_INIT_LSTM_BIAS, 1.0f, 1, 4 * H, 0, 0, 0);
+    t[AN_ENCB_WIH] = nn_spec("enc_bwd", "w_ih", NN_INIT_XAVIER, 1.0f, 0, 4 * H, E, 0, 0);
+    t[AN_ENCB_WHH] = nn_spec("enc_bwd", "w_hh", NN_INIT_ORTHO, 1.0f, 0, 4 * H, H, 0, 0);
+    t[AN_ENCB_B] = nn_spec("enc_bwd", "b", NN_INIT_LSTM_BIAS, 1.0f, 1, 4 * H, 0, 0, 0);
+    t[AN_DEC_WIH] = nn_spec("decoder", "w_ih", NN_INIT_XAVIER, 1.0f, 0, 4 * Hd, Din, 0, 0);
+    t[AN_DEC_WHH] = nn_spec("decoder", "w_hh", NN_INIT_ORTHO, 1.0f, 0, 4 * Hd, Hd, 0, 0);
+    t[AN_DEC_B] = nn_spec("decoder", "b", NN_INIT_LSTM_BIAS, 1.0f, 1, 4 * Hd, 0, 0, 0);
+    t[AN_TCTX_W] = nn_spec("type_ctx", "w", NN_INIT_XAVIER, 1.0f, 0, D, Hd, 0, 0);
+    t[AN_TROW_W] = nn_spec("type_row", "w", NN_INIT_XAVIER, 1.0f, 0, D, AGENT_FT, 0, 0);
+    t[AN_TROW_B] = nn_spec("type_row", "b", NN_INIT_ZEROS, 0.0f, 1, D, 0, 0, 0);
+    t[AN_THID_W] = nn_spec("type_hid", "w", NN_INIT_XAVIER, 1.0f, 0, D, D, 0, 0);
+    t[AN_THID_B] = nn_spec("type_hid", "b", NN_INIT_ZEROS, 0.0f, 1, D, 0, 0, 0);
+    t[AN_TOUT_W] = nn_spec("type_out", "w", NN_INIT_XAVIER, 1.0f, 0, 1, D, 0, 0);
+    t[AN_NCTX_W] = nn_spec("node_ctx", "w", NN_INIT_XAVIER, 1.0f, 0, D, AGENT_FG, 0, 0);
+    t[AN_NCTX_B] = nn_spec("node_ctx", "b", NN_INIT_ZEROS, 0.0f, 1, D, 0, 0, 0);
+    t[AN_NCTX2_W] = nn_spec("node_ctx2", "w", NN_INIT_XAVIER, 1.0f, 0, D, D, 0, 0);
+    t[AN_NROW_W] = nn_spec("node_row", "w", NN_INIT_XAVIER, 1.0f, 0, D, AGENT_FN, 0, 0);
+    t[AN_NROW_B] = nn_spec("node_row", "b", NN_INIT_ZEROS, 0.0f, 1, D, 0, 0, 0);
+    t[AN_NHID_W] = nn_spec("node_hid", "w", NN_INIT_XAVIER, 1.0f, 0, D, D, 0, 0);
+    t[AN_NHID_B] = nn_spec("node_hid", "b", NN_INIT_ZEROS, 0.0f, 1, D, 0, 0, 0);
+    t[AN_NOUT_W] = nn_spec("node_out", "w", NN_INIT_XAVIER, 1.0f, 0, 1, D, 0, 0);
+}
+
+int agent_net_check(const agent_net_dims *d, const nn_params *p, char *err, size_t errlen) {
+    nn_tensor_spec t[AN_N_TENSORS];
+    agent_net_table(d, t);
+    if (!p || p->n != AN_N_TENSORS) {
+        snprintf(err, errlen, "the network has %d tensors, expected %d", p ? p->n : 0,
+                 AN_N_TENSORS);
+        return -1;
+    }
+    for (int i = 0; i < AN_N_TENSORS; i++) {
+        const nn_tensor_spec *s = &p->spec[i];
+        if (strcmp(s->layer, t[i].layer) || strcmp(s->name, t[i].name) || s->ndim != t[i].ndim ||
+            memcmp(s->dims, t[i].dims, sizeof s->dims)) {
+            char a[64], b[64];
+            snprintf(err, errlen, "tensor %d is %s/%s %s, expected %s/%s %s", i, s->layer,
+                     s->name, nn_shape_str(a, sizeof a, s->ndim, s->dims), t[i].layer,
+                     t[i].name, nn_shape_str(b, sizeof b, t[i].ndim, t[i].dims));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Workspace
+ * ------------------------------------------------------------------------ */
+
+typedef struct {
+    float *p;
+    size_t cap; /* floats */
+} fbuf;
+
+/* The buffers, in one list so that create/free walk them all. */
+#define WS_BUFS(X)                                                                      \
+    /* encoder [T,G,*] */                                                               \
+    X(ex) X(exr) X(hf) X(cf) X(tcf) X(actf) X(hr) X(cr) X(tcr) X(actr) X(enc)           \
+    X(denc) X(dhf) X(dhr) X(dex) X(dexr) X(lwork)                                       \
+    /* decoder [T,B,*] */                                                               \
+    X(din) X(hd) X(cd) X(tcd) X(actd) X(ctx) X(ddin) X(dhd) X(dctx)                     \
+    /* scorer [N,K,*] and softmax [N,K] */                                              \
+    X(z1) X(z2) X(th) X(probs) X(logp) X(ent) X(g1) X(g2) X(graw) X(dlogp) X(dent)      \
+    X(dlogits) X(advr)                                                                  \
+    /* node context [N,D] */                                                            \
+    X(nc1) X(dnc1)                                                                      \
+    /* rollout state [B,*] */                                                           \
+    X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act)
+
+struct agent_net_ws {
+    agent_net_dims d;
+    const vm_kernels *vm;
+#define X(name) fbuf name;
+    WS_BUFS(X)
+#undef X
+    int *ibuf; /* [B] per-episode lengths, or active flags */
+    size_t icap;
+    int *inst; /* [B] instance per episode (rollout) */
+    size_t inst_cap;
+    /* rollout geometry of the last encode */
+    int T, G, B;
+};
+
+/* need grows b to hold n floats (contents are not kept). Returns 0 or -1. */
+static int need(fbuf *b, size_t n) {
+    if (n == 0) n = 1;
+    if (b->cap >= n) return 0;
+    free(b->p);
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    b->p = aligned_alloc(64, bytes);
+    if (!b->p) {
+        b->cap = 0;
+        return -1;
+    }
+    b->cap = n;
+    return 0;
+}
+
+static int need_int(int **b, size_t *cap, size_t n) {
+    if (n == 0) n = 1;
+    if (*cap >= n) return 0;
+    free(*b);
+    *b = malloc(n * sizeof **b);
+    if (!*b) {
+        *cap = 0;
+        return -1;
+    }
+    *cap = n;
+    return 0;
+}
+
+agent_net_ws *agent_net_ws_create(const agent_net_dims *d) {
+    agent_net_ws *ws = calloc(1, sizeof *ws);
+    if (!ws) return NULL;
+    ws->d = *d;
+    ws->vm = vm_best();
+    return ws;
+}
+
+void agent_net_ws_free(agent_net_ws *ws) {
+    if (!ws) return;
+#define X(name) free(ws->name.p);
+    WS_BUFS(X)
+#undef X
+    free(ws->ibuf);
+    free(ws->inst);
+    free(ws);
+}
+
+/* ---------------------------------------------------------------------------
+ * Small pointwise helpers
+ * ------------------------------------------------------------------------ */
+
+/* out[n] = dout[n] where y[n] > 0, else 0 (ReLU backward, overwriting). */
+static void relu_grad(float *out, const float *y, const float *dout, size_t n) {
+    for (size_t e = 0; e < n; e++) out[e] = y[e] > 0.0f ? dout[e] : 0.0f;
+}
+
+/* ---------------------------------------------------------------------------
+ * The scorer: candidate rows against a context, shared by both heads
+ * ------------------------------------------------------------------------ */
+
+typedef struct {
+    int w_row, b_row, w_hid, b_hid, w_out; /* tensor indices */
+    int F;                                 /* row features */
+} scorer_ix;
+
+static const scorer_ix TYPE_SCORER = {AN_TROW_W, AN_TROW_B, AN_THID_W, AN_THID_B, AN_TOUT_W,
+                                      AGENT_FT};
+static const scorer_ix NODE_SCORER = {AN_NROW_W, AN_NROW_B, AN_NHID_W, AN_NHID_B, AN_NOUT_W,
+                                      AGENT_FN};
+
+/* scorer_need sizes the scorer buffers for N decisions of K candidates. */
+static int scorer_need(agent_net_ws *ws, size_t N, size_t K, int train) {
+    size_t NK = N * K, D = (size_t)ws->d.scorer;
+    int bad = need(&ws->z1, NK * D) | need(&ws->z2, NK * D) | need(&ws->th, NK) |
+              need(&ws->probs, NK) | need(&ws->logp, NK) | need(&ws->ent, N) |
+              need(&ws->ctx, N * D);
+    if (train)
+        bad |= need(&ws->g1, NK * D) | need(&ws->g2, NK * D) | need(&ws->graw, NK) |
+               need(&ws->dlogp, NK) | need(&ws->dent, N) | need(&ws->dlogits, NK) |
+               need(&ws->dctx, N * D) | need(&ws->advr, N);
+    return bad ? -1 : 0;
+}
+
+/* scorer_forward: rows[N,K,F] and ctx[N,D] -> logits (in ws->th as
+ * tanh(raw/C) before scaling; logits written to out[N*K]). */
+static void scorer_forward(agent_net_ws *ws, const nn_params *p, const scorer_ix *ix, int N,
+                           int K, const float *rows, const float *ctx, float *logits) {
+    int D = ws->d.scorer, NK = N * K;
+    float C = ws->d.clip;
+    float *z1 = ws->z1.p, *z2 = ws->z2.p, *th = ws->th.p;
+    nn_dense_forward(z1, rows, nn_param(p, ix->w_row), nn_param(p, ix->b_row), NK, ix->F, D);
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++) ws->vm->add(z1 + ((size_t)n * K + k) * D, ctx + (size_t)n * D, (size_t)D);
+    nn_relu_forward(z1, z1, (size_t)NK * D);
+    nn_dense_forward(z2, z1, nn_param(p, ix->w_hid), nn_param(p, ix->b_hid), NK, D, D);
+    nn_relu_forward(z2, z2, (size_t)NK * D);
+    nn_dense_forward(th, z2, nn_param(p, ix->w_out), NULL, NK, D, 1);
+    float inv = 1.0f / C;
+    for (int e = 0; e < NK; e++) th[e] *= inv;
+    nn_tanh_forward(th, th, (size_t)NK);
+    for (int e = 0; e < NK; e++) logits[e] = C * th[e];
+}
+
+/* scorer_backward: from dlogits[N*K] accumulates the scorer's weight
+ * gradients and writes (+=) dctx[N,D]. */
+static void scorer_backward(agent_net_ws *ws, nn_params *p, const scorer_ix *ix, int N, int K,
+                            const float *rows, const float *dlogits, float *dctx) {
+    int D = ws->d.scorer, NK = N * K;
+    size_t NKD = (size_t)NK * D;
+    float *z1 = ws->z1.p, *z2 = ws->z2.p, *th = ws->th.p, *g1 = ws->g1.p, *g2 = ws->g2.p,
+          *graw = ws->graw.p;
+    for (int e = 0; e < NK; e++) graw[e] = dlogits[e] * (1.0f - th[e] * th[e]);
+    memset(g2, 0, NKD * sizeof *g2);
+    nn_dense_backward(g2, nn_grad(p, ix->w_out), NULL, graw, z2, nn_param(p, ix->w_out), NK, D, 1);
+    relu_grad(g1, z2, g2, NKD);
+    memset(g2, 0, NKD * sizeof *g2);
+    nn_dense_backward(g2, nn_grad(p, ix->w_hid), nn_grad(p, ix->b_hid), g1, z1,
+                      nn_param(p, ix->w_hid), NK, D, D);
+    relu_grad(g1, z1, g2, NKD);
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++) ws->vm->add(dctx + (size_t)n * D, g1 + ((size_t)n * K + k) * D, (size_t)D);
+    nn_dense_backward(NULL, nn_grad(p, ix->w_row), nn_grad(p, ix->b_row), g1, rows,
+                      nn_param(p, ix->w_row), NK, ix->F, D);
+}
+
+/* softmax_loss: the masked softmax of logits[N*K] (which must not be
+ * ws->dlogits), the policy-gradient loss with entropy bonus, and its
+ * gradient with respect to the logits, written into ws->dlogits. Adds the
+ * sums to *st. Returns 0, or -1 when an action is out of range or masked. */
+static int softmax_loss(agent_net_ws *ws, int N, int K, const float *logits, const uint8_t *mask,
+                        const int *action, const float *adv, float beta, float scale,
+                        agent_loss_stats *st) {
+    float *probs = ws->probs.p, *logp = ws->logp.p, *ent = ws->ent.p;
+    nn_softmax_forward(probs, logp, ent, logits, mask, N, K);
+    double pg = 0, en = 0;
+    long dec = 0;
+    for (int n = 0; n < N; n++) {
+        int a = action[n];
+        if (a < 0) continue;
+        if (a >= K || !mask[(size_t)n * K + a]) return -1;
+        pg += -(double)adv[n] * logp[(size_t)n * K + a];
+        en += ent[n];
+        dec++;
+    }
+    st->pg += pg;
+    st->entropy += en;
+    st->decisions += dec;
+    memset(ws->dlogp.p, 0, (size_t)N * K * sizeof(float));
+    memset(ws->dent.p, 0, (size_t)N * sizeof(float));
+    memset(ws->dlogits.p, 0, (size_t)N * K * sizeof(float));
+    nn_pg_loss_backward(ws->dlogp.p, ws->dent.p, action, adv, beta, scale, N, K);
+    nn_softmax_backward(ws->dlogits.p, ws->dlogp.p, ws->dent.p, probs, logp, ent, mask, N, K);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Encoder
+ * ------------------------------------------------------------------------ */
+
+/* encoder_forward: lf[T,G,FL] -> ws->enc[T,G,2H], keeping activations. */
+static int encoder_forward(agent_net_ws *ws, const nn_params *p, const float *lf, const int *len,
+                           int T, int G) {
+    int E = ws->d.embed, H = ws->d.hidden;
+    size_t TG = (size_t)T * G;
+    if (need(&ws->ex, TG * E) || need(&ws->exr, TG * E) || need(&ws->hf, TG * H) ||
+        need(&ws->cf, TG * H) || need(&ws->tcf, TG * H) || need(&ws->actf, TG * 4 * H) ||
+        need(&ws->hr, TG * H) || need(&ws->cr, TG * H) || need(&ws->tcr, TG * H) ||
+        need(&ws->actr, TG * 4 * H) || need(&ws->enc, TG * 2 * H))
+        return -1;
+    nn_dense_forward(ws->ex.p, lf, nn_param(p, AN_EMB_W), nn_param(p, AN_EMB_B), (int)TG, AGENT_FL, E);
+    nn_relu_forward(ws->ex.p, ws->ex.p, TG * E);
+    /* the reversed sequence: row t of instance g is layer len-1-t */
+    memset(ws->exr.p, 0, TG * E * sizeof(float));
+    for (int g = 0; g < G; g++)
+        for (int t = 0; t < len[g]; t++)
+            memcpy(ws->exr.p + ((size_t)t * G + g) * E, ws->ex.p + ((size_t)(len[g] - 1 - t) * G + g) * E,
+                   (size_t)E * sizeof(float));
+    nn_lstm_forward(ws->hf.p, ws->cf.p, ws->actf.p, ws->tcf.p, ws->ex.p, NULL, NULL, len,
+                    nn_param(p, AN_ENCF_WIH), nn_param(p, AN_ENCF_WHH), nn_param(p, AN_ENCF_B), T, G,
+                    E, H);
+    nn_lstm_forward(ws->hr.p, ws->cr.p, ws->actr.p, ws->tcr.p, ws->exr.p, NULL, NULL, len,
+                    nn_param(p, AN_ENCB_WIH), nn_param(p, AN_ENCB_WHH), nn_param(p, AN_ENCB_B), T, G,
+                    E, H);
+    memset(ws->enc.p, 0, TG * 2 * H * sizeof(float));
+    for (int g = 0; g < G; g++)
+        for (int t = 0; t < len[g]; t++) {
+            float *o = ws->enc.p + ((size_t)t * G + g) * 2 * H;
+            memcpy(o, ws->hf.p + ((size_t)t * G + g) * H, (size_t)H * sizeof(float));
+            memcpy(o + H, ws->hr.p + ((size_t)(len[g] - 1 - t) * G + g) * H, (size_t)H * sizeof(float));
+        }
+    return 0;
+}
+
+/* encoder_backward: from ws->denc[T,G,2H] accumulates the encoder's weight
+ * gradients. */
+static int encoder_backward(agent_net_ws *ws, nn_params *p, const float *lf, const int *len, int T,
+                            int G) {
+    int E = ws->d.embed, H = ws->d.hidden;
+    size_t TG = (size_t)T * G;
+    if (need(&ws->dhf, TG * H) || need(&ws->dhr, TG * H) || need(&ws->dex, TG * E) ||
+        need(&ws->dexr, TG * E) || need(&ws->lwork, nn_lstm_work_size(T, G, H)))
+        return -1;
+    memset(ws->dhf.p, 0, TG * H * sizeof(float));
+    memset(ws->dhr.p, 0, TG * H * sizeof(float));
+    for (int g = 0; g < G; g++)
+        for (int t = 0; t < len[g]; t++) {
+            const float *d = ws->denc.p + ((size_t)t * G + g) * 2 * H;
+            memcpy(ws->dhf.p + ((size_t)t * G + g) * H, d, (size_t)H * sizeof(float));
+            memcpy(ws->dhr.p + ((size_t)(len[g] - 1 - t) * G + g) * H, d + H, (size_t)H * sizeof(float));
+        }
+    memset(ws->dex.p, 0, TG * E * sizeof(float));
+    memset(ws->dexr.p, 0, TG * E * sizeof(float));
+    nn_lstm_backward(ws->dex.p, NULL, NULL, nn_grad(p, AN_ENCF_WIH), nn_grad(p, AN_ENCF_WHH),
+                     nn_grad(p, AN_ENCF_B), ws->lwork.p, ws->dhf.p, NULL, ws->ex.p, NULL, NULL, len,
+                     ws->hf.p, ws->cf.p, ws->actf.p, ws->tcf.p, nn_param(p, AN_ENCF_WIH),
+                     nn_param(p, AN_ENCF_WHH), T, G, E, H);
+    nn_lstm_backward(ws->dexr.p, NULL, NULL, nn_grad(p, AN_ENCB_WIH), nn_grad(p, AN_ENCB_WHH),
+                     nn_grad(p, AN_ENCB_B), ws->lwork.p, ws->dhr.p, NULL, ws->exr.p, NULL, NULL, len,
+                     ws->hr.p, ws->cr.p, ws->actr.p, ws->tcr.p, nn_param(p, AN_ENCB_WIH),
+                     nn_param(p, AN_ENCB_WHH), T, G, E, H);
+    for (int g = 0; g < G; g++)
+        for (int t = 0; t < len[g]; t++)
+            ws->vm->add(ws->dex.p + ((size_t)(len[g] - 1 - t) * G + g) * E,
+                        ws->dexr.p + ((size_t)t * G + g) * E, (size_t)E);
+    /* ReLU then the embedding layer (dexr reused as scratch) */
+    relu_grad(ws->dexr.p, ws->ex.p, ws->dex.p, TG * E);
+    nn_dense_backward(NULL, nn_grad(p, AN_EMB_W), nn_grad(p, AN_EMB_B), ws->dexr.p, lf,
+                      nn_param(p, AN_EMB_W), (int)TG, AGENT_FL, E);
+    return 0;
+}
+
+/* build_din writes the decoder input of B decisions at step t:
+ * out[b] = [enc[t, inst[b]], glob[b], prev[b]]. */
+static void build_din(const agent_net_ws *ws, float *out, int t, int G, int B, const int *inst,
+                      const float *glob, const float *prev) {
+    int H2 = 2 * ws->d.hidden, Din = din_width(&ws->d);
+    for (int b = 0; b < B; b++) {
+        float *o = out + (size_t)b * Din;
+        memcpy(o, ws->enc.p + ((size_t)t * G + inst[b]) * H2, (size_t)H2 * sizeof(float));
+        memcpy(o + H2, glob + (size_t)b * AGENT_FG, AGENT_FG * sizeof(float));
+        memcpy(o + H2 + AGENT_FG, prev + (size_t)b * AGENT_FT, AGENT_FT * sizeof(float));
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Rollout
+ * ------------------------------------------------------------------------ */
+
+int agent_net_encode(agent_net_ws *ws, const nn_params *p, const float *lf, const int *len, int T,
+                     int G, const int *inst, int B) {
+    int Hd = ws->d.decoder;
+    if (encoder_forward(ws, p, lf, len, T, G)) return -1;
+    if (need(&ws->hprev, (size_t)B * Hd) || need(&ws->cprev, (size_t)B * Hd) ||
+        need_int(&ws->inst, &ws->inst_cap, (size_t)B))
+        return -1;
+    memset(ws->hprev.p, 0, (size_t)B * Hd * sizeof(float));
+    memset(ws->cprev.p, 0, (size_t)B * Hd * sizeof(float));
+    memcpy(ws->inst, inst, (size_t)B * sizeof(int));
+    ws->T = T;
+    ws->G = G;
+    ws->B = B;
+    return 0;
+}
+
+int agent_net_type_step(agent_net_ws *ws, const nn_params *p, int t, const float *glob,
+                        const float *rows, const float *prev, const uint8_t *mask,
+                        const uint8_t *active, int K, float *probs) {
+    int B = ws->B, Hd = ws->d.decoder, D = ws->d.scorer, Din = din_width(&ws->d);
+    if (t < 0 || t >= ws->T) return -1;
+    if (need(&ws->s_din, (size_t)B * Din) || need(&ws->s_h, (size_t)B * Hd) ||
+        need(&ws->s_c, (size_t)B * Hd) || need(&ws->s_tc, (size_t)B * Hd) ||
+        need(&ws->s_act, (size_t)B * 4 * Hd) || need_int(&ws->ibuf, &ws->icap, (size_t)B) ||
+        scorer_need(ws, (size_t)B, (size_t)K, 0) || need(&ws->dlogits, (size_t)B * K))
+        return -1;
+    build_din(ws, ws->s_din.p, t, ws->G, B, ws->inst, glob, prev);
+    for (int b = 0; b < B; b++) ws->ibuf[b] = active[b] ? 1 : 0;
+    nn_lstm_forward(ws->s_h.p, ws->s_c.p, ws->s_act.p, ws->s_tc.p, ws->s_din.p, ws->hprev.p,
+                    ws->cprev.p, ws->ibuf, nn_param(p, AN_DEC_WIH), nn_param(p, AN_DEC_WHH),
+                    nn_param(p, AN_DEC_B), 1, B, Din, Hd);
+    memcpy(ws->hprev.p, ws->s_h.p, (size_t)B * Hd * sizeof(float));
+    memcpy(ws->cprev.p, ws->s_c.p, (size_t)B * Hd * sizeof(float));
+    nn_dense_forward(ws->ctx.p, ws->s_h.p, nn_param(p, AN_TCTX_W), NULL, B, Hd, D);
+    float *logits = ws->dlogits.p;
+    scorer_forward(ws, p, &TYPE_SCORER, B, K, rows, ws->ctx.p, logits);
+    nn_softmax_forward(probs, ws->logp.p, ws->ent.p, logits, mask, B, K);
+    return 0;
+}
+
+/* node_ctx_forward: glob[N,FG] -> ws->nc1 (relu) and ws->ctx[N,D]. */
+static void node_ctx_forward(agent_net_ws *ws, const nn_params *p, const float *glob, int N) {
+    int D = ws->d.scorer;
+    nn_dense_forward(ws->nc1.p, glob, nn_param(p, AN_NCTX_W), nn_param(p, AN_NCTX_B), N, AGENT_FG, D);
+    nn_relu_forward(ws->nc1.p, ws->nc1.p, (size_t)N * D);
+    nn_dense_forward(ws->ctx.p, ws->nc1.p, nn_param(p, AN_NCTX2_W), NULL, N, D, D);
+}
+
+int agent_net_node_step(agent_net_ws *ws, const nn_params *p, const float *glob, const float *rows,
+                        const uint8_t *mask, int B, int K, float *probs) {
+    int D = ws->d.scorer;
+    if (scorer_need(ws, (size_t)B, (size_t)K, 0) || need(&ws->nc1, (size_t)B * D) ||
+        need(&ws->dlogits, (size_t)B * K))
+        return -1;
+    node_ctx_forward(ws, p, glob, B);
+    float *logits = ws->dlogits.p;
+    scorer_forward(ws, p, &NODE_SCORER, B, K, rows, ws->ctx.p, logits);
+    nn_softmax_forward(probs, ws->logp.p, ws->ent.p, logits, mask, B, K);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Training passes
+ * ------------------------------------------------------------------------ */
+
+int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *tr, float beta,
+                        float scale, agent_loss_stats *st, char *err, size_t errlen) {
+    int T = tr->T, G = tr->G, B = tr->B, K = tr->K;
+    int H = ws->d.hidden, Hd = ws->d.decoder, D = ws->d.scorer, Din = din_width(&ws->d);
+    size_t TB = (size_t)T * B;
+    if (encoder_forward(ws, p, tr->lf, tr->len, T, G) ||
+        need(&ws->din, TB * Din) || need(&ws->hd, TB * Hd) || need(&ws->cd, TB * Hd) ||
+        need(&ws->tcd, TB * Hd) || need(&ws->actd, TB * 4 * Hd) || need(&ws->ddin, TB * Din) ||
+        need(&ws->dhd, TB * Hd) || need(&ws->denc, (size_t)T * G * 2 * H) ||
+        need(&ws->lwork, nn_lstm_work_size(T, B, Hd)) || need_int(&ws->ibuf, &ws->icap, (size_t)B) ||
+        scorer_need(ws, TB, (size_t)K, 1)) {
+        snprintf(err, errlen, "out of memory for a batch of %d episodes x %d steps", B, T);
+        return -1;
+    }
+    /* forward */
+    for (int t = 0; t < T; t++)
+        build_din(ws, ws->din.p + (size_t)t * B * Din, t, G, B, tr->inst, tr->glob + (size_t)t * B * AGENT_FG,
+                  tr->prev + (size_t)t * B * AGENT_FT);
+    for (int b = 0; b < B; b++) ws->ibuf[b] = tr->len[tr->inst[b]];
+    nn_lstm_forward(ws->hd.p, ws->cd.p, ws->actd.p, ws->tcd.p, ws->din.p, NULL, NULL, ws->ibuf,
+                    nn_param(p, AN_DEC_WIH), nn_param(p, AN_DEC_WHH), nn_param(p, AN_DEC_B), T, B,
+                    Din, Hd);
+    nn_dense_forward(ws->ctx.p, ws->hd.p, nn_param(p, AN_TCTX_W), NULL, (int)TB, Hd, D);
+    float *logits = ws->g1.p; /* g1 is free until scorer_backward */
+    scorer_forward(ws, p, &TYPE_SCORER, (int)TB, K, tr->rows, ws->ctx.p, logits);
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++) ws->advr.p[(size_t)t * B + b] = tr->adv[b];
+    if (softmax_loss(ws, (int)TB, K, logits, tr->mask, tr->action, ws->advr.p, beta, scale, st)) {
+        snprintf(err, errlen, "a TYPE action is out of range or masked");
+        return -1;
+    }
+    /* backward */
+    memset(ws->dctx.p, 0, TB * D * sizeof(float));
+    scorer_backward(ws, p, &TYPE_SCORER, (int)TB, K, tr->rows, ws->dlogits.p, ws->dctx.p);
+    memset(ws->dhd.p, 0, TB * Hd * sizeof(float));
+    nn_dense_backward(ws->dhd.p, nn_grad(p, AN_TCTX_W), NULL, ws->dctx.p, ws->hd.p,
+                      nn_param(p, AN_TCTX_W), (int)TB, Hd, D);
+    memset(ws->ddin.p, 0, TB * Din * sizeof(float));
+    nn_lstm_backward(ws->ddin.p, NULL, NULL, nn_grad(p, AN_DEC_WIH), nn_grad(p, AN_DEC_WHH),
+                     nn_grad(p, AN_DEC_B), ws->lwork.p, ws->dhd.p, NULL, ws->din.p, NULL, NULL,
+                     ws->ibuf, ws->hd.p, ws->cd.p, ws->actd.p, ws->tcd.p, nn_param(p, AN_DEC_WIH),
+                     nn_param(p, AN_DEC_WHH), T, B, Din, Hd);
+    memset(ws->denc.p, 0, (size_t)T * G * 2 * H * sizeof(float));
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++)
+            ws->vm->add(ws->denc.p + ((size_t)t * G + tr->inst[b]) * 2 * H,
+                        ws->ddin.p + ((size_t)t * B + b) * Din, (size_t)2 * H);
+    if (encoder_backward(ws, p, tr->lf, tr->len, T, G)) {
+        snprintf(err, errlen, "out of memory in the encoder's backward pass");
+        return -1;
+    }
+    return 0;
+}
+
+int agent_net_node_loss(agent_net_ws *ws, nn_params *p, const agent_node_traj *tr, float beta,
+                        float scale, int chunk, agent_loss_stats *st, char *err, size_t errlen) {
+    int K = tr->K, D = ws->d.scorer;
+    if (chunk <= 0) chunk = 4096;
+    for (int lo = 0; lo < tr->N; lo += chunk) {
+        int N = tr->N - lo < chunk ? tr->N - lo : chunk;
+        if (scorer_need(ws, (size_t)N, (size_t)K, 1) || need(&ws->nc1, (size_t)N * D) ||
+            need(&ws->dnc1, (size_t)N * D)) {
+            snprintf(err, errlen, "out of memory for %d node decisions", N);
+            return -1;
+        }
+        const float *glob = tr->glob + (size_t)lo * AGENT_FG;
+        const float *rows = tr->rows + (size_t)lo * K * AGENT_FN;
+        node_ctx_forward(ws, p, glob, N);
+        float *logits = ws->g1.p; /* g1 is free until scorer_backward */
+        scorer_forward(ws, p, &NODE_SCORER, N, K, rows, ws->ctx.p, logits);
+        if (softmax_loss(ws, N, K, logits, tr->mask + (size_t)lo * K, tr->action + lo,
+                         tr->adv + lo, beta, scale, st)) {
+            snprintf(err, errlen, "a NODE action is out of range or masked");
+            return -1;
+        }
+        memset(ws->dctx.p, 0, (size_t)N * D * sizeof(float));
+        scorer_backward(ws, p, &NODE_SCORER, N, K, rows, ws->dlogits.p, ws->dctx.p);
+        memset(ws->dnc1.p, 0, (size_t)N * D * sizeof(float));
+        nn_dense_backward(ws->dnc1.p, nn_grad(p, AN_NCTX2_W), NULL, ws->dctx.p, ws->nc1.p,
+                          nn_param(p, AN_NCTX2_W), N, D, D);
+        relu_grad(ws->dnc1.p, ws->nc1.p, ws->dnc1.p, (size_t)N * D);
+        nn_dense_backward(NULL, nn_grad(p, AN_NCTX_W), nn_grad(p, AN_NCTX_B), ws->dnc1.p, glob,
+                          nn_param(p, AN_NCTX_W), N, AGENT_FG, D);
+    }
+    return 0;
+}

@@ -1,0 +1,788 @@
+/* rollout.c -- batched episodes of the policy network (see rollout.h).
+ *
+ * The loop over decisions is sequential; inside one decision the
+ * environments are observed in parallel (gym_obs, written straight into the
+ * time-major trajectory buffers), the network runs once over all episodes,
+ * actions are drawn, and the environments step in parallel.
+ */
+#include "agent/rollout.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "env/gym.h"
+#include "env/place.h"
+#include "nets/layers.h"
+#include "nets/rng.h"
+#include "solvers/placers.h"
+
+struct agent_rollout {
+    agent_net_dims d;
+    agent_net_ws *ws;
+    /* the current run */
+    const agent_instance *inst;
+    const agent_rollout_opts *opts;
+    int G, B, T, K, Kn;
+    gym_env **env; /* [B] */
+    int env_cap;
+    int *inst_of;        /* [B] */
+    agent_episode *ep;   /* [B] */
+    gym_step_result *last; /* [B] last step's result */
+    int *assign;         /* [B, T] */
+    int **tasks;         /* [B] -> [task_cap[b]] */
+    int *task_cap;       /* [B] */
+    int *n_tasks;        /* [B], -1 when not placed */
+    model_plan **pplan;  /* [B] heuristic placement results, lazily created */
+    int *pplan_cap;      /* [B] layers the plan holds */
+    double *psum;        /* [G, 4, T+1] prefix sums of flops, io, params, mem per instance */
+    size_t cap_psum;
+    /* TYPE trajectories */
+    float *lf;     /* [T,G,FL] */
+    int *len;      /* [G] */
+    float *glob;   /* [T,B,FG] */
+    float *rows;   /* [T,B,K,FT] */
+    float *prev;   /* [T,B,FT] */
+    uint8_t *mask; /* [T,B,K] */
+    int *action;   /* [T,B] */
+    float *adv;    /* [B] */
+    float *probs;  /* [B,max(K,Kn)] */
+    float *pall;   /* [T,B,K] TYPE probabilities as played */
+    uint8_t *active; /* [B] */
+    float *lf_tmp; /* [T,FL] */
+    /* NODE decisions: rows u*B + b while playing, compacted afterwards */
+    float *nglob;    /* [ncap,FG] */
+    float *nrows;    /* [ncap,Kn,FN] */
+    uint8_t *nmask;  /* [ncap,Kn] */
+    int *naction;    /* [ncap] */
+    int *nowner;     /* [ncap] */
+    float *nadv;     /* [ncap] */
+    size_t ncap;     /* rows the NODE buffers hold */
+    int ncap_kn;     /* ... of this many nodes each */
+    int n_node;      /* compacted decisions */
+    int node_phase_steps; /* u while playing */
+    int t;           /* the current TYPE step */
+    /* capacities (elements) */
+    size_t cap_lf, cap_len, cap_glob, cap_rows, cap_prev, cap_mask, cap_action, cap_adv,
+        cap_probs, cap_pall, cap_active, cap_lftmp, cap_b, cap_assign;
+    agent_type_traj tt;
+    agent_node_traj nt;
+    agent_rollout_times tm;
+    double la_sec[64]; /* look-ahead seconds per worker */
+    int la_workers;    /* workers of the pool of the current run */
+    int failed;      /* a parallel call failed */
+    char why[256];
+};
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* grow makes *p hold n elements of `elem` bytes, keeping its contents. */
+static int grow(void *pp, size_t *cap, size_t n, size_t elem) {
+    void **p = pp;
+    if (n == 0) n = 1;
+    if (*cap >= n) return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < n) c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+agent_rollout *agent_rollout_create(const agent_net_dims *d) {
+    agent_rollout *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->d = *d;
+    r->ws = agent_net_ws_create(d);
+    if (!r->ws) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void free_envs(agent_rollout *r) {
+    for (int b = 0; b < r->env_cap; b++) {
+        gym_free(r->env[b]);
+        r->env[b] = NULL;
+    }
+}
+
+void agent_rollout_free(agent_rollout *r) {
+    if (!r) return;
+    free_envs(r);
+    for (size_t b = 0; b < r->cap_b; b++) {
+        if (r->tasks) free(r->tasks[b]);
+        if (r->pplan) model_plan_free(r->pplan[b]);
+    }
+    free(r->env);
+    free(r->inst_of);
+    free(r->ep);
+    free(r->last);
+    free(r->assign);
+    free(r->tasks);
+    free(r->task_cap);
+    free(r->n_tasks);
+    free(r->pplan);
+    free(r->pplan_cap);
+    free(r->psum);
+    free(r->lf);
+    free(r->len);
+    free(r->glob);
+    free(r->rows);
+    free(r->prev);
+    free(r->mask);
+    free(r->action);
+    free(r->adv);
+    free(r->probs);
+    free(r->pall);
+    free(r->active);
+    free(r->lf_tmp);
+    free(r->nglob);
+    free(r->nrows);
+    free(r->nmask);
+    free(r->naction);
+    free(r->nowner);
+    free(r->nadv);
+    agent_net_ws_free(r->ws);
+    free(r);
+}
+
+/* per_episode_alloc sizes the [B] arrays (new slots zeroed). */
+static int per_episode_alloc(agent_rollout *r, int B) {
+    size_t old = r->cap_b;
+    if ((size_t)B <= old) return 0;
+    size_t n = (size_t)B;
+    gym_env **env = realloc(r->env, n * sizeof *env);
+    if (!env) return -1;
+    r->env = env;
+    int **tasks = realloc(r->tasks, n * sizeof *tasks);
+    if (!tasks) return -1;
+    r->tasks = tasks;
+    model_plan **pp = realloc(r->pplan, n * sizeof *pp);
+    if (!pp) return -1;
+    r->pplan = pp;
+    for (size_t b = old; b < n; b++) {
+        r->env[b] = NULL;
+        r->tasks[b] = NULL;
+        r->pplan[b] = NULL;
+    }
+    r->env_cap = B;
+    int *tc = realloc(r->task_cap, n * sizeof *tc), *pc = realloc(r->pplan_cap, n * sizeof *pc);
+    if (tc) r->task_cap = tc;
+    if (pc) r->pplan_cap = pc;
+    if (!tc || !pc) return -1;
+    for (size_t b = old; b < n; b++) r->task_cap[b] = r->pplan_cap[b] = 0;
+    int *io = realloc(r->inst_of, n * sizeof *io), *nt = realloc(r->n_tasks, n * sizeof *nt);
+    if (io) r->inst_of = io;
+    if (nt) r->n_tasks = nt;
+    agent_episode *ep = realloc(r->ep, n * sizeof *ep);
+    if (ep) r->ep = ep;
+    gym_step_result *last = realloc(r->last, n * sizeof *last);
+    if (last) r->last = last;
+    if (!io || !nt || !ep || !last) return -1;
+    r->cap_b = n;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Parallel sections
+ * ------------------------------------------------------------------------ */
+
+/* lookahead fills the AGENT_FX look-ahead features (rollout.h) of the
+ * allowed rows of episode b at layer t. Every completion is priced as
+ * model_eval would price it, from stage figures: the prefix's closed stages
+ * once (model_stage_eval), then each candidate stage "type k on layers
+ * first..j" and "type t2 on j+1..L-1" in O(1) from prefix sums of the layer
+ * figures (model_stage_fill), so that all the two-stage completions of a
+ * step cost O(T^2 L) arithmetic, not O(T^2 L) plan evaluations. */
+#define LA_CAP 4.0
+#define LA_MAX_TWO_STAGE_TYPES 16
+
+typedef struct {
+    int ok;     /* reaches R and fits one unit's memory */
+    int units;  /* k_s */
+    double th;  /* theta_s(k_s) */
+} la_stage;
+
+static la_stage la_fill(const model_job *job, const model_cluster *cl, const double *ps, int L, int ty,
+                        int first, int last) {
+    const double *pf = ps, *pi = ps + (L + 1), *pp = ps + 2 * (L + 1), *pm = ps + 3 * (L + 1);
+    model_span sum = {pf[last + 1] - pf[first], pi[last + 1] - pi[first], 0, pp[last + 1] - pp[first],
+                      pm[last + 1] - pm[first]};
+    if (first > 0) sum.act += job->layers[first - 1].act;
+    if (last < L - 1) sum.act += job->layers[last].act;
+    model_stage st;
+    model_stage_fill(job, cl, ty, first, last, &sum, &st);
+    la_stage o = {st.units > 0 && st.mem <= cl->types[ty].mem, st.units, st.throughput};
+    return o;
+}
+
+static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t *mk, float *rw) {
+    const agent_instance *in = &r->inst[r->inst_of[b]];
+    const model_job *job = in->job;
+    const model_cluster *cl = in->cl;
+    const double *ps = r->psum + (size_t)r->inst_of[b] * 4 * (r->T + 1);
+    int L = job->n_layers, T = n_types;
+    const int *a = gym_assignment(r->env[b], NULL);
+    /* the prefix: closed stages, and the open run (u, f..t-1) */
+    int base[MODEL_MAX_TYPES] = {0}, ok_c = 1, u = -1, f = t;
+    double th_c = INFINITY, price_c = 0;
+    if (t > 0) {
+        u = a[t - 1];
+        f = t - 1;
+        while (f > 0 && a[f - 1] == u) f--;
+        for (int i = 0; i < f;) {
+            int j = i;
+            while (j + 1 < f && a[j + 1] == a[i]) j++;
+            model_stage st;
+            model_stage_eval(job, cl, a[i], i, j, &st);
+            ok_c &= st.units > 0 && st.mem <= cl->types[a[i]].mem;
+            base[a[i]] += st.units;
+            price_c += st.units * cl->types[a[i]].price;
+            if (st.throughput < th_c) th_c = st.throughput;
+            i = j + 1;
+        }
+        for (int x = 0; x < T; x++) ok_c &= base[x] <= cl->types[x].count;
+    }
+    la_stage o_closed = {1, 0, INFINITY};
+    if (t > 0) {
+        model_stage st;
+        model_stage_eval(job, cl, u, f, t - 1, &st);
+        o_closed = (la_stage){st.units > 0 && st.mem <= cl->types[u].mem, st.units, st.throughput};
+    }
+    double c_all[MODEL_MAX_TYPES], c_two[MODEL_MAX_TYPES], cmin = INFINITY;
+    for (int k = 0; k < T; k++) c_all[k] = c_two[k] = INFINITY;
+    int two = T <= LA_MAX_TWO_STAGE_TYPES;
+    double S = job->samples;
+    for (int j = t; j < L && ok_c; j++) {
+        la_stage A[MODEL_MAX_TYPES], B[MODEL_MAX_TYPES];
+        for (int k = 0; k < T; k++)
+            if (mk[k]) A[k] = la_fill(job, cl, ps, L, k, k == u ? f : t, j);
+        if (j < L - 1 && two)
+            for (int t2 = 0; t2 < T; t2++) B[t2] = la_fill(job, cl, ps, L, t2, j + 1, L - 1);
+        for (int k = 0; k < T; k++) {
+            if (!mk[k] || !A[k].ok) continue;
+            int closes = t > 0 && k != u; /* the open run becomes a closed stage */
+            if (closes && !o_closed.ok) continue;
+            double th0 = fmin(th_c, closes ? o_closed.th : INFINITY);
+            double pr0 = price_c + (closes ? o_closed.units * cl->types[u].price : 0);
+            int used_u = t > 0 ? base[u] + (closes ? o_closed.units : 0) : 0;
+            if (t > 0 && u != k && used_u > cl->types[u].count) continue;
+            int used_k = base[k] + A[k].units; /* k == u: the open run is inside A */
+            if (used_k > cl->types[k].count) continue;
+            double thA = fmin(th0, A[k].th), prA = pr0 + A[k].units * cl->types[k].price;
+            if (j == L - 1) {
+                double c = S / thA / 3600.0 * prA;
+                c_all[k] = c;
+                if (c < c_two[k]) c_two[k] = c;
+                continue;
+            }
+            if (!two) continue;
+            for (int t2 = 0; t2 < T; t2++) {
+                if (t2 == k || !B[t2].ok) continue;
+                int used_t2 = base[t2] + B[t2].units + (t2 == u && closes ? o_closed.units : 0);
+                if (used_t2 > cl->types[t2].count) continue;
+                double c = S / fmin(thA, B[t2].th) / 3600.0 * (prA + B[t2].units * cl->types[t2].price);
+                if (c < c_two[k]) c_two[k] = c;
+            }
+        }
+    }
+    for (int k = 0; k < T; k++)
+        if (mk[k] && c_two[k] < cmin) cmin = c_two[k];
+    for (int k = 0; k < T; k++) {
+        if (!mk[k]) continue;
+        float *x = rw + (size_t)k * AGENT_FT + GYM_TYPE_FEATS;
+        x[0] = isfinite(c_all[k]) ? 1.0f : 0.0f;
+        x[1] = isfinite(c_all[k]) ? (float)fmin(log(c_all[k] / cmin), LA_CAP) : (float)LA_CAP;
+        x[2] = isfinite(c_two[k]) ? 1.0f : 0.0f;
+        x[3] = isfinite(c_two[k]) ? (float)fmin(log(c_two[k] / cmin), LA_CAP) : (float)LA_CAP;
+    }
+}
+
+static void type_obs_fn(void *ctx, int b, int w) {
+    agent_rollout *r = ctx;
+    int t = r->t, B = r->B, K = r->K;
+    size_t tb = (size_t)t * B + b;
+    float *gl = r->glob + tb * AGENT_FG, *rw = r->rows + tb * K * AGENT_FT;
+    uint8_t *mk = r->mask + tb * K;
+    gym_env *env = r->env[b];
+    int L = r->inst[r->inst_of[b]].job->n_layers;
+    r->active[b] = t < L;
+    r->action[tb] = -1;
+    if (gym_phase(env) != GYM_PHASE_TYPE) {
+        memset(gl, 0, AGENT_FG * sizeof *gl);
+        memset(rw, 0, (size_t)K * AGENT_FT * sizeof *rw);
+        memset(mk, 0, (size_t)K);
+        return;
+    }
+    gym_observation ob;
+    gym_obs(env, &ob);
+    memcpy(gl, ob.global, AGENT_FG * sizeof *gl);
+    memset(rw, 0, (size_t)K * AGENT_FT * sizeof *rw);
+    for (int k = 0; k < ob.n_rows; k++)
+        memcpy(rw + (size_t)k * AGENT_FT, ob.rows + (size_t)k * GYM_TYPE_FEATS, GYM_TYPE_FEATS * sizeof *rw);
+    memcpy(mk, ob.mask, (size_t)ob.n_rows);
+    memset(mk + ob.n_rows, 0, (size_t)(K - ob.n_rows));
+    if (ob.n_allowed == 0) {
+        /* a dead end: no decision at this step */
+        gym_terminate(env, &r->last[b]);
+        memset(mk, 0, (size_t)K);
+        return;
+    }
+    double l0 = now();
+    lookahead(r, b, t, ob.n_rows, mk, rw);
+    r->la_sec[w & 63] += now() - l0;
+}
+
+static void type_act_fn(void *ctx, int b, int w) {
+    (void)w;
+    agent_rollout *r = ctx;
+    int t = r->t, B = r->B, K = r->K;
+    size_t tb = (size_t)t * B + b;
+    int a = r->action[tb];
+    if (a < 0) return;
+    if (gym_step(r->env[b], a, &r->last[b]) != 0) {
+        r->failed = 1; /* cannot happen: the mask allowed it */
+        return;
+    }
+    r->assign[(size_t)b * r->T + t] = a;
+    if (t + 1 < r->T)
+        memcpy(r->prev + ((size_t)(t + 1) * B + b) * AGENT_FT, r->rows + (tb * K + a) * AGENT_FT,
+               AGENT_FT * sizeof(float));
+}
+
+static void node_obs_fn(void *ctx, int b, int w) {
+    (void)w;
+    agent_rollout *r = ctx;
+    int Kn = r->Kn;
+    size_t row = (size_t)r->node_phase_steps * r->B + b;
+    float *gl = r->nglob + row * AGENT_FG, *rw = r->nrows + row * Kn * AGENT_FN;
+    uint8_t *mk = r->nmask + row * Kn;
+    r->naction[row] = -1;
+    r->nowner[row] = b;
+    gym_env *env = r->env[b];
+    if (gym_phase(env) != GYM_PHASE_NODE) {
+        memset(gl, 0, AGENT_FG * sizeof *gl);
+        memset(rw, 0, (size_t)Kn * AGENT_FN * sizeof *rw);
+        memset(mk, 0, (size_t)Kn);
+        return;
+    }
+    gym_observation ob;
+    gym_obs(env, &ob);
+    memcpy(gl, ob.global, AGENT_FG * sizeof *gl);
+    memcpy(rw, ob.rows, (size_t)ob.n_rows * AGENT_FN * sizeof *rw);
+    memset(rw + (size_t)ob.n_rows * AGENT_FN, 0, (size_t)(Kn - ob.n_rows) * AGENT_FN * sizeof *rw);
+    memcpy(mk, ob.mask, (size_t)ob.n_rows);
+    memset(mk + ob.n_rows, 0, (size_t)(Kn - ob.n_rows));
+    if (ob.n_allowed == 0) { /* cannot happen (docs/gym.md); end it cleanly */
+        gym_terminate(env, &r->last[b]);
+        memset(mk, 0, (size_t)Kn);
+    }
+}
+
+static void node_act_fn(void *ctx, int b, int w) {
+    (void)w;
+    agent_rollout *r = ctx;
+    size_t row = (size_t)r->node_phase_steps * r->B + b;
+    int a = r->naction[row];
+    if (a < 0) return;
+    if (gym_step(r->env[b], a, &r->last[b]) != 0) {
+        r->failed = 1;
+        return;
+    }
+    r->ep[b].node_steps++;
+}
+
+/* keep_tasks copies n task nodes into episode b's buffer. */
+static int keep_tasks(agent_rollout *r, int b, const int *nodes, int n) {
+    if (n > r->task_cap[b]) {
+        int *q = realloc(r->tasks[b], (size_t)n * sizeof *q);
+        if (!q) return -1;
+        r->tasks[b] = q;
+        r->task_cap[b] = n;
+    }
+    memcpy(r->tasks[b], nodes, (size_t)n * sizeof *nodes);
+    r->n_tasks[b] = n;
+    return 0;
+}
+
+static void clip_reward(double ratio, double penalty, double *out) {
+    *out = -(ratio < penalty - 1.0 ? ratio : penalty - 1.0);
+}
+
+/* finish_fn settles episode b once every phase is over: outcome, heuristic
+ * placement if asked, rewards. */
+static void finish_fn(void *ctx, int b, int w) {
+    (void)w;
+    agent_rollout *r = ctx;
+    const agent_rollout_opts *o = r->opts;
+    const agent_instance *in = &r->inst[r->inst_of[b]];
+    agent_episode *e = &r->ep[b];
+    gym_env *env = r->env[b];
+    double pen = o->penalty;
+    e->r_node = 0;
+    if (!e->feasible) {
+        e->cost = INFINITY;
+        e->r_type = -pen;
+        e->reason = r->last[b].reason ? r->last[b].reason : MODEL_ERR_CAPACITY;
+        return;
+    }
+    clip_reward(e->plan_cost / in->ref_cost, pen, &e->r_type);
+    if (o->placement == AGENT_PLACE_POLICY && in->cl->n_nodes > 0) {
+        int n = 0;
+        const int *tn = gym_task_nodes(env, &n, NULL);
+        e->placed = 1;
+        e->place_ok = r->last[b].feasible;
+        if (tn && keep_tasks(r, b, tn, n)) r->failed = 1;
+        if (e->place_ok) {
+            e->cost = r->last[b].cost;
+            clip_reward(e->cost / e->plan_cost, pen, &e->r_node);
+        } else {
+            e->cost = INFINITY;
+            e->r_node = -pen;
+            e->reason = MODEL_ERR_PLACEMENT;
+        }
+        return;
+    }
+    if (o->placement >= AGENT_PLACE_HEURISTIC && in->cl->n_nodes > 0) {
+        const model_plan *plan = gym_plan(env);
+        int L = in->job->n_layers;
+        if (!r->pplan[b] || r->pplan_cap[b] < L) {
+            model_plan_free(r->pplan[b]);
+            r->pplan[b] = model_plan_create(L);
+            r->pplan_cap[b] = r->pplan[b] ? L : 0;
+            if (!r->pplan[b]) {
+                r->failed = 1;
+                return;
+            }
+        }
+        int n = place_task_count(plan);
+        if (n > r->task_cap[b]) {
+            int *q = realloc(r->tasks[b], (size_t)n * sizeof *q);
+            if (!q) {
+                r->failed = 1;
+                return;
+            }
+            r->tasks[b] = q;
+            r->task_cap[b] = n;
+        }
+        char err[256];
+        int st = placer_run(in->job, in->cl, plan, (placer_method)(o->placement - AGENT_PLACE_HEURISTIC),
+                            o->seed ^ (uint64_t)(o->ep_base + b), r->tasks[b], r->pplan[b], err,
+                            sizeof err);
+        e->placed = st == PLACER_OK || st == PLACER_SLOW;
+        e->place_ok = st == PLACER_OK;
+        r->n_tasks[b] = e->placed ? n : -1;
+        e->cost = e->place_ok ? r->pplan[b]->cost : INFINITY;
+        if (!e->place_ok) e->reason = MODEL_ERR_PLACEMENT;
+        return;
+    }
+    e->cost = e->plan_cost;
+}
+
+/* ---------------------------------------------------------------------------
+ * The run
+ * ------------------------------------------------------------------------ */
+
+static int setup(agent_rollout *r, const agent_instance *inst, int G, const int *inst_of, int B,
+                 const agent_rollout_opts *o, char *err, size_t errlen) {
+    r->inst = inst;
+    r->opts = o;
+    r->G = G;
+    r->B = B;
+    r->T = r->K = r->Kn = 0;
+    for (int g = 0; g < G; g++) {
+        if (inst[g].job->n_layers > r->T) r->T = inst[g].job->n_layers;
+        if (inst[g].cl->n_types > r->K) r->K = inst[g].cl->n_types;
+        if (inst[g].cl->n_nodes > r->Kn) r->Kn = inst[g].cl->n_nodes;
+    }
+    if (r->Kn == 0) r->Kn = 1;
+    if (r->Kn != r->ncap_kn) { /* the NODE rows change width: reallocate them */
+        r->ncap = 0;
+        r->ncap_kn = r->Kn;
+    }
+    int T = r->T, K = r->K;
+    size_t TB = (size_t)T * B;
+    int KK = K > r->Kn ? K : r->Kn;
+    free_envs(r);
+    if (per_episode_alloc(r, B) || grow(&r->lf, &r->cap_lf, (size_t)T * G * AGENT_FL, sizeof(float)) ||
+        grow(&r->len, &r->cap_len, (size_t)G, sizeof(int)) ||
+        grow(&r->glob, &r->cap_glob, TB * AGENT_FG, sizeof(float)) ||
+        grow(&r->rows, &r->cap_rows, TB * K * AGENT_FT, sizeof(float)) ||
+        grow(&r->prev, &r->cap_prev, TB * AGENT_FT, sizeof(float)) ||
+        grow(&r->mask, &r->cap_mask, TB * K, 1) || grow(&r->action, &r->cap_action, TB, sizeof(int)) ||
+        grow(&r->adv, &r->cap_adv, (size_t)B, sizeof(float)) ||
+        grow(&r->probs, &r->cap_probs, (size_t)B * KK, sizeof(float)) ||
+        grow(&r->pall, &r->cap_pall, TB * K, sizeof(float)) ||
+        grow(&r->active, &r->cap_active, (size_t)B, 1) ||
+        grow(&r->lf_tmp, &r->cap_lftmp, (size_t)T * AGENT_FL, sizeof(float)) ||
+        grow(&r->assign, &r->cap_assign, TB, sizeof(int)) ||
+        grow(&r->psum, &r->cap_psum, (size_t)G * 4 * (T + 1), sizeof(double))) {
+        snprintf(err, errlen, "out of memory for a rollout of %d episodes", B);
+        return -1;
+    }
+    memset(r->lf, 0, (size_t)T * G * AGENT_FL * sizeof(float));
+    memset(r->prev, 0, TB * AGENT_FT * sizeof(float));
+    memset(r->adv, 0, (size_t)B * sizeof(float));
+    for (size_t i = 0; i < TB; i++) r->assign[i] = -1;
+    gym_opts go;
+    gym_opts_default(&go);
+    go.infeasible_reward = -o->penalty;
+    go.plan_only = o->placement != AGENT_PLACE_POLICY;
+    int *first = calloc((size_t)G, sizeof *first); /* first episode of each instance, +1 */
+    if (!first) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int b = 0; b < B; b++) {
+        int g = inst_of[b];
+        if (g < 0 || g >= G) {
+            free(first);
+            snprintf(err, errlen, "rollout: episode %d has instance %d, outside 0..%d", b, g, G - 1);
+            return -1;
+        }
+        if (!first[g]) first[g] = b + 1;
+        const agent_instance *in = &inst[g];
+        go.ref_cost = in->ref_cost;
+        r->inst_of[b] = g;
+        r->env[b] = gym_create(in->job, in->cl, &go, err, errlen);
+        if (!r->env[b]) {
+            free(first);
+            return -1;
+        }
+        gym_reset(r->env[b], o->seed ^ (uint64_t)(o->ep_base + b));
+        memset(&r->ep[b], 0, sizeof r->ep[b]);
+        memset(&r->last[b], 0, sizeof r->last[b]);
+        r->n_tasks[b] = -1;
+    }
+    for (int g = 0; g < G; g++) {
+        int L = inst[g].job->n_layers;
+        double *ps = r->psum + (size_t)g * 4 * (T + 1);
+        ps[0] = ps[L + 1] = ps[2 * (L + 1)] = ps[3 * (L + 1)] = 0;
+        for (int l = 0; l < L; l++) { /* L + 1 entries per figure */
+            const model_layer *ly = &inst[g].job->layers[l];
+            ps[l + 1] = ps[l] + ly->flops;
+            ps[(L + 1) + l + 1] = ps[(L + 1) + l] + ly->io;
+            ps[2 * (L + 1) + l + 1] = ps[2 * (L + 1) + l] + ly->params;
+            ps[3 * (L + 1) + l + 1] = ps[3 * (L + 1) + l] + ly->mem;
+        }
+        r->len[g] = L;
+        if (!first[g]) {
+            free(first);
+            snprintf(err, errlen, "rollout: instance %d has no episode", g);
+            return -1;
+        }
+        gym_layer_features(r->env[first[g] - 1], r->lf_tmp);
+        for (int t = 0; t < L; t++)
+            memcpy(r->lf + ((size_t)t * G + g) * AGENT_FL, r->lf_tmp + (size_t)t * AGENT_FL,
+                   AGENT_FL * sizeof(float));
+    }
+    free(first);
+    return 0;
+}
+
+/* choose draws (or takes greedily) one action per row of probs[N,K]. */
+static void choose(const agent_rollout_opts *o, int *action, const float *probs,
+                   const uint8_t *mask, int N, int K, uint64_t phase, uint64_t step) {
+    if (o->greedy) {
+        nn_argmax(action, probs, mask, N, K);
+        return;
+    }
+    rng_t rng = {o->seed, o->stream, (phase << 56) + step * (uint64_t)o->ep_total + (uint64_t)o->ep_base};
+    nn_sample(action, probs, mask, N, K, &rng);
+}
+
+int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance *inst, int G,
+                      const int *inst_of, int B, const agent_rollout_opts *o, agent_pool *pool,
+                      char *err, size_t errlen) {
+    if (G <= 0 || B <= 0 || !(o->penalty > 1.0)) {
+        snprintf(err, errlen, "rollout: need G, B >= 1 and penalty > 1");
+        return -1;
+    }
+    double t0 = now();
+    int W = agent_pool_threads(pool) < 64 ? agent_pool_threads(pool) : 64;
+    for (int w = 0; w < W; w++) r->la_sec[w] = 0;
+    if (setup(r, inst, G, inst_of, B, o, err, errlen)) return -1;
+    r->failed = 0;
+    int T = r->T, K = r->K;
+    if (agent_net_encode(r->ws, p, r->lf, r->len, T, G, r->inst_of, B)) {
+        snprintf(err, errlen, "out of memory in the encoder");
+        return -1;
+    }
+    double t1 = now();
+    r->tm.env += t1 - t0;
+    t0 = t1;
+    /* TYPE phase */
+    for (int t = 0; t < T; t++) {
+        r->t = t;
+        double a0 = now();
+        agent_pool_for(pool, B, type_obs_fn, r);
+        double a1 = now();
+        size_t tb = (size_t)t * B;
+        if (agent_net_type_step(r->ws, p, t, r->glob + tb * AGENT_FG, r->rows + tb * K * AGENT_FT,
+                                r->prev + tb * AGENT_FT, r->mask + tb * K, r->active, K, r->probs)) {
+            snprintf(err, errlen, "out of memory in the decoder");
+            return -1;
+        }
+        choose(o, r->action + tb, r->probs, r->mask + tb * K, B, K, 0, (uint64_t)t);
+        memcpy(r->pall + tb * K, r->probs, (size_t)B * K * sizeof(float));
+        if (o->forced)
+            for (int b = 0; b < B; b++) {
+                if (!o->forced[b] || !r->active[b] || o->forced[b][t] < 0) continue;
+                if (r->action[tb + b] < 0) continue; /* a dead end: nothing to force */
+                int a = o->forced[b][t];
+                const uint8_t *mk = r->mask + (tb + b) * K;
+                if (a < 0 || a >= K || !mk[a]) { /* not allowed: the demonstration is infeasible */
+                    snprintf(err, errlen, "rollout: episode %d's forced action %d at layer %d is not allowed", b, a, t);
+                    return -1;
+                }
+                r->action[tb + b] = a;
+            }
+        double a2 = now();
+        agent_pool_for(pool, B, type_act_fn, r);
+        double a3 = now();
+        r->tm.env += (a1 - a0) + (a3 - a2);
+        r->tm.net += a2 - a1;
+    }
+    /* the plans */
+    int any_node = 0;
+    for (int b = 0; b < B; b++) {
+        agent_episode *e = &r->ep[b];
+        gym_env *env = r->env[b];
+        int ph = gym_phase(env);
+        if (ph == GYM_PHASE_NODE) {
+            e->feasible = 1;
+            e->plan_cost = gym_plan(env)->cost;
+            any_node = 1;
+        } else if (ph == GYM_PHASE_DONE) {
+            e->dead_end = r->last[b].dead_end;
+            e->feasible = r->last[b].feasible;
+            e->plan_cost = e->feasible ? r->last[b].cost : INFINITY;
+        } else { /* cannot happen: every layer was decided or the episode ended */
+            snprintf(err, errlen, "rollout: episode %d still in the TYPE phase", b);
+            return -1;
+        }
+    }
+    /* NODE phase by the node head */
+    r->n_node = 0;
+    r->node_phase_steps = 0;
+    if (any_node) {
+        int Kn = r->Kn;
+        for (;;) {
+            int live = 0;
+            for (int b = 0; b < B; b++) live += gym_phase(r->env[b]) == GYM_PHASE_NODE;
+            if (!live) break;
+            size_t need_rows = (size_t)(r->node_phase_steps + 1) * B;
+            size_t c1 = r->ncap, c2 = r->ncap, c3 = r->ncap, c4 = r->ncap, c5 = r->ncap, c6 = r->ncap;
+            if (grow(&r->nglob, &c1, need_rows, sizeof(float) * AGENT_FG) ||
+                grow(&r->nrows, &c2, need_rows, sizeof(float) * AGENT_FN * Kn) ||
+                grow(&r->nmask, &c3, need_rows, (size_t)Kn) ||
+                grow(&r->naction, &c4, need_rows, sizeof(int)) ||
+                grow(&r->nowner, &c5, need_rows, sizeof(int)) ||
+                grow(&r->nadv, &c6, need_rows, sizeof(float))) {
+                snprintf(err, errlen, "out of memory for the NODE decisions");
+                return -1;
+            }
+            /* every buffer grew from the same capacity by the same rule */
+            r->ncap = c1;
+            double a0 = now();
+            agent_pool_for(pool, B, node_obs_fn, r);
+            double a1 = now();
+            size_t row = (size_t)r->node_phase_steps * B;
+            if (agent_net_node_step(r->ws, p, r->nglob + row * AGENT_FG,
+                                    r->nrows + row * Kn * AGENT_FN, r->nmask + row * Kn, B, Kn,
+                                    r->probs)) {
+                snprintf(err, errlen, "out of memory in the node head");
+                return -1;
+            }
+            choose(o, r->naction + row, r->probs, r->nmask + row * Kn, B, Kn, 1,
+                   (uint64_t)r->node_phase_steps);
+            double a2 = now();
+            agent_pool_for(pool, B, node_act_fn, r);
+            double a3 = now();
+            r->tm.env += (a1 - a0) + (a3 - a2);
+            r->tm.net += a2 - a1;
+            r->node_phase_steps++;
+        }
+        /* compact the decisions (rows with an action), keeping their order */
+        if (o->record) {
+            size_t n = 0, total = (size_t)r->node_phase_steps * B;
+            for (size_t i = 0; i < total; i++) {
+                if (r->naction[i] < 0) continue;
+                if (n != i) {
+                    memcpy(r->nglob + n * AGENT_FG, r->nglob + i * AGENT_FG, AGENT_FG * sizeof(float));
+                    memcpy(r->nrows + n * Kn * AGENT_FN, r->nrows + i * Kn * AGENT_FN,
+                           (size_t)Kn * AGENT_FN * sizeof(float));
+                    memcpy(r->nmask + n * Kn, r->nmask + i * Kn, (size_t)Kn);
+                    r->naction[n] = r->naction[i];
+                    r->nowner[n] = r->nowner[i];
+                }
+                n++;
+            }
+            r->n_node = (int)n;
+        }
+    }
+    double f0 = now();
+    agent_pool_for(pool, B, finish_fn, r);
+    r->tm.env += now() - f0;
+    double la = 0;
+    for (int w = 0; w < W; w++) la += r->la_sec[w];
+    r->tm.lookahead += la / W;
+    if (r->failed) {
+        snprintf(err, errlen, "rollout: an environment refused a step or memory ran out");
+        return -1;
+    }
+    return 0;
+}
+
+int agent_rollout_episodes(const agent_rollout *r) { return r->B; }
+
+const agent_episode *agent_rollout_episode(const agent_rollout *r, int b) { return &r->ep[b]; }
+
+const int *agent_rollout_assign(const agent_rollout *r, int b) {
+    return r->assign + (size_t)b * r->T;
+}
+
+const int *agent_rollout_tasks(const agent_rollout *r, int b, int *n_tasks) {
+    if (n_tasks) *n_tasks = r->n_tasks[b] > 0 ? r->n_tasks[b] : 0;
+    return r->n_tasks[b] >= 0 ? r->tasks[b] : NULL;
+}
+
+agent_type_traj *agent_rollout_type_traj(agent_rollout *r, float **adv) {
+    r->tt = (agent_type_traj){r->T, r->G, r->B, r->K, r->lf, r->len, r->inst_of, r->glob,
+                              r->rows, r->prev, r->mask, r->action, r->adv};
+    if (adv) *adv = r->adv;
+    return &r->tt;
+}
+
+agent_node_traj *agent_rollout_node_traj(agent_rollout *r, float **adv, const int **node_owner) {
+    r->nt = (agent_node_traj){r->n_node, r->Kn, r->nglob, r->nrows, r->nmask, r->naction, r->nadv};
+    if (adv) *adv = r->nadv;
+    if (node_owner) *node_owner = r->nowner;
+    return &r->nt;
+}
+
+void agent_rollout_drop(agent_rollout *r, int b) {
+    for (int t = 0; t < r->T; t++) r->action[(size_t)t * r->B + b] = -1;
+    for (int i = 0; i < r->n_node; i++)
+        if (r->nowner[i] == b) r->naction[i] = -1;
+}
+
+const agent_rollout_times *agent_rollout_timing(const agent_rollout *r) { return &r->tm; }
+
+void agent_rollout_type_steps(const agent_rollout *r, int *T, int *K, const int **action,
+                              const uint8_t **mask, const float **probs) {
+    *T = r->T;
+    *K = r->K;
+    *action = r->action;
+    *mask = r->mask;
+    *probs = r->pall;
+}

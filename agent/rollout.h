@@ -1,0 +1,144 @@
+/* rollout.h -- running the policy network on batches of episodes.
+ *
+ * A rollout plays B episodes at once, several (samples) of each of G
+ * instances (a job on a cluster), in lockstep through the environment
+ * of env/gym.h. At every decision the network scores the candidates of all
+ * B episodes in one batched pass; the environments observe and step in
+ * parallel on a thread pool. Actions are sampled with the counter RNG of
+ * nets/rng (row = global episode index), or taken greedily, so the numbers
+ * do not depend on the thread count or on how episodes are split across
+ * processes.
+ *
+ * The TYPE phase always uses the network. The NODE phase (when the
+ * instance's cluster lists nodes) uses the node head (AGENT_PLACE_POLICY),
+ * one of the heuristics of solvers/placers (AGENT_PLACE_HEURISTIC + a
+ * placer_method), or is skipped (AGENT_PLACE_NONE: plan only).
+ *
+ * With `record` set, the rollout keeps what the training passes need: the
+ * TYPE trajectories (agent_type_traj) and the NODE decisions
+ * (agent_node_traj), with room for the advantages the trainer fills in.
+ *
+ * Type rows: gym's features (docs/gym.md), then AGENT_FX look-ahead
+ * features per allowed type k, from the cost model (MODEL.md §2, as
+ * model_eval prices plans) on the decisions made so far, with c* the
+ * cheapest of all the completions below:
+ *   0  1 if giving k to every remaining layer makes a feasible plan
+ *   1  min(log(that plan's cost / c*), 4), or 4 when infeasible
+ *   2  1 if some two-stage completion starting with k is feasible: k from
+ *      this layer to some layer j, then one other type for the rest (or k
+ *      to the end); with at most 16 types, else as feature 0
+ *   3  min(log(the cheapest such plan's cost / c*), 4), or 4
+ * Masked rows get zeros. They tell the policy what "stay on k" and "stay
+ * on k, then switch once" would cost, which the per-step gym features
+ * cannot.
+ *
+ * Rewards (both <= 0; larger is better):
+ *   r_type = -min(cost / ref_cost, penalty - 1) for a feasible plan (cost
+ *            of MODEL.md §2), -penalty for an infeasible end or a dead end;
+ *   r_node = -min(cost' / cost, penalty - 1) for a placement that keeps
+ *            the throughput (cost' of §3), -penalty otherwise.
+ * Clipping at penalty - 1 keeps every feasible end above every infeasible
+ * one, whatever the costs.
+ */
+#ifndef STRATA_AGENT_ROLLOUT_H
+#define STRATA_AGENT_ROLLOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/net.h"
+#include "agent/pool.h"
+#include "env/model.h"
+
+#define AGENT_PLACE_NONE 0
+#define AGENT_PLACE_POLICY 1
+#define AGENT_PLACE_HEURISTIC 2 /* + placer_method */
+
+/* One instance: borrowed job and cluster, and its reward scale. */
+typedef struct {
+    const model_job *job;
+    const model_cluster *cl;
+    double ref_cost; /* > 0, dollars: the reference plan's cost */
+} agent_instance;
+
+typedef struct {
+    int placement;   /* AGENT_PLACE_NONE, _POLICY, or _HEURISTIC + placer_method */
+    int greedy;      /* 1: the most likely action (no sampling) */
+    double penalty;  /* > 1: reward of an infeasible end is -penalty */
+    uint64_t seed;   /* sampling key */
+    uint64_t stream; /* sampling stream (e.g. the training step) */
+    long ep_base;    /* global index of this rollout's first episode */
+    long ep_total;   /* episodes in the global batch (>= ep_base + B) */
+    int record;      /* 1: keep trajectories for training */
+    const int *const *forced; /* NULL, or [B]: NULL or the TYPE actions [n_layers]
+                                 episode b must take (demonstrations, decoding
+                                 with backtracking); an entry < 0 leaves that
+                                 decision to the policy */
+} agent_rollout_opts;
+
+/* The outcome of one episode. */
+typedef struct {
+    int feasible;     /* the plan is feasible (§2) */
+    int dead_end;     /* the TYPE phase reached a state with no allowed type */
+    double plan_cost; /* §2 cost when feasible */
+    int placed;       /* a placement was made (NODE phase or heuristic) */
+    int place_ok;     /* ... and keeps the throughput */
+    double cost;      /* cost' when placed and ok, plan_cost when not placed,
+                         INFINITY when infeasible or the placement failed */
+    double r_type;    /* reward of the TYPE decisions */
+    double r_node;    /* reward of the NODE decisions (0 when none) */
+    int node_steps;   /* NODE decisions made by the node head */
+    int reason;       /* model_reason of an infeasible end (0 when feasible) */
+} agent_episode;
+
+typedef struct agent_rollout agent_rollout;
+
+/* Time spent, seconds, accumulated over runs (for the timer breakdown). */
+typedef struct {
+    double env;       /* observing, stepping, placing (parallel sections, wall),
+                         including the look-ahead features */
+    double net;       /* network passes and sampling (wall) */
+    double lookahead; /* of env: computing the look-ahead features, in
+                         thread-seconds divided by the threads that ran them */
+} agent_rollout_times;
+
+agent_rollout *agent_rollout_create(const agent_net_dims *d);
+void agent_rollout_free(agent_rollout *r);
+
+/* agent_rollout_run plays B episodes with the parameters p; episode b is an
+ * episode of instance inst[inst_of[b]] (0 <= inst_of[b] < G, every
+ * instance used at least once), and its global index is opts->ep_base + b.
+ * Returns 0, or -1 with a message (an instance the environment refuses,
+ * out of memory). */
+int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance *inst, int G,
+                      const int *inst_of, int B, const agent_rollout_opts *opts, agent_pool *pool,
+                      char *err, size_t errlen);
+
+/* agent_rollout_drop removes episode b's decisions from the recorded
+ * trajectories (no gradient and no entropy bonus from it). */
+void agent_rollout_drop(agent_rollout *r, int b);
+
+/* Results of the last run. */
+int agent_rollout_episodes(const agent_rollout *r);               /* B */
+const agent_episode *agent_rollout_episode(const agent_rollout *r, int b);
+/* assignment of episode b: [n_layers of its instance] */
+const int *agent_rollout_assign(const agent_rollout *r, int b);
+/* node per task of episode b in place.h order, [*n_tasks], or NULL when
+ * it was not placed */
+const int *agent_rollout_tasks(const agent_rollout *r, int b, int *n_tasks);
+
+/* Trajectories of the last run (record = 1). adv pointers are writable so
+ * that the trainer fills the advantages in: type adv per episode [B]; node
+ * adv per decision [N], and node_owner[N] gives each decision's episode. */
+agent_type_traj *agent_rollout_type_traj(agent_rollout *r, float **adv);
+agent_node_traj *agent_rollout_node_traj(agent_rollout *r, float **adv, const int **node_owner);
+
+const agent_rollout_times *agent_rollout_timing(const agent_rollout *r);
+
+/* The TYPE phase of the last run as played: per step t and episode b the
+ * action (-1: none), the mask [K] and the policy's probabilities [K]
+ * (row t * B + b); *K receives the padded candidate count, *T the steps. */
+void agent_rollout_type_steps(const agent_rollout *r, int *T, int *K, const int **action,
+                              const uint8_t **mask, const float **probs);
+
+#endif

@@ -1,0 +1,123 @@
+/* train.h -- policy-gradient training of the placement policy.
+ *
+ * REINFORCE with a baseline over batched rollouts (agent/rollout.h): every
+ * step draws G instances (search mode: the one job; general mode: random
+ * jobs and clusters from the generator), plays S episodes of each, turns
+ * the rewards into advantages, and takes one Adam step on
+ *
+ *   loss = 1/(G S) * sum over decisions of (-adv logp[action] - beta entropy)
+ *
+ * Advantages (per head, the TYPE head on r_type, the NODE head on r_node):
+ *   shared  each episode against the mean of the other S-1 episodes of the
+ *           same instance (the stronger baseline: same instance, same policy)
+ *   moving  against an exponential moving average of the batch's mean
+ *           return (HeterPS), updated after use
+ *   risk    (risk = eps > 0) only the best eps fraction of each instance's
+ *           episodes get a gradient, against that quantile (risk-seeking
+ *           policy gradient, for search: the best plan matters, not the mean)
+ *   adv_norm  divide by the standard deviation of the batch's advantages
+ *
+ * Everything random derives from (seed, step): the instances of a step,
+ * the sampled actions (counter RNG keyed by the global episode index), so a
+ * run resumed from a checkpoint continues with exactly the numbers of an
+ * uninterrupted one, and K MPI ranks (each playing a contiguous slice of
+ * the global batch, gradients summed with MPI_Allreduce) compute the same
+ * step as one process, up to the order of float sums.
+ *
+ * Files (rank 0 only), in the config's `out` folder: metrics.csv (one row
+ * per step, columns agent_metrics_columns), last.h5 (every ckpt_every steps
+ * and at the end), best.h5 (general: best validation gap; search: best plan).
+ * The library never prints; the caller (cli/train.c) shows progress.
+ */
+#ifndef STRATA_AGENT_TRAIN_H
+#define STRATA_AGENT_TRAIN_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "agent/trainconf.h"
+#include "env/model.h"
+
+/* One row of metrics. NAN where a figure does not apply to the step. */
+typedef struct {
+    double step;             /* updates done */
+    double episodes;         /* episodes played so far (global) */
+    double time_s;           /* training wall time so far, over all runs */
+    double samples_per_s;    /* episodes per second in this step */
+    double episodic_return;  /* mean return (r_type + r_node) */
+    double episodic_cost;    /* mean cost of the feasible episodes, dollars */
+    double best_cost;        /* search: cheapest plan so far */
+    double gap_mean;         /* mean plan cost / exact - 1 over feasible episodes */
+    double best_gap;         /* search: best_cost / exact - 1 */
+    double infeasible_frac;  /* episodes without a feasible plan (or placement) */
+    double policy_loss;      /* mean over episodes of -sum adv logp */
+    double entropy;          /* mean entropy per decision */
+    double grad_norm;        /* before clipping */
+    double lr;
+    double entropy_coef;
+    double node_return;      /* mean r_node of the placed episodes */
+    double eval_gap_greedy;  /* held-out configs: mean gap, greedy decoding */
+    double eval_gap_sample;  /* ... sample eval_samples, keep the best */
+    double eval_infeasible;  /* ... configs where greedy found no plan */
+    double valid_gap_greedy; /* generated validation instances, greedy */
+} agent_metrics;
+
+/* The CSV columns, in order (names as in agent_metrics); agent_metrics_get
+ * returns column i of m. */
+int agent_metrics_columns(const char ***names);
+double agent_metrics_get(const agent_metrics *m, int i);
+
+/* Cumulative time per part of a step, seconds (wall). */
+typedef struct {
+    double instances; /* drawing instances, exact and reference solves */
+    double env;       /* environments: observe, step, place (rollout) */
+    double lookahead; /* of env: the agent's look-ahead features */
+    double net;       /* network during rollouts (forward + sampling) */
+    double learn;     /* advantages, forward + backward, all-reduce, Adam */
+    double eval;      /* evaluations */
+    double io;        /* CSV and checkpoints */
+} agent_train_times;
+
+typedef struct agent_trainer agent_trainer;
+
+/* agent_train_create sets up a run of tc (borrowed; kept alive by the
+ * caller), fresh or resumed from checkpoint `resume` (NULL: fresh). Under
+ * MPI (when MPI_Init was called) the run spans MPI_COMM_WORLD. Returns NULL
+ * with a message on error (bad files, a checkpoint of another network). */
+agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume, char *err,
+                                  size_t errlen);
+void agent_train_free(agent_trainer *t);
+
+/* agent_train_step makes one update (and, when due, an evaluation, a CSV
+ * row and a checkpoint). Returns 0, or -1 with a message. */
+int agent_train_step(agent_trainer *t, char *err, size_t errlen);
+
+/* agent_train_finish writes last.h5 (and flushes the CSV). Returns 0 or -1. */
+int agent_train_finish(agent_trainer *t, char *err, size_t errlen);
+
+/* agent_train_save writes a checkpoint of the current state to path. */
+int agent_train_save(agent_trainer *t, const char *path, char *err, size_t errlen);
+
+long agent_train_step_count(const agent_trainer *t);  /* updates done */
+int agent_train_done(const agent_trainer *t);         /* step count reached tc->steps */
+const agent_metrics *agent_train_last(const agent_trainer *t); /* last row (NULL before any) */
+int agent_train_rank(const agent_trainer *t);         /* MPI rank (0 without MPI) */
+int agent_train_ranks(const agent_trainer *t);        /* MPI size (1 without MPI) */
+const agent_train_times *agent_train_timing(const agent_trainer *t);
+/* the path of a file in the out folder ("metrics.csv", "last.h5", "best.h5") */
+const char *agent_train_file(const agent_trainer *t, const char *name);
+
+/* agent_train_eval runs the evaluation now (rank 0): fills *m's eval and
+ * valid columns. Returns 0 or -1. */
+int agent_train_eval(agent_trainer *t, agent_metrics *m, char *err, size_t errlen);
+
+/* Search mode: the problem and the best plan found so far (*assign NULL
+ * while none), its cost and the exact optimum (NAN if unknown). */
+void agent_train_best(const agent_trainer *t, const model_job **job, const model_cluster **cl,
+                      const int **assign, double *cost, double *exact);
+
+/* agent_train_sync is a barrier across ranks (no-op without MPI). The CLI
+ * uses it to agree on stopping: returns the maximum of flag over ranks. */
+int agent_train_agree(const agent_trainer *t, int flag);
+
+#endif

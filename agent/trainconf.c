@@ -1,0 +1,316 @@
+/* trainconf.c -- loading train configs (see trainconf.h) through one table. */
+#include "agent/trainconf.h"
+
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/rollout.h"
+#include "solvers/placers.h"
+#include "solvers/solve.h"
+
+#define PLACEMENTS "none|policy|spread|pack|aggregate|zone|best"
+#define REFERENCES "exact|homogeneous|rule|greedy"
+
+const char *agent_placement_name(int placement) {
+    if (placement == AGENT_PLACE_NONE) return "none";
+    if (placement == AGENT_PLACE_POLICY) return "policy";
+    if (placement >= AGENT_PLACE_HEURISTIC && placement < AGENT_PLACE_HEURISTIC + PLACER_N_METHODS)
+        return placer_method_name((placer_method)(placement - AGENT_PLACE_HEURISTIC));
+    return "?";
+}
+
+int agent_placement_parse(const char *name) {
+    if (!strcmp(name, "none")) return AGENT_PLACE_NONE;
+    if (!strcmp(name, "policy")) return AGENT_PLACE_POLICY;
+    int m = placer_method_parse(name);
+    return m < 0 ? -1 : AGENT_PLACE_HEURISTIC + m;
+}
+
+void agent_trainconf_default(agent_trainconf *tc, int mode) {
+    char *text = tc->text;
+    memset(tc, 0, sizeof *tc);
+    tc->text = text;
+    tc->mode = mode;
+    tc->valid = 32;
+    tc->seed = 1;
+    tc->steps = mode == AGENT_MODE_SEARCH ? 100000 : 20000;
+    tc->seconds = mode == AGENT_MODE_SEARCH ? 60 : 0;
+    tc->instances = mode == AGENT_MODE_SEARCH ? 1 : 32;
+    tc->samples = mode == AGENT_MODE_SEARCH ? 128 : 8;
+    tc->lr = 1e-3;
+    tc->lr_final = mode == AGENT_MODE_SEARCH ? 1e-3 : 1e-4;
+    tc->weight_decay = 0;
+    tc->grad_clip = 1.0;
+    tc->entropy = mode == AGENT_MODE_SEARCH ? 0.02 : 0.01;
+    tc->entropy_final = mode == AGENT_MODE_SEARCH ? 0.02 : 0.001;
+    tc->baseline = AGENT_BASE_SHARED;
+    tc->baseline_decay = 0.9;
+    tc->adv_norm = 0;
+    tc->risk = mode == AGENT_MODE_SEARCH ? 0.1 : 0; /* search: risk-seeking (the best plan counts) */
+    tc->penalty = 4;
+    tc->reference = SOLVE_HOMOGENEOUS;
+    tc->placement = AGENT_PLACE_NONE;
+    agent_net_dims_default(&tc->net);
+    tc->threads = 0;
+    tc->log_every = 1;
+    tc->eval_every = mode == AGENT_MODE_SEARCH ? 0 : 100;
+    tc->eval_samples = 16;
+    tc->ckpt_every = mode == AGENT_MODE_SEARCH ? 0 : 500;
+    snprintf(tc->out, sizeof tc->out, "%s", mode == AGENT_MODE_SEARCH ? "runs/search" : "runs/general");
+    tc->polish = 0;
+}
+
+/* The table. Every key but mode is optional: the defaults are the mode's
+ * (agent_trainconf_default), so only the keys present are taken from the
+ * walk's struct. */
+typedef struct {
+    int mode;
+    char problem[YT_STR_MAX], generator[YT_STR_MAX], out[YT_STR_MAX];
+    int valid, seed, steps, instances, samples, baseline, adv_norm, reference, placement;
+    int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
+        ckpt_every, polish, freeze_plan;
+    double seconds, lr, lr_final, weight_decay, grad_clip, entropy, entropy_final,
+        baseline_decay, risk, penalty, clip, imitation;
+} tc_in;
+
+enum {
+    K_MODE, K_PROBLEM, K_GENERATOR, K_EVAL, K_VALID, K_SEED, K_STEPS, K_SECONDS, K_INSTANCES,
+    K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
+    K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
+    K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
+    K_IMITATION, K_FREEZE, N_K
+};
+
+#define BIG 1e300
+static const yt_field FIELDS[N_K] = {
+    [K_MODE] = {"mode", YT_ENUM, UNITS_NUMBER, 1, 0, 0, 0, 0, offsetof(tc_in, mode), "search|general"},
+    [K_PROBLEM] = YT_F_STR("problem", 0, tc_in, problem),
+    [K_GENERATOR] = YT_F_STR("generator", 0, tc_in, generator),
+    [K_EVAL] = YT_F_NODE("eval", 0),
+    [K_VALID] = YT_F_INT("valid", 0, 0, 0, 100000, tc_in, valid),
+    [K_SEED] = YT_F_INT("seed", 0, 0, 0, 2147483647, tc_in, seed),
+    [K_STEPS] = YT_F_INT("steps", 0, 0, 1, 2147483647, tc_in, steps),
+    [K_SECONDS] = YT_F_NUM("seconds", UNITS_SECONDS, 0, 0, 0, BIG, tc_in, seconds),
+    [K_INSTANCES] = YT_F_INT("instances", 0, 0, 1, 65536, tc_in, instances),
+    [K_SAMPLES] = YT_F_INT("samples", 0, 0, 1, 65536, tc_in, samples),
+    [K_LR] = YT_F_NUM("lr", UNITS_NUMBER, 0, 0, 0, 1, tc_in, lr),
+    [K_LR_FINAL] = YT_F_NUM("lr_final", UNITS_NUMBER, 0, 0, 0, 1, tc_in, lr_final),
+    [K_WD] = YT_F_NUM("weight_decay", UNITS_NUMBER, 0, 0, 0, 1, tc_in, weight_decay),
+    [K_CLIPG] = YT_F_NUM("grad_clip", UNITS_NUMBER, 0, 0, 0, BIG, tc_in, grad_clip),
+    [K_ENT] = YT_F_NUM("entropy", UNITS_NUMBER, 0, 0, 0, 10, tc_in, entropy),
+    [K_ENT_FINAL] = YT_F_NUM("entropy_final", UNITS_NUMBER, 0, 0, 0, 10, tc_in, entropy_final),
+    [K_BASELINE] = YT_F_ENUM("baseline", "shared|moving", 0, tc_in, baseline),
+    [K_BDECAY] = YT_F_NUM("baseline_decay", UNITS_NUMBER, 0, 0, 0, 0.999999, tc_in, baseline_decay),
+    [K_ADVNORM] = YT_F_BOOL("adv_norm", 0, tc_in, adv_norm),
+    [K_RISK] = YT_F_NUM("risk", UNITS_FRACTION, 0, 0, 0, 1, tc_in, risk),
+    [K_PENALTY] = YT_F_NUM("penalty", UNITS_NUMBER, 0, 0, 1.000001, 1e6, tc_in, penalty),
+    [K_REFERENCE] = YT_F_ENUM("reference", REFERENCES, 0, tc_in, reference),
+    [K_PLACEMENT] = YT_F_ENUM("placement", PLACEMENTS, 0, tc_in, placement),
+    [K_EMBED] = YT_F_INT("embed", 0, 0, 1, 4096, tc_in, embed),
+    [K_HIDDEN] = YT_F_INT("hidden", 0, 0, 1, 4096, tc_in, hidden),
+    [K_DECODER] = YT_F_INT("decoder", 0, 0, 1, 4096, tc_in, decoder),
+    [K_SCORER] = YT_F_INT("scorer", 0, 0, 1, 4096, tc_in, scorer),
+    [K_CLIP] = YT_F_NUM("clip", UNITS_NUMBER, 0, 0, 0.001, 1000, tc_in, clip),
+    [K_THREADS] = YT_F_INT("threads", 0, 0, 0, 1024, tc_in, threads),
+    [K_LOG] = YT_F_INT("log_every", 0, 0, 1, 2147483647, tc_in, log_every),
+    [K_EVALEVERY] = YT_F_INT("eval_every", 0, 0, 0, 2147483647, tc_in, eval_every),
+    [K_EVALSAMPLES] = YT_F_INT("eval_samples", 0, 0, 1, 65536, tc_in, eval_samples),
+    [K_CKPT] = YT_F_INT("ckpt_every", 0, 0, 0, 2147483647, tc_in, ckpt_every),
+    [K_OUT] = YT_F_STR("out", 0, tc_in, out),
+    [K_POLISH] = YT_F_BOOL("polish", 0, tc_in, polish),
+    [K_IMITATION] = YT_F_NUM("imitation", UNITS_NUMBER, 0, 0, 0, 1e6, tc_in, imitation),
+    [K_FREEZE] = YT_F_BOOL("freeze_plan", 0, tc_in, freeze_plan),
+};
+
+/* resolve writes dir/name into out unless name is absolute; returns 0, or
+ * -1 when it does not fit. */
+static int resolve(char *out, size_t len, const char *dir, const char *name) {
+    int n;
+    if (name[0] == '/' || !dir[0])
+        n = snprintf(out, len, "%s", name);
+    else
+        n = snprintf(out, len, "%s/%s", dir, name);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    while (s) {
+        size_t k = fread(s + n, 1, cap - n - 1, f);
+        n += k;
+        if (k == 0) break;
+        if (n + 1 >= cap) {
+            char *q = realloc(s, cap * 2);
+            if (!q) {
+                free(s);
+                s = NULL;
+                break;
+            }
+            s = q;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (s) s[n] = '\0';
+    return s;
+}
+
+agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen) {
+    yt_doc *d = yt_load(path, err, errlen);
+    if (!d) return NULL;
+    agent_trainconf *tc = calloc(1, sizeof *tc);
+    tc_in in;
+    yaml_node_t *vals[N_K];
+    if (!tc) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto fail;
+    }
+    memset(&in, 0, sizeof in);
+    if (yt_walk(d, d->root, "", FIELDS, N_K, &in, vals, err, errlen)) goto fail;
+    int mode = in.mode;
+    agent_trainconf_default(tc, mode);
+    char dir[YT_STR_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        dir[0] = '\0';
+    snprintf(tc->path, sizeof tc->path, "%s", path);
+#define TAKE(k, field, src) if (vals[k]) tc->field = in.src
+    if ((vals[K_PROBLEM] && resolve(tc->problem, sizeof tc->problem, dir, in.problem)) ||
+        (vals[K_GENERATOR] && resolve(tc->generator, sizeof tc->generator, dir, in.generator)) ||
+        (vals[K_OUT] && resolve(tc->out, sizeof tc->out, dir, in.out))) {
+        yt_fail(d, d->root, "", err, errlen, "a file name is too long");
+        goto fail;
+    }
+    TAKE(K_VALID, valid, valid);
+    TAKE(K_SEED, seed, seed);
+    TAKE(K_STEPS, steps, steps);
+    TAKE(K_SECONDS, seconds, seconds);
+    TAKE(K_INSTANCES, instances, instances);
+    TAKE(K_SAMPLES, samples, samples);
+    TAKE(K_LR, lr, lr);
+    TAKE(K_LR_FINAL, lr_final, lr_final);
+    TAKE(K_WD, weight_decay, weight_decay);
+    TAKE(K_CLIPG, grad_clip, grad_clip);
+    TAKE(K_ENT, entropy, entropy);
+    TAKE(K_ENT_FINAL, entropy_final, entropy_final);
+    TAKE(K_BASELINE, baseline, baseline);
+    TAKE(K_BDECAY, baseline_decay, baseline_decay);
+    TAKE(K_ADVNORM, adv_norm, adv_norm);
+    TAKE(K_RISK, risk, risk);
+    TAKE(K_PENALTY, penalty, penalty);
+    TAKE(K_REFERENCE, reference, reference);
+    TAKE(K_PLACEMENT, placement, placement);
+    TAKE(K_EMBED, net.embed, embed);
+    TAKE(K_HIDDEN, net.hidden, hidden);
+    TAKE(K_DECODER, net.decoder, decoder);
+    TAKE(K_SCORER, net.scorer, scorer);
+    if (vals[K_CLIP]) tc->net.clip = (float)in.clip;
+    TAKE(K_THREADS, threads, threads);
+    TAKE(K_LOG, log_every, log_every);
+    TAKE(K_EVALEVERY, eval_every, eval_every);
+    TAKE(K_EVALSAMPLES, eval_samples, eval_samples);
+    TAKE(K_CKPT, ckpt_every, ckpt_every);
+    TAKE(K_POLISH, polish, polish);
+    TAKE(K_IMITATION, imitation, imitation);
+    TAKE(K_FREEZE, freeze_plan, freeze_plan);
+#undef TAKE
+    /* the placement enum lists none, policy, then the placers in order */
+    if (vals[K_PLACEMENT] && in.placement >= 2) tc->placement = AGENT_PLACE_HEURISTIC + in.placement - 2;
+    if (vals[K_REFERENCE]) {
+        static const int map[] = {SOLVE_EXACT, SOLVE_HOMOGENEOUS, SOLVE_RULE, SOLVE_GREEDY};
+        tc->reference = map[in.reference];
+    }
+    if (vals[K_EVAL]) {
+        yaml_node_t *ev = vals[K_EVAL];
+        if (ev->type != YAML_SEQUENCE_NODE) {
+            yt_fail(d, ev, "eval", err, errlen, "expected a list of config files");
+            goto fail;
+        }
+        int n = yt_seq_len(ev);
+        if (n > AGENT_MAX_EVAL) {
+            yt_fail(d, ev, "eval", err, errlen, "at most %d files", AGENT_MAX_EVAL);
+            goto fail;
+        }
+        for (int i = 0; i < n; i++) {
+            yaml_node_t *it = yt_seq_at(d, ev, i);
+            const char *s = yt_scalar(it);
+            if (!s || !*s) {
+                char p[32];
+                snprintf(p, sizeof p, "eval[%d]", i);
+                yt_fail(d, it, p, err, errlen, "expected a file name");
+                goto fail;
+            }
+            if (resolve(tc->eval[i], sizeof tc->eval[i], dir, s)) {
+                yt_fail(d, it, "eval", err, errlen, "file name too long");
+                goto fail;
+            }
+        }
+        tc->n_eval = n;
+    }
+    /* rules across keys */
+    if (mode == AGENT_MODE_SEARCH && !tc->problem[0]) {
+        yt_fail(d, d->root, "problem", err, errlen, "search mode needs the config file to solve");
+        goto fail;
+    }
+    if (mode == AGENT_MODE_GENERAL && !tc->generator[0]) {
+        yt_fail(d, d->root, "generator", err, errlen, "general mode needs a generator spec");
+        goto fail;
+    }
+    if (tc->freeze_plan && tc->placement != AGENT_PLACE_POLICY) {
+        yt_fail(d, vals[K_FREEZE], "freeze_plan", err, errlen, "only the node head would learn: needs placement: policy");
+        goto fail;
+    }
+    if (mode == AGENT_MODE_SEARCH && tc->instances != 1) {
+        yt_fail(d, vals[K_INSTANCES], "instances", err, errlen, "search mode trains on one instance");
+        goto fail;
+    }
+    if (tc->baseline == AGENT_BASE_SHARED && tc->samples < 2) {
+        yt_fail(d, vals[K_SAMPLES] ? vals[K_SAMPLES] : d->root, "samples", err, errlen,
+                "the shared baseline needs at least 2 samples per instance");
+        goto fail;
+    }
+    tc->text = read_text(path);
+    if (!tc->text) {
+        snprintf(err, errlen, "%s: cannot read", path);
+        goto fail;
+    }
+    yt_free(d);
+    return tc;
+fail:
+    yt_free(d);
+    agent_trainconf_free(tc);
+    return NULL;
+}
+
+agent_trainconf *agent_trainconf_search(const char *problem, char *err, size_t errlen) {
+    agent_trainconf *tc = calloc(1, sizeof *tc);
+    if (!tc) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    agent_trainconf_default(tc, AGENT_MODE_SEARCH);
+    snprintf(tc->problem, sizeof tc->problem, "%s", problem);
+    size_t n = strlen(problem) + 64;
+    tc->text = malloc(n);
+    if (!tc->text) {
+        free(tc);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(tc->text, n, "mode: search\nproblem: %s\n", problem);
+    return tc;
+}
+
+void agent_trainconf_free(agent_trainconf *tc) {
+    if (!tc) return;
+    free(tc->text);
+    free(tc);
+}

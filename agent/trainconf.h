@@ -1,0 +1,87 @@
+/* trainconf.h -- the configuration of a `strata train` run.
+ *
+ * A train config is a YAML file of flat keys (docs/agent.md lists every key,
+ * default and bound; configs/train/ has the shipped ones):
+ *
+ *   mode: search | general
+ *   problem: ../default.yaml        # search: the job and cluster to solve
+ *   generator: gen.yaml             # general: the random instance generator
+ *   eval: [eval/aws-ctr.yaml, ...]  # general: held-out configs, scored periodically
+ *   valid: 32                       # general: generated validation instances
+ *   seed, steps, seconds, instances, samples, lr, lr_final, entropy, ...
+ *
+ * File names are relative to the config's folder. Loading goes through the
+ * declarative tables of agent/ytab, so every error names file:line:col and
+ * the key. Ownership: agent_trainconf_load returns a config the caller
+ * frees with agent_trainconf_free.
+ */
+#ifndef STRATA_AGENT_TRAINCONF_H
+#define STRATA_AGENT_TRAINCONF_H
+
+#include <stddef.h>
+
+#include "agent/net.h"
+#include "agent/ytab.h"
+
+typedef enum { AGENT_MODE_SEARCH = 0, AGENT_MODE_GENERAL = 1 } agent_mode;
+typedef enum { AGENT_BASE_SHARED = 0, AGENT_BASE_MOVING = 1 } agent_baseline;
+
+#define AGENT_MAX_EVAL 64
+
+typedef struct {
+    char path[YT_STR_MAX]; /* the file, as given ("" when built in memory) */
+    char *text;            /* the config's text (stored in checkpoints), owned */
+    int mode;              /* agent_mode */
+    char problem[YT_STR_MAX];   /* search: config file, resolved */
+    char generator[YT_STR_MAX]; /* general: generator spec file, resolved */
+    int n_eval;
+    char eval[AGENT_MAX_EVAL][YT_STR_MAX]; /* general: held-out config files, resolved */
+    int valid;           /* general: generated validation instances (best.h5 picks on them) */
+    int seed;            /* everything random derives from it */
+    int steps;           /* training steps (updates) */
+    double seconds;      /* wall-clock budget (0: none); the run stops at a step boundary */
+    int instances;       /* G: instances per step (search: 1) */
+    int samples;         /* S: episodes per instance per step */
+    double lr, lr_final; /* Adam learning rate, cosine-decayed from lr to lr_final over steps */
+    double weight_decay;
+    double grad_clip;    /* global norm (0: none) */
+    double entropy, entropy_final; /* entropy bonus, decayed linearly over steps */
+    int baseline;        /* agent_baseline */
+    double baseline_decay; /* moving-average decay */
+    int adv_norm;        /* 1: divide advantages by their standard deviation */
+    double risk;         /* 0, or the top fraction of samples that gets a gradient */
+    double penalty;      /* infeasible reward -penalty (> 1, in units of the reference cost) */
+    int freeze_plan;     /* 1: the encoder, decoder and TYPE head stay fixed (only the
+                            node head learns: a placement phase after a plan phase) */
+    double imitation;    /* 0, or the weight of a cross-entropy term towards the exact
+                            plan of each instance (one demonstration episode each) */
+    int reference;       /* solve_method of the reference plan (reward scale) */
+    int placement;       /* 0 none, 1 policy, 2 + placer_method */
+    agent_net_dims net;
+    int threads;         /* environment threads (0: all cores) */
+    int log_every;       /* CSV row and progress line every N steps */
+    int eval_every;      /* general: evaluation every N steps (0: never) */
+    int eval_samples;    /* the sample-N-keep-best decoding of the evaluation */
+    int ckpt_every;      /* checkpoint every N steps (0: only at the end) */
+    char out[YT_STR_MAX]; /* output folder: metrics.csv, last.h5, best.h5, step-N.h5 */
+    int polish;          /* search: 1 = local search around each step's best sample */
+} agent_trainconf;
+
+/* agent_trainconf_default fills the defaults of `mode`. */
+void agent_trainconf_default(agent_trainconf *tc, int mode);
+
+/* agent_trainconf_load reads path. Returns NULL with a message naming
+ * file:line:col and the key in err. */
+agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen);
+
+/* agent_trainconf_search returns the config of `strata train --search FILE`:
+ * the search defaults on problem file `problem`. NULL when out of memory. */
+agent_trainconf *agent_trainconf_search(const char *problem, char *err, size_t errlen);
+
+void agent_trainconf_free(agent_trainconf *tc);
+
+/* Names of the enumerated keys' values. */
+const char *agent_placement_name(int placement);
+int agent_placement_parse(const char *name); /* -1 when unknown */
+
+#endif

@@ -1,0 +1,355 @@
+/* bench_agent.c -- the agent's benchmarks.
+ *
+ *   bench_agent [search|timers|all] [SRC]     (SRC: the source tree, default
+ *                                              $STRATA_SRC or "..")
+ *   bench_agent general CKPT [N] [SRC]
+ *
+ * search  Search mode (`strata train --search`) on every shipped model with
+ *         at most 16 layers, on both shipped clusters: trains from scratch
+ *         until the best plan found is within 1% of the exact optimum or 60 s
+ *         have passed, and prints the gap and the time it took. Threads: 2.
+ * timers  Where a training step's time goes, on the general config
+ *         (configs/train/general.yaml) for 30 steps: drawing instances (with
+ *         their exact and reference solves), the environments, the network,
+ *         and inside the network the time spent in BLAS. The BLAS time is
+ *         measured by recording every GEMM of those steps (nn_gemm_trace)
+ *         and replaying the same shapes through cblas_sgemm. The issue's
+ *         bound: at most half of a step outside BLAS and the environment.
+ * general A trained policy's gap to the exact optimum on N (default 200)
+ *         generated jobs and clusters never seen in training: drawn from
+ *         configs/train/gen.yaml with seed 777 (training uses seed 1, and the
+ *         generator's draws are keyed by seed), greedy and best of 16
+ *         samples; then the held-out shipped jobs of configs/train/eval/.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "agent/gen.h"
+#include "agent/policy.h"
+#include "agent/train.h"
+#include "env/config.h"
+#include "solvers/solve.h"
+#include "agent/trainconf.h"
+#include "nets/layers.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int bench_search(const char *src) {
+    static const char *cases[][2] = {
+        {"aws-mixed", "ctr-dlrm"},       {"aws-mixed", "bert-base"},    {"aws-mixed", "gpt2-small"},
+        {"aws-mixed", "vgg16"},          {"onprem-small", "ctr-dlrm"},  {"onprem-small", "bert-base"},
+        {"onprem-small", "gpt2-small"},  {"onprem-small", "vgg16"},
+    };
+    int n = (int)(sizeof cases / sizeof *cases), ok = 0;
+    printf("search mode: within 1%% of exact in at most 60 s, 2 threads\n");
+    printf("%-14s %-11s %6s %12s %12s %8s %8s %7s\n", "cluster", "model", "layers", "exact $", "best $", "gap", "time s",
+           "steps");
+    for (int i = 0; i < n; i++) {
+        char path[2048], err[2048];
+        snprintf(path, sizeof path, "%s/configs/train/eval/%s-%s.yaml", src, cases[i][0], cases[i][1]);
+        agent_trainconf *tc = agent_trainconf_search(path, err, sizeof err);
+        if (!tc) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        tc->threads = 2;
+        snprintf(tc->out, sizeof tc->out, "bench-agent-search");
+        agent_trainer *t = agent_train_create(tc, NULL, err, sizeof err);
+        if (!t) {
+            fprintf(stderr, "%s\n", err);
+            agent_trainconf_free(tc);
+            return 1;
+        }
+        double t0 = now(), reached = NAN;
+        const model_job *job;
+        const model_cluster *cl;
+        const int *assign;
+        double cost = INFINITY, exact = NAN;
+        while (now() - t0 < 60.0) {
+            if (agent_train_step(t, err, sizeof err)) {
+                fprintf(stderr, "%s\n", err);
+                break;
+            }
+            agent_train_best(t, &job, &cl, &assign, &cost, &exact);
+            if (assign && cost <= exact * 1.01) {
+                reached = now() - t0;
+                break;
+            }
+        }
+        agent_train_best(t, &job, &cl, &assign, &cost, &exact);
+        double gap = cost / exact - 1;
+        printf("%-14s %-11s %6d %12.2f %12.2f %7.2f%% %8.1f %7ld%s\n", cases[i][0], cases[i][1], job->n_layers,
+               exact, cost, 100 * gap, isnan(reached) ? now() - t0 : reached, agent_train_step_count(t),
+               isnan(reached) ? "  NOT within 1%" : "");
+        fflush(stdout);
+        ok += !isnan(reached);
+        agent_train_free(t);
+        agent_trainconf_free(tc);
+    }
+    printf("%d of %d within 1%% in 60 s\n", ok, n);
+    return ok == n ? 0 : 2;
+}
+
+/* replay times every recorded GEMM once on scratch buffers. */
+static double replay(const nn_gemm_trace *tr) {
+    size_t cap = 0;
+    for (int i = 0; i < tr->n; i++) {
+        const nn_gemm_call *c = &tr->calls[i];
+        size_t a = (size_t)(c->trans_a ? c->K : c->M) * (size_t)c->lda;
+        size_t b = (size_t)(c->trans_b ? c->N : c->K) * (size_t)c->ldb;
+        size_t d = (size_t)c->M * (size_t)c->ldc;
+        if (a > cap) cap = a;
+        if (b > cap) cap = b;
+        if (d > cap) cap = d;
+    }
+    float *A = calloc(cap + 16, sizeof *A), *B = calloc(cap + 16, sizeof *B), *C = calloc(cap + 16, sizeof *C);
+    if (!A || !B || !C) {
+        free(A), free(B), free(C);
+        return NAN;
+    }
+    for (size_t e = 0; e < cap; e++) A[e] = B[e] = 0.01f * (float)(e % 97);
+    double t0 = now();
+    for (int i = 0; i < tr->n; i++) {
+        const nn_gemm_call *c = &tr->calls[i];
+        cblas_sgemm(CblasRowMajor, c->trans_a ? CblasTrans : CblasNoTrans, c->trans_b ? CblasTrans : CblasNoTrans,
+                    c->M, c->N, c->K, c->alpha, A, c->lda, B, c->ldb, c->beta, C, c->ldc);
+    }
+    double t = now() - t0;
+    free(A), free(B), free(C);
+    return t;
+}
+
+static int bench_timers(const char *src) {
+    char path[2048], err[2048];
+    snprintf(path, sizeof path, "%s/configs/train/general.yaml", src);
+    agent_trainconf *tc = agent_trainconf_load(path, err, sizeof err);
+    if (!tc) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    tc->eval_every = 0;
+    tc->ckpt_every = 0;
+    tc->threads = 2;
+    snprintf(tc->out, sizeof tc->out, "bench-agent-timers");
+    agent_trainer *t = agent_train_create(tc, NULL, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "%s\n", err);
+        agent_trainconf_free(tc);
+        return 1;
+    }
+    /* warm up (allocations, first touch) */
+    for (int s = 0; s < 3; s++)
+        if (agent_train_step(t, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+    agent_train_times t0 = *agent_train_timing(t);
+    nn_gemm_trace tr = {0};
+    int steps = 30;
+    double w0 = now();
+    nn_gemm_trace_begin(&tr);
+    for (int s = 0; s < steps; s++)
+        if (agent_train_step(t, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+    nn_gemm_trace_end();
+    double wall = now() - w0;
+    const agent_train_times *t1 = agent_train_timing(t);
+    double la = t1->lookahead - t0.lookahead;
+    double inst = t1->instances - t0.instances, env = t1->env - t0.env, net = t1->net - t0.net,
+           learn = t1->learn - t0.learn, io = t1->io - t0.io;
+    double blas = replay(&tr);
+    double other = wall - env - blas;
+    int B = tc->instances * tc->samples;
+    printf("training step breakdown: general config, %d steps of %d episodes, %d threads\n", steps, B, 2);
+    printf("  wall time             %8.3f s  (%.1f ms/step, %.0f episodes/s)\n", wall, 1e3 * wall / steps,
+           steps * B / wall);
+    printf("  instances (+ solves)  %8.3f s  %5.1f%%\n", inst, 100 * inst / wall);
+    printf("  environments          %8.3f s  %5.1f%%\n", env, 100 * env / wall);
+    printf("    of which look-ahead %8.3f s  %5.1f%%  (agent code inside the parallel env sections)\n", la,
+           100 * la / wall);
+    printf("  network in rollouts   %8.3f s  %5.1f%%\n", net, 100 * net / wall);
+    printf("  learning              %8.3f s  %5.1f%%\n", learn, 100 * learn / wall);
+    printf("  files                 %8.3f s  %5.1f%%\n", io, 100 * io / wall);
+    printf("  BLAS (%d GEMMs replayed) %6.3f s  %5.1f%% (of the network's %.3f s)\n", tr.n, blas, 100 * blas / wall,
+           net + learn);
+    printf("  outside BLAS and the environments: %.3f s = %.1f%% of the step (bound: 50%%)%s\n", other,
+           100 * other / wall, other <= 0.5 * wall ? "" : "  OVER");
+    printf("  ... counting the look-ahead as outside too: %.3f s = %.1f%%%s\n", other + la, 100 * (other + la) / wall,
+           other + la <= 0.5 * wall ? "" : "  OVER");
+    nn_gemm_trace_free(&tr);
+    agent_train_free(t);
+    agent_trainconf_free(tc);
+    return other <= 0.5 * wall ? 0 : 2;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* decode_gaps decodes job on cl (greedy, best of 16) and writes the gaps to
+ * exact into g[2] (INFINITY: no plan). */
+static void decode_gaps(const agent_policy *pol, const model_job *job, const model_cluster *cl, double exact,
+                        double g[2]) {
+    char err[512];
+    int *as = malloc((size_t)job->n_layers * sizeof *as);
+    model_plan *plan = model_plan_create(job->n_layers);
+    for (int k = 0; k < 2; k++) {
+        agent_decode_opts o = {k ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, k ? 16 : 1, 1, 0, NULL, 0};
+        agent_decode_result r = {as, NULL, plan, 0};
+        g[k] = as && plan && agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err) == 0 ? plan->cost / exact - 1
+                                                                                              : INFINITY;
+    }
+    free(as);
+    model_plan_free(plan);
+}
+
+static void summary(const char *what, double *g, int n) {
+    int nf = 0;
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(g[i])) sum += g[i];
+        else nf++;
+    qsort(g, (size_t)n, sizeof *g, cmp_d);
+    int k = n - nf;
+    printf("  %-12s mean %6.2f%%  median %6.2f%%  p90 %6.2f%%  max %7.2f%%  no plan: %d of %d\n", what,
+           k ? 100 * sum / k : NAN, k ? 100 * g[k / 2] : NAN, k ? 100 * g[(int)(0.9 * (k - 1))] : NAN,
+           k ? 100 * g[k - 1] : NAN, nf, n);
+}
+
+static int bench_general(const char *ckpt, int n, const char *src) {
+    char path[2048], err[2048];
+    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
+    if (!pol) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/configs/train/gen.yaml", src);
+    agent_gen *gen = agent_gen_load(path, err, sizeof err);
+    if (!gen) {
+        fprintf(stderr, "%s\n", err);
+        agent_policy_free(pol);
+        return 1;
+    }
+    double *gg = calloc((size_t)n, sizeof *gg), *gs = calloc((size_t)n, sizeof *gs);
+    int within[2] = {0, 0};
+    agent_gen_inst in;
+    memset(&in, 0, sizeof in);
+    solve_result *res = solve_result_create(1024);
+    printf("general policy %s (step %lld) on %d generated jobs never seen in training (seed 777)\n", ckpt,
+           (long long)agent_policy_step(pol), n);
+    for (int i = 0; i < n; i++) {
+        double exact = INFINITY;
+        for (int attempt = 0; attempt < 100 && !isfinite(exact); attempt++) {
+            agent_gen_draw(gen, 777, (uint64_t)i, attempt, &in);
+            solve_opts o;
+            solve_opts_default(&o);
+            if (solve_run(&in.job, &in.cl, &o, res) == 0) exact = res->plan->cost;
+        }
+        double g[2];
+        decode_gaps(pol, &in.job, &in.cl, exact, g);
+        gg[i] = g[0];
+        gs[i] = g[1];
+        within[0] += g[0] <= 0.01;
+        within[1] += g[1] <= 0.01;
+    }
+    summary("greedy", gg, n);
+    printf("    (%d of %d within 1%%)\n", within[0], n);
+    summary("best of 16", gs, n);
+    printf("    (%d of %d within 1%%)\n", within[1], n);
+    printf("held-out shipped jobs (configs/train/eval/):\n");
+    static const char *evals[] = {"aws-mixed-ctr-dlrm", "aws-mixed-bert-base", "aws-mixed-gpt2-small",
+                                  "aws-mixed-resnet50", "aws-mixed-vgg16", "onprem-small-ctr-dlrm",
+                                  "onprem-small-bert-base", "onprem-small-gpt2-small", "onprem-small-vgg16"};
+    double sg = 0, ss = 0;
+    for (size_t i = 0; i < sizeof evals / sizeof *evals; i++) {
+        snprintf(path, sizeof path, "%s/configs/train/eval/%s.yaml", src, evals[i]);
+        cfg_run *run = cfg_load(path, err, sizeof err);
+        if (!run) {
+            fprintf(stderr, "%s\n", err);
+            continue;
+        }
+        solve_opts o;
+        solve_opts_default(&o);
+        solve_run(&run->jobs[0], &run->cluster, &o, res);
+        double exact = res->plan->cost, g[2];
+        decode_gaps(pol, &run->jobs[0], &run->cluster, exact, g);
+        printf("  %-26s exact $%10.2f  greedy %+7.2f%%  best of 16 %+7.2f%%\n", evals[i], exact, 100 * g[0],
+               100 * g[1]);
+        sg += g[0];
+        ss += g[1];
+        cfg_free(run);
+    }
+    printf("  mean                                    greedy %+7.2f%%  best of 16 %+7.2f%%\n",
+           100 * sg / (double)(sizeof evals / sizeof *evals), 100 * ss / (double)(sizeof evals / sizeof *evals));
+    /* placement: the policy's greedy plan placed by the node head and by the heuristics */
+    static const char *pl[] = {"policy", "spread", "pack", "aggregate", "zone", "best"};
+    int npl = (int)(sizeof pl / sizeof *pl);
+    printf("placement of the greedy plan, cost' / cost (1 = the links cost nothing; - = does not keep the target):\n");
+    printf("  %-26s", "");
+    for (int k = 0; k < npl; k++) printf(" %9s", pl[k]);
+    printf("\n");
+    for (size_t i = 0; i < sizeof evals / sizeof *evals; i++) {
+        snprintf(path, sizeof path, "%s/configs/train/eval/%s.yaml", src, evals[i]);
+        cfg_run *run = cfg_load(path, err, sizeof err);
+        if (!run) continue;
+        const model_job *job = &run->jobs[0];
+        int *as = malloc((size_t)job->n_layers * sizeof *as);
+        int *tn = malloc((size_t)agent_policy_max_tasks(job, &run->cluster) * sizeof *tn);
+        model_plan *plan = model_plan_create(job->n_layers), *p0 = model_plan_create(job->n_layers);
+        agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, 0, NULL, 0};
+        agent_decode_result r = {as, tn, plan, 0};
+        double base = agent_policy_decode(pol, job, &run->cluster, &o, &r, err, sizeof err) == 0 ? plan->cost : NAN;
+        printf("  %-26s", evals[i]);
+        for (int k = 0; k < npl; k++) {
+            o.place = 1;
+            o.placement = k ? pl[k] : NULL;
+            int st = agent_policy_decode(pol, job, &run->cluster, &o, &r, err, sizeof err);
+            if (st == 0 && isfinite(base))
+                printf(" %9.4f", plan->cost / base);
+            else
+                printf(" %9s", "-");
+        }
+        printf("\n");
+        free(as);
+        free(tn);
+        model_plan_free(plan);
+        model_plan_free(p0);
+        cfg_free(run);
+    }
+    solve_result_free(res);
+    agent_gen_inst_clear(&in);
+    agent_gen_free(gen);
+    agent_policy_free(pol);
+    free(gg);
+    free(gs);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *what = argc > 1 ? argv[1] : "all";
+    if (!strcmp(what, "general")) {
+        if (argc < 3) {
+            fprintf(stderr, "usage: bench_agent general CKPT [N] [SRC]\n");
+            return 2;
+        }
+        const char *s2 = argc > 4 ? argv[4] : getenv("STRATA_SRC") ? getenv("STRATA_SRC") : "..";
+        return bench_general(argv[2], argc > 3 ? atoi(argv[3]) : 200, s2);
+    }
+    const char *src = argc > 2 ? argv[2] : getenv("STRATA_SRC") ? getenv("STRATA_SRC") : "..";
+    int rc = 0;
+    if (!strcmp(what, "search") || !strcmp(what, "all")) rc |= bench_search(src);
+    if (!strcmp(what, "timers") || !strcmp(what, "all")) rc |= bench_timers(src);
+    return rc;
+}

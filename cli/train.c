@@ -1,0 +1,473 @@
+/* train.c -- `strata train`: policy-gradient training of the placement policy.
+ *
+ *   strata train CONFIG [--resume CKPT] [--seconds N] [--steps N] [--stop-at N]
+ *                [--out DIR] [--threads N] [--json] [--quiet]
+ *   strata train --search FILE [--seconds N] [--steps N] [--samples N]
+ *                [--seed S] [--polish] [--out DIR] [--json] [--quiet]
+ *                [--compare [--policy CKPT]]
+ *
+ * CONFIG is a train config (agent/trainconf.h, docs/agent.md); --search
+ * FILE trains from scratch on the one job of FILE with the search defaults
+ * and prints the best plan found, as `strata solve` does (--json: the same
+ * object, with method "policy-search"); --compare then prints the plan's
+ * cost against the solvers' baselines (exact, homogeneous, rule, greedy)
+ * and a trained general policy (CKPT, default checkpoints/general.h5, when
+ * it exists). Progress goes to stderr: a bar
+ * redrawn in place on a terminal, plain lines every few seconds otherwise.
+ * Metrics go to OUT/metrics.csv, checkpoints to OUT/last.h5 and
+ * OUT/best.h5. --steps changes the run's length (and so the learning-rate
+ * and entropy schedules); --stop-at N stops after step N without changing
+ * them, as an interruption would (a later --resume continues exactly). Under `mpirun -np K` the rollouts are split over the ranks
+ * and only rank 0 prints and writes. Exit status: 0 done, 1 a failed run
+ * (search found no plan, an error while training), 2 bad usage or input.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef STRATA_HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include "agent/policy.h"
+#include "agent/train.h"
+#include "agent/trainconf.h"
+#include "cli/cli.h"
+#include "cli/report.h"
+#include "solvers/solve.h"
+
+static void train_usage(FILE *f) {
+    fprintf(f,
+            "usage: strata train CONFIG [--resume CKPT] [--seconds N] [--steps N] [--stop-at N] "
+            "[--out DIR] [--threads N] [--json] [--quiet]\n"
+            "       strata train --search FILE [--seconds N] [--steps N] [--samples N] [--seed S] "
+            "[--polish] [--out DIR] [--json] [--quiet] [--compare [--policy CKPT]]\n");
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int parse_num(const char *opt, const char *text, double lo, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !(v >= lo) || !isfinite(v)) {
+        fprintf(stderr, "strata train: %s: expected a number >= %g, got '%s'\n", opt, lo, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static void fmt_dur(char *buf, size_t len, double s) {
+    if (!isfinite(s) || s < 0) {
+        snprintf(buf, len, "--:--");
+        return;
+    }
+    long x = (long)(s + 0.5);
+    if (x >= 3600)
+        snprintf(buf, len, "%ld:%02ld:%02ld", x / 3600, x / 60 % 60, x % 60);
+    else
+        snprintf(buf, len, "%ld:%02ld", x / 60, x % 60);
+}
+
+/* progress prints one status line: on a terminal in place, else plain. */
+static void progress(const agent_trainconf *tc, const agent_metrics *m, double elapsed,
+                     double budget, int tty, int final) {
+    double per_step = m->step > 0 ? elapsed / m->step : 0;
+    double eta_steps = (tc->steps - m->step) * per_step;
+    double eta = budget > 0 ? fmin(budget - elapsed, eta_steps) : eta_steps;
+    char e[32], el[32];
+    fmt_dur(e, sizeof e, eta);
+    fmt_dur(el, sizeof el, elapsed);
+    char gap[64] = "";
+    if (!isnan(m->best_gap))
+        snprintf(gap, sizeof gap, " | gap %.2f%%", 100 * m->best_gap);
+    else if (!isnan(m->gap_mean))
+        snprintf(gap, sizeof gap, " | gap %.2f%%", 100 * m->gap_mean);
+    char best[64] = "";
+    if (!isnan(m->best_cost)) snprintf(best, sizeof best, " best $%.6g", m->best_cost);
+    char ev[96] = "";
+    const agent_metrics *last = m;
+    if (!isnan(last->eval_gap_greedy))
+        snprintf(ev, sizeof ev, " | held-out %.2f%% / %.2f%%", 100 * last->eval_gap_greedy,
+                 100 * last->eval_gap_sample);
+    char bar[32] = "";
+    if (tty) { /* a bar of the budget used: steps or seconds, whichever is further */
+        double f = m->step / (double)tc->steps;
+        if (budget > 0 && elapsed / budget > f) f = elapsed / budget;
+        if (f > 1) f = 1;
+        int k = (int)(f * 20 + 0.5);
+        bar[0] = '[';
+        for (int i = 0; i < 20; i++) bar[1 + i] = i < k ? '#' : '-';
+        bar[21] = ']';
+        bar[22] = ' ';
+        bar[23] = '\0';
+    }
+    fprintf(stderr, "%s%sstep %ld | %.0f ep/s | cost $%.6g%s%s%s | %s ETA %s%s",
+            tty ? "\r\033[K" : "", bar, (long)m->step, m->samples_per_s, m->episodic_cost, best, gap,
+            ev, el, e, tty && !final ? "" : "\n");
+    fflush(stderr);
+}
+
+static void print_times(FILE *f, const agent_train_times *tm) {
+    fprintf(f,
+            "time: instances %.1f s, environments %.1f s, network in rollouts %.1f s, learning %.1f s, "
+            "evaluation %.1f s, files %.1f s\n",
+            tm->instances, tm->env, tm->net, tm->learn, tm->eval, tm->io);
+}
+
+static json_t *times_json(const agent_train_times *tm) {
+    json_t *o = json_object();
+    json_object_set_new(o, "instances", json_real(tm->instances));
+    json_object_set_new(o, "env", json_real(tm->env));
+    json_object_set_new(o, "net_rollout", json_real(tm->net));
+    json_object_set_new(o, "learn", json_real(tm->learn));
+    json_object_set_new(o, "eval", json_real(tm->eval));
+    json_object_set_new(o, "io", json_real(tm->io));
+    return o;
+}
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+/* report_search prints the best plan of a search run. Returns the status. */
+static int report_search(agent_trainer *t, const agent_trainconf *tc, int as_json, double secs) {
+    const model_job *job;
+    const model_cluster *cl;
+    const int *assign;
+    double cost, exact;
+    agent_train_best(t, &job, &cl, &assign, &cost, &exact);
+    const agent_metrics *m = agent_train_last(t);
+    model_plan *plan = model_plan_create(job->n_layers);
+    if (!plan) {
+        fprintf(stderr, "strata: out of memory\n");
+        return CLI_FAIL;
+    }
+    int found = assign && model_eval(job, cl, assign, plan) == 0;
+    if (as_json) {
+        json_t *o;
+        if (found)
+            o = report_plan_json(job, cl, plan);
+        else {
+            o = json_object();
+            json_object_set_new(o, "feasible", json_false());
+            json_object_set_new(o, "reason", json_string("the policy sampled no feasible plan"));
+            json_object_set_new(o, "assignment", json_null());
+            json_object_set_new(o, "cost", json_null());
+            json_object_set_new(o, "throughput", json_null());
+        }
+        json_object_set_new(o, "found", json_boolean(found));
+        json_object_set_new(o, "method", json_string("policy-search"));
+        json_object_set_new(o, "optimal", json_false());
+        json_object_set_new(o, "seconds", json_real(secs));
+        json_object_set_new(o, "steps", json_integer(agent_train_step_count(t)));
+        json_object_set_new(o, "episodes", json_real(m ? m->episodes : 0));
+        json_object_set_new(o, "exact_cost", num_or_null(exact));
+        json_object_set_new(o, "gap", found ? num_or_null(plan->cost / exact - 1) : json_null());
+        json_object_set_new(o, "checkpoint", json_string(agent_train_file(t, "best.h5")));
+        json_object_set_new(o, "timers", times_json(agent_train_timing(t)));
+        report_json_print(stdout, o);
+    } else {
+        if (found)
+            report_plan_table(stdout, job, cl, plan);
+        else
+            printf("no feasible plan: the policy sampled none\n");
+        printf("method: policy-search, %ld steps, %.0f episodes, %.1f s", agent_train_step_count(t),
+               m ? m->episodes : 0.0, secs);
+        if (found && isfinite(exact))
+            printf("; exact optimum $%.6g, gap %.3f%%", exact, 100 * (plan->cost / exact - 1));
+        printf("\ncheckpoint: %s\n", agent_train_file(t, "best.h5"));
+        print_times(stdout, agent_train_timing(t));
+    }
+    (void)tc;
+    model_plan_free(plan);
+    return found ? CLI_OK : CLI_FAIL;
+}
+
+static void report_general(agent_trainer *t, int as_json, double secs) {
+    const agent_metrics *m = agent_train_last(t);
+    if (as_json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "mode", json_string("general"));
+        json_object_set_new(o, "steps", json_integer(agent_train_step_count(t)));
+        json_object_set_new(o, "episodes", json_real(m ? m->episodes : 0));
+        json_object_set_new(o, "seconds", json_real(secs));
+        json_object_set_new(o, "last", json_string(agent_train_file(t, "last.h5")));
+        json_object_set_new(o, "best", json_string(agent_train_file(t, "best.h5")));
+        json_object_set_new(o, "metrics", json_string(agent_train_file(t, "metrics.csv")));
+        if (m) {
+            const char **names;
+            int n = agent_metrics_columns(&names);
+            json_t *row = json_object();
+            for (int i = 0; i < n; i++) {
+                double v = agent_metrics_get(m, i);
+                json_object_set_new(row, names[i], num_or_null(v));
+            }
+            json_object_set_new(o, "final", row);
+        }
+        json_object_set_new(o, "timers", times_json(agent_train_timing(t)));
+        report_json_print(stdout, o);
+    } else {
+        printf("trained %ld steps, %.0f episodes, %.1f s\n", agent_train_step_count(t),
+               m ? m->episodes : 0.0, secs);
+        if (m && !isnan(m->eval_gap_greedy))
+            printf("held-out gap to exact: greedy %.2f%%, best of samples %.2f%%, no plan on %.0f\n",
+                   100 * m->eval_gap_greedy, 100 * m->eval_gap_sample, m->eval_infeasible);
+        printf("checkpoints: %s, %s\nmetrics: %s\n", agent_train_file(t, "last.h5"),
+               agent_train_file(t, "best.h5"), agent_train_file(t, "metrics.csv"));
+        print_times(stdout, agent_train_timing(t));
+    }
+}
+
+/* compare prints, after a search, the search's best plan against the
+ * solvers' baselines and, when the checkpoint `policy` loads, a trained
+ * general policy (greedy and best of 16 samples). */
+static void compare(agent_trainer *t, const char *policy, double secs) {
+    const model_job *job;
+    const model_cluster *cl;
+    const int *assign;
+    double cost, exact;
+    agent_train_best(t, &job, &cl, &assign, &cost, &exact);
+    printf("\ncomparison on job %s (%d layers, %d types):\n", job->name, job->n_layers, cl->n_types);
+    printf("  %-34s %14s %12s\n", "method", "cost $", "vs exact");
+    solve_result *res = solve_result_create(job->n_layers);
+    if (!res) return;
+    static const solve_method ms[] = {SOLVE_EXACT, SOLVE_HOMOGENEOUS, SOLVE_RULE, SOLVE_GREEDY};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+        solve_opts o;
+        solve_opts_default(&o);
+        o.method = ms[i];
+        if (solve_run(job, cl, &o, res) == 0)
+            printf("  %-34s %14.6g %+11.2f%%\n", solve_method_name(ms[i]), res->plan->cost,
+                   100 * (res->plan->cost / exact - 1));
+        else
+            printf("  %-34s %14s %12s\n", solve_method_name(ms[i]), "no plan", "");
+    }
+    char label[64];
+    snprintf(label, sizeof label, "policy search (this run, %.0f s)", secs);
+    if (assign)
+        printf("  %-34s %14.6g %+11.2f%%\n", label, cost, 100 * (cost / exact - 1));
+    else
+        printf("  %-34s %14s\n", label, "no plan");
+    solve_result_free(res);
+    char err[2048];
+    agent_policy *pol = policy ? agent_policy_load(policy, err, sizeof err) : NULL;
+    if (!pol) {
+        if (policy) printf("  (general policy not compared: %s)\n", err);
+        return;
+    }
+    int *as = malloc((size_t)job->n_layers * sizeof *as);
+    model_plan *plan = model_plan_create(job->n_layers);
+    for (int k = 0; as && plan && k < 2; k++) {
+        agent_decode_opts o = {k ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, k ? 16 : 1, 1, 0, NULL, 0};
+        agent_decode_result r = {as, NULL, plan, 0};
+        snprintf(label, sizeof label, "general policy, %s", k ? "best of 16" : "greedy");
+        if (agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err) == 0)
+            printf("  %-34s %14.6g %+11.2f%%\n", label, plan->cost, 100 * (plan->cost / exact - 1));
+        else
+            printf("  %-34s %14s\n", label, "no plan");
+    }
+    printf("  (general policy: %s, step %lld)\n", agent_policy_path(pol), (long long)agent_policy_step(pol));
+    free(as);
+    model_plan_free(plan);
+    agent_policy_free(pol);
+}
+
+int cmd_train(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"resume", required_argument, 0, 'r'}, {"seconds", required_argument, 0, 's'},
+        {"steps", required_argument, 0, 'n'},  {"out", required_argument, 0, 'o'},
+        {"threads", required_argument, 0, 't'}, {"search", required_argument, 0, 'S'},
+        {"samples", required_argument, 0, 'k'}, {"seed", required_argument, 0, 'e'},
+        {"polish", no_argument, 0, 'p'},       {"json", no_argument, 0, 'J'},
+        {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+        {"stop-at", required_argument, 0, 'x'},
+        {"compare", no_argument, 0, 'c'},      {"policy", required_argument, 0, 'P'},
+        {0, 0, 0, 0},
+    };
+    const char *resume = NULL, *search = NULL, *out = NULL, *policy = "checkpoints/general.h5";
+    double seconds = -1, steps = -1, threads = -1, samples = -1, seed = -1, stop_at = -1;
+    int as_json = 0, quiet = 0, polish = 0, do_compare = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "r:s:n:o:t:S:k:e:x:cP:pJqh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': resume = optarg; break;
+        case 's': if (parse_num("--seconds", optarg, 0, &seconds)) return CLI_USAGE; break;
+        case 'n': if (parse_num("--steps", optarg, 1, &steps)) return CLI_USAGE; break;
+        case 'o': out = optarg; break;
+        case 't': if (parse_num("--threads", optarg, 0, &threads)) return CLI_USAGE; break;
+        case 'S': search = optarg; break;
+        case 'k': if (parse_num("--samples", optarg, 2, &samples)) return CLI_USAGE; break;
+        case 'e': if (parse_num("--seed", optarg, 0, &seed)) return CLI_USAGE; break;
+        case 'x': if (parse_num("--stop-at", optarg, 1, &stop_at)) return CLI_USAGE; break;
+        case 'p': polish = 1; break;
+        case 'c': do_compare = 1; break;
+        case 'P': policy = optarg; break;
+        case 'J': as_json = 1; break;
+        case 'q': quiet = 1; break;
+        case 'h': train_usage(stdout); return CLI_OK;
+        default: train_usage(stderr); return CLI_USAGE;
+        }
+    }
+    if ((search && optind != argc) || (!search && optind != argc - 1)) {
+        train_usage(stderr);
+        return CLI_USAGE;
+    }
+    int mpi = 0, rank = 0;
+#ifdef STRATA_HAVE_MPI
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) {
+        MPI_Init(NULL, NULL);
+        mpi = 1;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    }
+#endif
+    char err[2048];
+    int status = CLI_USAGE;
+    agent_trainer *t = NULL;
+    agent_trainconf *tc = search ? agent_trainconf_search(search, err, sizeof err)
+                                 : agent_trainconf_load(argv[optind], err, sizeof err);
+    if (!tc) {
+        if (rank == 0) fprintf(stderr, "strata: %s\n", err);
+        goto done;
+    }
+    if (seconds >= 0) tc->seconds = seconds;
+    if (steps > 0) tc->steps = (int)fmin(steps, 2147483647.0);
+    if (threads >= 0) tc->threads = (int)threads;
+    if (samples > 0) tc->samples = (int)samples;
+    if (seed >= 0) tc->seed = (int)fmin(seed, 2147483647.0);
+    if (polish) tc->polish = 1;
+    if (out) snprintf(tc->out, sizeof tc->out, "%s", out);
+    if (search && !out) snprintf(tc->out, sizeof tc->out, "runs/search");
+    t = agent_train_create(tc, resume, err, sizeof err);
+    if (!t) {
+        if (rank == 0) fprintf(stderr, "strata: %s\n", err);
+        goto done;
+    }
+    int tty = isatty(2) && !quiet;
+    double t0 = now(), last_print = -1e9;
+    status = CLI_OK;
+    for (;;) {
+        double el = now() - t0;
+        int stop = agent_train_done(t) || (tc->seconds > 0 && el >= tc->seconds) ||
+                   (stop_at > 0 && agent_train_step_count(t) >= (long)stop_at);
+        if (agent_train_agree(t, stop)) break;
+        if (agent_train_step(t, err, sizeof err)) {
+            fprintf(stderr, "\nstrata: train (rank %d): %s\n", rank, err);
+            status = CLI_FAIL;
+            break;
+        }
+        const agent_metrics *m = agent_train_last(t);
+        double n = now();
+        if (rank == 0 && !quiet && m && (n - last_print >= (tty ? 0.1 : 5.0))) {
+            progress(tc, m, n - t0, tc->seconds, tty, 0);
+            last_print = n;
+        }
+    }
+    double secs = now() - t0;
+    if (status == CLI_OK) {
+        const agent_metrics *m = agent_train_last(t);
+        if (rank == 0 && !quiet && m) progress(tc, m, secs, tc->seconds, tty, 1);
+        if (agent_train_finish(t, err, sizeof err)) {
+            fprintf(stderr, "strata: %s\n", err);
+            status = CLI_FAIL;
+        } else if (rank == 0) {
+            if (tc->mode == AGENT_MODE_SEARCH) {
+                status = report_search(t, tc, as_json, secs);
+                if (do_compare && !as_json) compare(t, policy, secs);
+            } else
+                report_general(t, as_json, secs);
+        }
+    }
+done:
+    agent_train_free(t);
+    agent_trainconf_free(tc);
+#ifdef STRATA_HAVE_MPI
+    if (mpi) MPI_Finalize();
+#endif
+    (void)mpi;
+    return status;
+}
+
+/* ---------------------------------------------------------------------------
+ * strata solve --method policy
+ * ------------------------------------------------------------------------ */
+
+int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt, int samples,
+                     uint64_t seed, int as_json) {
+    char err[2048];
+    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
+    if (!pol) {
+        fprintf(stderr, "strata: %s\n", err);
+        return CLI_USAGE;
+    }
+    const model_cluster *cl = &run->cluster;
+    int status = CLI_FAIL;
+    int *assign = malloc((size_t)job->n_layers * sizeof *assign);
+    model_plan *plan = model_plan_create(job->n_layers);
+    if (!assign || !plan) {
+        fprintf(stderr, "strata: out of memory\n");
+        goto done;
+    }
+    agent_decode_opts o = {samples > 1 ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY,
+                           samples > 1 ? samples : 1, seed, 0, NULL, 0};
+    agent_decode_result res = {assign, NULL, plan, 0};
+    double t0 = now();
+    int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
+    double secs = now() - t0;
+    if (rc < 0) {
+        fprintf(stderr, "strata: %s\n", err);
+        status = CLI_USAGE;
+        goto done;
+    }
+    const char *decoding = samples > 1 ? "sample" : "greedy";
+    if (as_json) {
+        json_t *o2;
+        if (rc == 0)
+            o2 = report_plan_json(job, cl, plan);
+        else {
+            o2 = json_object();
+            json_object_set_new(o2, "feasible", json_false());
+            json_object_set_new(o2, "reason", json_string(plan->why));
+            json_object_set_new(o2, "assignment", json_null());
+            json_object_set_new(o2, "cost", json_null());
+            json_object_set_new(o2, "throughput", json_null());
+        }
+        json_object_set_new(o2, "found", json_boolean(rc == 0));
+        json_object_set_new(o2, "method", json_string("policy"));
+        json_object_set_new(o2, "optimal", json_false());
+        json_object_set_new(o2, "stopped", json_false());
+        json_object_set_new(o2, "seconds", json_real(secs));
+        json_object_set_new(o2, "evaluations", json_integer(res.samples_used));
+        json_object_set_new(o2, "decoding", json_string(decoding));
+        json_object_set_new(o2, "samples", json_integer(res.samples_used));
+        json_t *po = json_object();
+        json_object_set_new(po, "path", json_string(agent_policy_path(pol)));
+        json_object_set_new(po, "step", json_integer(agent_policy_step(pol)));
+        json_object_set_new(po, "hash", json_string(agent_policy_hash(pol)));
+        json_object_set_new(o2, "policy", po);
+        report_json_print(stdout, o2);
+    } else {
+        if (rc == 0)
+            report_plan_table(stdout, job, cl, plan);
+        else
+            printf("no feasible plan: %s\n", plan->why);
+        printf("method: policy (%s, %d decoded), not proven optimal\npolicy: %s, step %lld, weights %s\n"
+               "wall time: %.3f s\n",
+               decoding, res.samples_used, agent_policy_path(pol), (long long)agent_policy_step(pol),
+               agent_policy_hash(pol), secs);
+    }
+    status = rc == 0 ? CLI_OK : CLI_FAIL;
+done:
+    free(assign);
+    model_plan_free(plan);
+    agent_policy_free(pol);
+    return status;
+}

@@ -1,0 +1,162 @@
+/* test_agent_mpi.c -- training over MPI ranks equals training in one process.
+ *
+ * `mpirun -np 2 strata train CONFIG` splits each step's episodes over the
+ * two ranks (rank r plays the contiguous half r of the global batch, with
+ * the same instances and the same random draws as one process would) and
+ * sums the gradients with MPI_Allreduce. With the same global batch and
+ * seed, the weights after a few steps must match one process's to float
+ * tolerance (the only difference is the order of the gradient sums), and
+ * so must the metrics. Skipped when the build has no MPI or $STRATA_MPIEXEC
+ * is unset (CMakeLists.txt sets it, block "agent: MPI test").
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "agent/ckptio.h"
+#include "agent/net.h"
+#include "nets/params.h"
+
+static char tmp[1024];
+
+static void write_file(const char *name, const char *text) {
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int run(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static nn_params *load(const char *path, agent_ckpt_state *st) {
+    char err[2048];
+    agent_net_dims d;
+    if (agent_ckpt_peek(path, &d, st, err, sizeof err)) fail_msg("%s", err);
+    agent_ckpt_state_clear(st);
+    nn_tensor_spec t[AN_N_TENSORS];
+    agent_net_table(&d, t);
+    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(p);
+    if (agent_ckpt_read(path, p, &d, st, err, sizeof err)) fail_msg("%s", err);
+    return p;
+}
+
+/* The column of row `step` of a metrics CSV text. */
+static double csv_at(const char *csv, int step, int col) {
+    char key[32];
+    snprintf(key, sizeof key, "\n%d,", step);
+    const char *r = strstr(csv, key);
+    if (!r) return NAN;
+    r++;
+    for (int c = 0; c < col; c++) {
+        r = strchr(r, ',');
+        if (!r) return NAN;
+        r++;
+    }
+    return strtod(r, NULL);
+}
+
+static void test_two_ranks(void **state) {
+    (void)state;
+#ifndef STRATA_HAVE_MPI
+    skip();
+#endif
+    const char *mpiexec = getenv("STRATA_MPIEXEC"), *bin = getenv("STRATA_BIN"), *t = getenv("STRATA_TMP"),
+               *src = getenv("STRATA_SRC");
+    if (!mpiexec || !*mpiexec || !bin || !t || !src) skip();
+    snprintf(tmp, sizeof tmp, "%s/agent_mpi", t);
+    mkdir(t, 0777);
+    mkdir(tmp, 0777);
+    /* 4 generated instances x 4 samples; the shipped generator spec */
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg,
+             "mode: general\n"
+             "generator: %s/configs/train/gen.yaml\n"
+             "valid: 0\n"
+             "seed: 3\n"
+             "steps: 4\n"
+             "instances: 4\n"
+             "samples: 4\n"
+             "embed: 16\n"
+             "hidden: 16\n"
+             "decoder: 16\n"
+             "scorer: 16\n"
+             "eval_every: 0\n"
+             "ckpt_every: 0\n"
+             "threads: 1\n",
+             src);
+    write_file("mpi.yaml", cfg);
+    assert_int_equal(run("OPENBLAS_NUM_THREADS=1 %s train %s/mpi.yaml --quiet --out %s/one > /dev/null", bin, tmp, tmp), 0);
+    int rc = run("OPENBLAS_NUM_THREADS=1 %s --allow-run-as-root --oversubscribe -np 2 %s train %s/mpi.yaml --quiet "
+                 "--out %s/two > %s/mpi.log 2>&1",
+                 mpiexec, bin, tmp, tmp, tmp);
+    if (rc != 0) {
+        char log[1200];
+        snprintf(log, sizeof log, "cat %s/mpi.log", tmp);
+        if (system(log)) {}
+        fail_msg("mpirun exited with %d", rc);
+    }
+    char pa[1200], pb[1200];
+    snprintf(pa, sizeof pa, "%s/one/last.h5", tmp);
+    snprintf(pb, sizeof pb, "%s/two/last.h5", tmp);
+    agent_ckpt_state sa, sb;
+    nn_params *a = load(pa, &sa), *b = load(pb, &sb);
+    assert_int_equal(sa.step, 4);
+    assert_int_equal(sb.step, 4);
+    assert_true(sa.episodes == sb.episodes);
+    assert_int_equal(a->total, b->total);
+    double maxd = 0, moved = 0;
+    nn_params *init = NULL;
+    {
+        char err[256];
+        nn_tensor_spec tb[AN_N_TENSORS];
+        agent_net_dims d = {16, 16, 16, 16, 10.0f};
+        agent_net_table(&d, tb);
+        init = nn_params_create(tb, AN_N_TENSORS, err, sizeof err);
+        nn_params_init(init, 3);
+    }
+    for (size_t e = 0; e < a->total; e++) {
+        double d = fabs((double)a->params[e] - b->params[e]);
+        if (d > maxd) maxd = d;
+        double mv = fabs((double)a->params[e] - init->params[e]);
+        if (mv > moved) moved = mv;
+        if (d > 1e-4 + 1e-3 * fabs(a->params[e]))
+            fail_msg("weight %zu: one rank %.9g, two ranks %.9g", e, a->params[e], b->params[e]);
+    }
+    print_message("largest difference %.3g; largest change from the initial weights %.3g\n", maxd, moved);
+    assert_true(moved > 1e-3); /* training moved the weights: the comparison means something */
+    /* the same episodes were played: same returns and costs, step by step */
+    for (int s = 1; s <= 4; s++)
+        for (int col = 4; col <= 5; col++) {
+            double x = csv_at(sa.metrics_csv, s, col), y = csv_at(sb.metrics_csv, s, col);
+            if (!(fabs(x - y) <= 1e-9 * fabs(x) + 1e-12)) fail_msg("step %d column %d: %.12g vs %.12g", s, col, x, y);
+        }
+    agent_ckpt_state_clear(&sa);
+    agent_ckpt_state_clear(&sb);
+    nn_params_free(a);
+    nn_params_free(b);
+    nn_params_free(init);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_two_ranks)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,485 @@
+/* test_agent_net.c -- the agent's network (agent/net.h) and rollouts
+ * (agent/rollout.h): gradients against finite differences, the features
+ * and masks a rollout records against the environment's own, padding
+ * across instances of different sizes, and a policy that can only pick
+ * allowed actions.
+ *
+ * Instances are built here in C (no files): a 3-layer job on a 2-type
+ * cluster ("small") and a 2-layer job on a 3-type cluster with two nodes
+ * per type ("wide"), so that one batch mixes L = 3, 2 and K = 2, 3.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent/net.h"
+#include "agent/pool.h"
+#include "agent/rollout.h"
+#include "env/gym.h"
+#include "nets/params.h"
+
+typedef struct {
+    model_type types[3];
+    model_layer layers[3];
+    model_node nodes[6];
+    model_zone zones[1];
+    model_cluster cl;
+    model_job job;
+} inst;
+
+/* small: cpu and gpu, 3 layers (an IO-heavy one first). */
+static void make_small(inst *in) {
+    memset(in, 0, sizeof *in);
+    in->types[0] = (model_type){"cpu", 0, 1e12, 1e10, 1e9, 1e11, 1.0, 8};
+    in->types[1] = (model_type){"gpu", 1, 1e13, 1e9, 2e9, 1.6e10, 3.0, 8};
+    in->layers[0] = (model_layer){"emb", 1e6, 1e5, 1e4, 1e6, 5e9};
+    in->layers[1] = (model_layer){"fc1", 1e9, 0, 1e4, 4e6, 1e8};
+    in->layers[2] = (model_layer){"fc2", 1e9, 0, 1e3, 4e6, 1e8};
+    in->zones[0] = (model_zone){"z"};
+    in->cl = (model_cluster){2, in->types, 0, NULL, 1, in->zones, 1e9, 1e-3, NULL, NULL};
+    in->job = (model_job){"small", 3, in->layers, 100, 1e8, 1000, 0.05, MODEL_DEFAULT_SHARD,
+                          0, NULL, {{0, 0, 0, 0}, 0}};
+}
+
+/* wide: three types, two nodes of two units each per type, 2 layers. */
+static void make_wide(inst *in) {
+    memset(in, 0, sizeof *in);
+    in->types[0] = (model_type){"cpu", 0, 1e12, 1e10, 1e9, 1e11, 1.0, 4};
+    in->types[1] = (model_type){"gpu", 1, 1e13, 1e9, 2e9, 1.6e10, 3.0, 4};
+    in->types[2] = (model_type){"big", 1, 2e13, 2e9, 4e9, 4e10, 7.0, 4};
+    in->layers[0] = (model_layer){"a", 2e9, 1e4, 1e5, 1e7, 1e9};
+    in->layers[1] = (model_layer){"b", 3e9, 0, 1e3, 2e7, 1e9};
+    in->zones[0] = (model_zone){"z"};
+    for (int n = 0; n < 6; n++)
+        in->nodes[n] = (model_node){"", n / 2, 2, 2, 0, 5e9, 1e-5, 0};
+    for (int n = 0; n < 6; n++) snprintf(in->nodes[n].name, sizeof in->nodes[n].name, "n%d", n);
+    in->cl = (model_cluster){3, in->types, 6, in->nodes, 1, in->zones, 1e9, 1e-3, NULL, NULL};
+    in->job = (model_job){"wide", 2, in->layers, 50, 1e8, 3000, 0.05, MODEL_DEFAULT_SHARD,
+                          0, NULL, {{0, 0, 0, 0}, 0}};
+}
+
+static nn_params *make_params(const agent_net_dims *d, uint64_t seed) {
+    nn_tensor_spec t[AN_N_TENSORS];
+    char err[256];
+    agent_net_table(d, t);
+    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(p);
+    nn_params_init(p, seed);
+    /* non-zero biases too, so that their gradients are exercised */
+    for (int i = 0; i < p->n; i++)
+        if (p->spec[i].ndim == 1) {
+            float *w = nn_param(p, i);
+            for (size_t e = 0; e < p->size[i]; e++) w[e] += 0.05f * (float)((e * 7 + (size_t)i) % 5) - 0.12f; /* never exactly 0 */
+        }
+    return p;
+}
+
+static const agent_net_dims TINY = {6, 5, 6, 8, 3.0f};
+
+/* ---------------------------------------------------------------------------
+ * Gradients: the TYPE and NODE losses against central differences
+ * ------------------------------------------------------------------------ */
+
+typedef struct {
+    agent_net_ws *ws;
+    nn_params *p;
+    agent_type_traj *tt;
+    agent_node_traj *nt;
+    float beta, scale;
+} loss_ctx;
+
+/* loss of both heads at the current parameters (grads are left dirty) */
+static double total_loss(loss_ctx *c) {
+    agent_loss_stats st = {0, 0, 0};
+    char err[256];
+    assert_int_equal(agent_net_type_loss(c->ws, c->p, c->tt, c->beta, c->scale, &st, err, sizeof err), 0);
+    if (c->nt->N > 0)
+        assert_int_equal(agent_net_node_loss(c->ws, c->p, c->nt, c->beta, c->scale, 3, &st, err, sizeof err), 0);
+    return c->scale * (st.pg - c->beta * st.entropy);
+}
+
+static void test_gradients(void **state) {
+    (void)state;
+    inst a, b;
+    make_small(&a);
+    make_wide(&b);
+    nn_params *p = make_params(&TINY, 7);
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    agent_net_ws *ws = agent_net_ws_create(&TINY);
+    agent_instance ai[2] = {{&a.job, &a.cl, 10.0}, {&b.job, &b.cl, 10.0}};
+    int of[5] = {0, 0, 1, 1, 1};
+    agent_rollout_opts o = {AGENT_PLACE_POLICY, 0, 4.0, 3, 1, 0, 5, 1, NULL};
+    char err[256];
+    assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 5, &o, NULL, err, sizeof err), 0);
+    float *adv, *nadv;
+    const int *owner;
+    agent_type_traj *tt = agent_rollout_type_traj(ro, &adv);
+    agent_node_traj *nt = agent_rollout_node_traj(ro, &nadv, &owner);
+    assert_true(nt->N > 0); /* the wide instance has nodes */
+    for (int e = 0; e < 5; e++) adv[e] = 0.3f * (float)(e - 2);
+    for (int i = 0; i < nt->N; i++) nadv[i] = 0.2f * (float)((i % 3) - 1);
+    loss_ctx c = {ws, p, tt, nt, 0.1f, 0.25f};
+    nn_params_zero_grad(p);
+    total_loss(&c);
+    if (getenv("AGENT_TEST_VERBOSE"))
+        for (int i = 0; i < p->n; i++) {
+            double ss = 0;
+            for (size_t e = 0; e < p->size[i]; e++) ss += (double)nn_grad(p, i)[e] * nn_grad(p, i)[e];
+            print_message("%s/%s |g| = %g\n", p->spec[i].layer, p->spec[i].name, sqrt(ss));
+        }
+    float *g = malloc(p->total * sizeof *g);
+    memcpy(g, p->grads, p->total * sizeof *g);
+    /* every tensor: a few entries each */
+    int checked = 0, nonzero = 0, bad = 0;
+    for (int i = 0; i < p->n; i++) {
+        float *w = nn_param(p, i);
+        for (size_t k = 0; k < p->size[i] && k < 6; k++) {
+            size_t e = (k * 37 + 11) % p->size[i];
+            float keep = w[e];
+            /* Central differences at three step sizes: a ReLU kink within h
+             * of a pre-activation spoils the larger steps, float noise the
+             * smallest; a wrong gradient fails all three. */
+            double an = g[p->off[i] + e], fd = 0;
+            static const double steps[3] = {2e-3, 4e-4, 1e-4}, tol[3] = {1e-4, 1e-4, 4e-4};
+            int ok = 0;
+            for (int hs = 0; hs < 3 && !ok; hs++) {
+                double h = steps[hs];
+                w[e] = keep + (float)h;
+                double lp = total_loss(&c);
+                w[e] = keep - (float)h;
+                double lm = total_loss(&c);
+                w[e] = keep;
+                fd = (lp - lm) / ((double)(keep + (float)h) - (double)(keep - (float)h));
+                ok = fabs(fd - an) <= tol[hs] + 3e-2 * fabs(fd);
+            }
+            if (fabs(an) > 1e-6) nonzero++;
+            else if (getenv("AGENT_TEST_VERBOSE")) print_message("zero: %s/%s[%zu]\n", p->spec[i].layer, p->spec[i].name, e);
+            if (!ok) {
+                print_message("%s/%s[%zu]: analytic %g, finite difference %g\n", p->spec[i].layer,
+                              p->spec[i].name, e, an, fd);
+                bad++;
+            }
+            checked++;
+        }
+    }
+    assert_int_equal(bad, 0);
+    assert_true(checked > 100);
+    print_message("gradient check: %d entries, %d non-zero\n", checked, nonzero);
+    assert_true(nonzero > checked / 2); /* the check is not vacuous */
+    free(g);
+    agent_net_ws_free(ws);
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
+/* ---------------------------------------------------------------------------
+ * Features and masks: what the rollout records is what gym observes
+ * ------------------------------------------------------------------------ */
+
+/* check_lookahead recomputes the look-ahead features of rollout.h for the
+ * rows of layer t by brute force with model_eval: "k for every remaining
+ * layer", and every "k on t..j, then one other type t2 on j+1..L-1". */
+static void check_lookahead(const agent_instance *in, const int *prefix, int t, int K,
+                            const unsigned char *mask, const float *rw) {
+    const model_job *job = in->job;
+    int L = job->n_layers, a[8];
+    model_plan *plan = model_plan_create(L);
+    double all[8], two[8], best = INFINITY;
+    for (int k = 0; k < K; k++) {
+        all[k] = two[k] = INFINITY;
+        if (!mask[k]) continue;
+        for (int l = 0; l < L; l++) a[l] = l < t ? prefix[l] : k;
+        if (model_eval(job, in->cl, a, plan) == 0) all[k] = plan->cost;
+        two[k] = all[k];
+        for (int j = t; j + 1 < L; j++)
+            for (int k2 = 0; k2 < K; k2++) {
+                if (k2 == k) continue;
+                for (int l = t; l < L; l++) a[l] = l <= j ? k : k2;
+                if (model_eval(job, in->cl, a, plan) == 0 && plan->cost < two[k]) two[k] = plan->cost;
+            }
+        if (two[k] < best) best = two[k];
+    }
+    for (int k = 0; k < K; k++) {
+        const float *x = rw + k * AGENT_FT + GYM_TYPE_FEATS;
+        if (!mask[k]) {
+            for (int f = 0; f < AGENT_FX; f++) assert_true(x[f] == 0.0f);
+            continue;
+        }
+        assert_true(x[0] == (isfinite(all[k]) ? 1.0f : 0.0f));
+        assert_true(x[2] == (isfinite(two[k]) ? 1.0f : 0.0f));
+        /* the rollout prices stages from prefix sums: equal to rounding */
+        double w1 = isfinite(all[k]) ? fmin(log(all[k] / best), 4) : 4;
+        double w3 = isfinite(two[k]) ? fmin(log(two[k] / best), 4) : 4;
+        if (fabs(x[1] - w1) > 1e-5 || fabs(x[3] - w3) > 1e-5)
+            fail_msg("layer %d type %d: look-ahead %g %g, by model_eval %g %g", t, k, x[1], x[3], w1, w3);
+        assert_true(x[3] <= x[1] + 1e-6); /* a second stage is never worse */
+    }
+    model_plan_free(plan);
+}
+
+static void test_features_and_masks(void **state) {
+    (void)state;
+    inst a, b;
+    make_small(&a);
+    make_wide(&b);
+    nn_params *p = make_params(&TINY, 3);
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    agent_instance ai[2] = {{&a.job, &a.cl, 1.0}, {&b.job, &b.cl, 1.0}};
+    int of[4] = {0, 1, 0, 1};
+    agent_rollout_opts o = {AGENT_PLACE_NONE, 0, 4.0, 11, 2, 0, 4, 1, NULL};
+    char err[256];
+    assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 4, &o, NULL, err, sizeof err), 0);
+    agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
+    /* T = max layers (3), K = max types (3), G = 2, B = 4 */
+    assert_int_equal(tt->T, 3);
+    assert_int_equal(tt->K, 3);
+    assert_int_equal(tt->G, 2);
+    assert_int_equal(tt->B, 4);
+    assert_int_equal(tt->len[0], 3);
+    assert_int_equal(tt->len[1], 2);
+    /* layer features, time-major [T,G,FL]: replay gym's own */
+    gym_opts go;
+    gym_opts_default(&go);
+    go.plan_only = 1;
+    go.infeasible_reward = -4;
+    for (int g = 0; g < 2; g++) {
+        gym_env *env = gym_create(ai[g].job, ai[g].cl, &go, err, sizeof err);
+        assert_non_null(env);
+        float lf[3 * AGENT_FL];
+        int L = gym_layer_features(env, lf);
+        for (int t = 0; t < 3; t++)
+            for (int f = 0; f < AGENT_FL; f++) {
+                float want = t < L ? lf[t * AGENT_FL + f] : 0.0f;
+                assert_true(tt->lf[((size_t)t * 2 + g) * AGENT_FL + f] == want);
+            }
+        gym_free(env);
+    }
+    /* each episode: replay its actions in a fresh env, compare every step */
+    for (int e = 0; e < 4; e++) {
+        const agent_instance *in = &ai[of[e]];
+        gym_env *env = gym_create(in->job, in->cl, &go, err, sizeof err);
+        gym_reset(env, 11 ^ (uint64_t)e);
+        int K = in->cl->n_types;
+        float prev[AGENT_FT] = {0};
+        for (int t = 0; t < 3; t++) {
+            size_t tb = (size_t)t * 4 + e;
+            const float *gl = tt->glob + tb * AGENT_FG, *rw = tt->rows + tb * 3 * AGENT_FT;
+            const uint8_t *mk = tt->mask + tb * 3;
+            for (int f = 0; f < AGENT_FT; f++) assert_true(tt->prev[tb * AGENT_FT + f] == prev[f]);
+            if (gym_phase(env) != GYM_PHASE_TYPE) { /* past the end: padding */
+                for (int f = 0; f < AGENT_FG; f++) assert_true(gl[f] == 0.0f);
+                for (int k = 0; k < 3; k++) assert_int_equal(mk[k], 0);
+                assert_int_equal(tt->action[tb], -1);
+                continue;
+            }
+            gym_observation ob;
+            gym_obs(env, &ob);
+            assert_memory_equal(gl, ob.global, sizeof ob.global);
+            for (int k = 0; k < K; k++) /* gym's features first */
+                assert_memory_equal(rw + k * AGENT_FT, ob.rows + k * GYM_TYPE_FEATS, GYM_TYPE_FEATS * sizeof(float));
+            check_lookahead(in, gym_assignment(env, NULL), t, K, ob.mask, rw);
+            for (int k = 0; k < 3; k++) {
+                if (k < K) {
+                    assert_int_equal(mk[k], ob.mask[k]);
+                } else { /* a padded candidate: zero features, masked */
+                    assert_int_equal(mk[k], 0);
+                    for (int f = 0; f < AGENT_FT; f++) assert_true(rw[k * AGENT_FT + f] == 0.0f);
+                }
+            }
+            int act = tt->action[tb];
+            assert_true(act >= 0 && act < K);
+            assert_int_equal(ob.mask[act], 1);
+            memcpy(prev, rw + (size_t)act * AGENT_FT, sizeof prev);
+            assert_int_equal(gym_step(env, act, NULL), 0);
+        }
+        /* the recorded assignment is the episode's */
+        const int *as = agent_rollout_assign(ro, e);
+        int nd = 0;
+        const int *ga = gym_assignment(env, &nd);
+        assert_memory_equal(as, ga, (size_t)in->job->n_layers * sizeof(int));
+        const agent_episode *ep = agent_rollout_episode(ro, e);
+        if (ep->feasible) {
+            model_plan *plan = model_plan_create(3);
+            assert_int_equal(model_eval(in->job, in->cl, as, plan), 0);
+            assert_true(plan->cost == ep->plan_cost);
+            /* r_type = -min(cost / ref, penalty - 1), ref 1 */
+            assert_true(ep->r_type == -fmin(plan->cost, 3.0));
+            model_plan_free(plan);
+        }
+        gym_free(env);
+    }
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
+/* The look-ahead on random small instances with tight unit counts, so that
+ * capacity, memory and the closing of the open stage all bite: every step
+ * of every episode against the brute force of check_lookahead. */
+static void test_lookahead_random(void **state) {
+    (void)state;
+    uint64_t x = 12345;
+#define RND() ((x = x * 6364136223846793005ULL + 1442695040888963407ULL) >> 11) * (1.0 / 9007199254740992.0)
+    nn_params *p = make_params(&TINY, 2);
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    char err[256];
+    int checked = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        inst in;
+        memset(&in, 0, sizeof in);
+        for (int k = 0; k < 3; k++)
+            in.types[k] = (model_type){"", k > 0, 1e12 * (1 + 9 * RND()), 1e9 * (1 + 20 * RND()), 1e9 * (1 + 3 * RND()),
+                                       (2 + 30 * RND()) * 1e9, 0.5 + 4 * RND(), 1 + (int)(6 * RND())};
+        snprintf(in.types[0].name, MODEL_NAME_MAX, "a");
+        snprintf(in.types[1].name, MODEL_NAME_MAX, "b");
+        snprintf(in.types[2].name, MODEL_NAME_MAX, "c");
+        int L = 3 + (int)(3 * RND());
+        model_layer ls[6];
+        for (int l = 0; l < L; l++)
+            ls[l] = (model_layer){"l", 1e9 * (0.1 + 3 * RND()), 1e5 * RND(), 1e5 * RND(), 1e7 * RND(), (0.5 + 12 * RND()) * 1e9};
+        in.zones[0] = (model_zone){"z"};
+        in.cl = (model_cluster){3, in.types, 0, NULL, 1, in.zones, 1e9, 1e-3, NULL, NULL};
+        in.job = (model_job){"r", L, ls, 64, 1e8, 300 + 3000 * RND(), 0.05, MODEL_DEFAULT_SHARD, 0, NULL, {{0, 0, 0, 0}, 0}};
+        agent_instance ai = {&in.job, &in.cl, 1.0};
+        int of[6] = {0, 0, 0, 0, 0, 0};
+        agent_rollout_opts o = {AGENT_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 6, 1, NULL};
+        assert_int_equal(agent_rollout_run(ro, p, &ai, 1, of, 6, &o, NULL, err, sizeof err), 0);
+        agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
+        gym_opts go;
+        gym_opts_default(&go);
+        go.plan_only = 1;
+        go.infeasible_reward = -4;
+        for (int e = 0; e < 6; e++) {
+            gym_env *env = gym_create(&in.job, &in.cl, &go, err, sizeof err);
+            assert_non_null(env);
+            for (int t = 0; t < L; t++) {
+                size_t tb = (size_t)t * 6 + e;
+                int act = tt->action[tb];
+                if (act < 0) break;
+                gym_observation ob;
+                gym_obs(env, &ob);
+                check_lookahead(&ai, gym_assignment(env, NULL), t, 3, ob.mask, tt->rows + tb * tt->K * AGENT_FT);
+                checked++;
+                assert_int_equal(gym_step(env, act, NULL), 0);
+            }
+            gym_free(env);
+        }
+    }
+#undef RND
+    assert_true(checked > 300);
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
+/* ---------------------------------------------------------------------------
+ * A policy that can only pick allowed actions
+ * ------------------------------------------------------------------------ */
+
+/* allowed_only: weights pushed so that the scorer's output is large for
+ * any row (all-positive output weights and relu features), across many
+ * sampled and greedy episodes every action must be allowed, and masked
+ * candidates have probability exactly 0. */
+static void test_only_allowed(void **state) {
+    (void)state;
+    inst a, b, c;
+    make_small(&a);
+    make_wide(&b);
+    make_wide(&c);
+    c.types[2].count = 0; /* no unit of the third type: always masked */
+    for (int n = 4; n < 6; n++) c.nodes[n].units = 0;
+    c.job.min_throughput = 6000; /* tight: masks bite */
+    nn_params *p = make_params(&TINY, 5);
+    float *wo = nn_param(p, AN_TOUT_W), *wn = nn_param(p, AN_NOUT_W);
+    for (int k = 0; k < TINY.scorer; k++) wo[k] = wn[k] = 50.0f;
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    agent_instance ai[3] = {{&a.job, &a.cl, 1.0}, {&b.job, &b.cl, 1.0}, {&c.job, &c.cl, 1.0}};
+    int of[30];
+    for (int e = 0; e < 30; e++) of[e] = e % 3;
+    char err[256];
+    agent_pool *pool = agent_pool_create(2);
+    int decisions = 0;
+    for (int rep = 0; rep < 20; rep++) {
+        agent_rollout_opts o = {AGENT_PLACE_POLICY, rep % 5 == 0, 4.0, 9, (uint64_t)rep, 0, 30, 1, NULL};
+        assert_int_equal(agent_rollout_run(ro, p, ai, 3, of, 30, &o, pool, err, sizeof err), 0);
+        agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
+        for (int i = 0; i < tt->T * tt->B; i++) {
+            int act = tt->action[i];
+            if (act < 0) continue;
+            assert_int_equal(tt->mask[(size_t)i * tt->K + act], 1);
+            decisions++;
+        }
+        agent_node_traj *nt = agent_rollout_node_traj(ro, NULL, NULL);
+        for (int i = 0; i < nt->N; i++) {
+            int act = nt->action[i];
+            assert_true(act >= 0);
+            assert_int_equal(nt->mask[(size_t)i * nt->K + act], 1);
+            decisions++;
+        }
+        /* episodes of the third instance never use the type without units */
+        for (int e = 2; e < 30; e += 3) {
+            const int *as = agent_rollout_assign(ro, e);
+            for (int l = 0; l < 2; l++) assert_true(as[l] != 2);
+        }
+    }
+    assert_true(decisions > 1000);
+    /* the step's probabilities: exactly 0 where masked */
+    agent_net_ws *ws = agent_net_ws_create(&TINY);
+    float lf[2 * AGENT_FL] = {0}, glob[2 * AGENT_FG] = {0}, rows[2 * 3 * AGENT_FT], prev[2 * AGENT_FT] = {0};
+    for (int i = 0; i < 2 * 3 * AGENT_FT; i++) rows[i] = (float)(i % 7) * 0.3f;
+    int len[1] = {2}, inst_of[2] = {0, 0};
+    uint8_t mask[6] = {1, 0, 1, 0, 0, 1}, active[2] = {1, 1};
+    float probs[6];
+    assert_int_equal(agent_net_encode(ws, p, lf, len, 2, 1, inst_of, 2), 0);
+    assert_int_equal(agent_net_type_step(ws, p, 0, glob, rows, prev, mask, active, 3, probs), 0);
+    assert_true(probs[1] == 0.0f && probs[3] == 0.0f && probs[4] == 0.0f);
+    assert_true(probs[5] == 1.0f);
+    assert_true(fabsf(probs[0] + probs[2] - 1.0f) < 1e-6f);
+    agent_net_ws_free(ws);
+    agent_pool_free(pool);
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
+/* The same seed gives the same episodes, whatever the thread count. */
+static void test_threads_do_not_matter(void **state) {
+    (void)state;
+    inst a, b;
+    make_small(&a);
+    make_wide(&b);
+    nn_params *p = make_params(&TINY, 8);
+    agent_instance ai[2] = {{&a.job, &a.cl, 1.0}, {&b.job, &b.cl, 1.0}};
+    int of[16];
+    for (int e = 0; e < 16; e++) of[e] = e / 8;
+    char err[256];
+    int as[2][16][3];
+    for (int run = 0; run < 2; run++) {
+        agent_pool *pool = run ? agent_pool_create(3) : NULL;
+        agent_rollout *ro = agent_rollout_create(&TINY);
+        agent_rollout_opts o = {AGENT_PLACE_POLICY, 0, 4.0, 21, 5, 0, 16, 0, NULL};
+        assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 16, &o, pool, err, sizeof err), 0);
+        for (int e = 0; e < 16; e++)
+            for (int l = 0; l < 3; l++)
+                as[run][e][l] = l < ai[of[e]].job->n_layers ? agent_rollout_assign(ro, e)[l] : 0;
+        agent_rollout_free(ro);
+        agent_pool_free(pool);
+    }
+    assert_memory_equal(as[0], as[1], sizeof as[0]);
+    nn_params_free(p);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gradients),
+        cmocka_unit_test(test_features_and_masks),
+        cmocka_unit_test(test_lookahead_random),
+        cmocka_unit_test(test_only_allowed),
+        cmocka_unit_test(test_threads_do_not_matter),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

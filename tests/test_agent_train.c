@@ -1,0 +1,510 @@
+/* test_agent_train.c -- training end to end: train configs and generator
+ * specs (errors name file:line:col), the generator's draws, `strata train
+ * --search` finding the optimum of a small job, exact resume (an
+ * interrupted run continued from its checkpoint matches an uninterrupted
+ * one bit for bit), and a saved policy decoding plans (agent/policy.h) and
+ * serving `strata solve --method policy`.
+ *
+ * Files are written under $STRATA_TMP; the program is $STRATA_BIN.
+ *
+ * The small job (small.yaml), 3 layers on cpu (1 TFLOPS, $1/h) and gpu
+ * (10 TFLOPS, $3/h), B 100, S 1e8, R 1000: all 8 plans are feasible and the
+ * cheapest is gpu for every layer, $24.175 (worked out in tests/test_gym.c's
+ * style: C = 100 * 2.001e9 / 1e13 = 0.02001 s, P = 2 * 9 MB / 2 GB/s =
+ * 0.009 s, t = 0.02901 s, q = 1000 * 0.02901 / 100 = 0.2901 so k = 1,
+ * theta = 100 / 0.02901 = 3447.1/s, T = 1e8 / 3447.1 = 29010 s, cost =
+ * 29010 / 3600 * 3 = $24.175).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "agent/ckptio.h"
+#include "agent/gen.h"
+#include "agent/policy.h"
+#include "agent/trainconf.h"
+#include "env/config.h"
+#include "env/place.h"
+#include "nets/params.h"
+
+static char tmp[1024], bin[1024], src[1024];
+
+static void path_in(char *out, size_t len, const char *name) { snprintf(out, len, "%s/%s", tmp, name); }
+
+static void write_file(const char *name, const char *text) {
+    char p[1200];
+    path_in(p, sizeof p, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static const char *SMALL_CLUSTER =
+    "model: v1\n"
+    "cluster:\n"
+    "  types:\n"
+    "    - {name: cpu, kind: cpu, flops: 1TFLOPS, io_bw: 10GB/s, net_bw: 1GB/s, mem: 100GB, price: 1.0, count: 8}\n"
+    "    - {name: gpu, kind: gpu, flops: 10TFLOPS, io_bw: 1GB/s, net_bw: 2GB/s, mem: 16GB, price: 3.0, count: 8}\n";
+
+static const char *SMALL_JOB =
+    "job:\n"
+    "  name: small\n"
+    "  batch: 100\n"
+    "  samples: 1e8\n"
+    "  min_throughput: 1000\n"
+    "  layers:\n"
+    "    - {name: emb, flops: 1MFLOP, io: 100KB, act: 10KB, params: 1MB, mem: 5GB}\n"
+    "    - {name: fc1, flops: 1GFLOP, io: 0, act: 10KB, params: 4MB, mem: 100MB}\n"
+    "    - {name: fc2, flops: 1GFLOP, io: 0, act: 1KB, params: 4MB, mem: 100MB}\n";
+
+static const char *NODES =
+    "  zones: [{name: z}]\n"
+    "  nodes:\n"
+    "    - {name: c0, type: cpu, units: 4, ps_slots: 2, zone: z, bw: 10GB/s, latency: 10us, loss: 0}\n"
+    "    - {name: c1, type: cpu, units: 4, ps_slots: 2, zone: z, bw: 10GB/s, latency: 10us, loss: 0}\n"
+    "    - {name: g0, type: gpu, units: 4, ps_slots: 1, zone: z, bw: 10GB/s, latency: 10us, loss: 0}\n"
+    "    - {name: g1, type: gpu, units: 4, ps_slots: 1, zone: z, bw: 10GB/s, latency: 10us, loss: 0}\n";
+
+static const char *GEN =
+    "families:\n"
+    "  - name: mlp\n"
+    "    batch: [32, 128]\n"
+    "    units: [1, 4]\n"
+    "    roles:\n"
+    "      - {name: in, count: 1, flops: [1MFLOP, 10MFLOP], io: [1KB, 100KB], act: [1KB, 10KB], params: [100KB, 1MB], mem: [10MB, 1GB]}\n"
+    "      - {name: fc, count: [1, 4], flops: [100MFLOP, 2GFLOP], act: [1KB, 100KB], params: [1MB, 10MB], mem: [10MB, 500MB]}\n"
+    "  - name: stack\n"
+    "    weight: 2\n"
+    "    batch: 64\n"
+    "    units: [1, 6]\n"
+    "    roles:\n"
+    "      - {name: block, count: [2, 5], same: true, jitter: 0.1, flops: [1GFLOP, 4GFLOP], act: [10KB, 1MB], params: [1MB, 20MB], mem: [100MB, 2GB]}\n"
+    "cluster:\n"
+    "  types: [2, 3]\n"
+    "  count: [2, 8]\n"
+    "  zones: [1, 2]\n"
+    "  nodes: true\n"
+    "  bad_zone: 0.5\n"
+    "  pool:\n"
+    "    - {name: cpu, kind: cpu, flops: [0.5TFLOPS, 1TFLOPS], io_bw: [10GB/s, 20GB/s], net_bw: [1GB/s, 2GB/s], mem: 64GB, price: [0.5, 1.5], units: 2, ps_slots: 2}\n"
+    "    - {name: gpu, kind: gpu, flops: [5TFLOPS, 10TFLOPS], io_bw: [1GB/s, 2GB/s], net_bw: [1GB/s, 4GB/s], mem: 16GB, price: [2, 4], units: 4, ps_slots: 1}\n"
+    "    - {name: big, kind: gpu, flops: [10TFLOPS, 20TFLOPS], io_bw: [2GB/s, 4GB/s], net_bw: [4GB/s, 8GB/s], mem: 40GB, price: [4, 8], units: [2, 8], ps_slots: 2}\n";
+
+/* The general config of the resume test: small network, tiny batches, an
+ * evaluation every 2 steps and a checkpoint every 3. */
+static const char *GENERAL =
+    "mode: general\n"
+    "generator: gen.yaml\n"
+    "eval: [small.yaml]\n"
+    "valid: 2\n"
+    "seed: 5\n"
+    "steps: 6\n"
+    "instances: 2\n"
+    "samples: 4\n"
+    "embed: 8\n"
+    "hidden: 8\n"
+    "decoder: 8\n"
+    "scorer: 8\n"
+    "eval_every: 2\n"
+    "eval_samples: 4\n"
+    "ckpt_every: 3\n"
+    "placement: policy\n"
+    "imitation: 0.5\n"
+    "threads: 2\n";
+
+static int setup(void **state) {
+    (void)state;
+    const char *t = getenv("STRATA_TMP"), *b = getenv("STRATA_BIN"), *s = getenv("STRATA_SRC");
+    if (!t || !b || !s) return -1;
+    snprintf(tmp, sizeof tmp, "%s/agent_train", t);
+    mkdir(t, 0777);
+    mkdir(tmp, 0777);
+    snprintf(bin, sizeof bin, "%s", b);
+    snprintf(src, sizeof src, "%s", s);
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s%s", SMALL_CLUSTER, SMALL_JOB);
+    write_file("small.yaml", buf);
+    snprintf(buf, sizeof buf, "%s%s%s", SMALL_CLUSTER, NODES, SMALL_JOB);
+    write_file("small_nodes.yaml", buf);
+    write_file("gen.yaml", GEN);
+    write_file("general.yaml", GENERAL);
+    return 0;
+}
+
+/* run executes a shell command line; returns its exit status. */
+static int run(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
+    if (s) s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* ---------------------------------------------------------------------------
+ * Configs and generator specs
+ * ------------------------------------------------------------------------ */
+
+static void expect_conf_error(const char *text, const char *want) {
+    char p[1200], err[2048];
+    write_file("bad.yaml", text);
+    path_in(p, sizeof p, "bad.yaml");
+    agent_trainconf *tc = agent_trainconf_load(p, err, sizeof err);
+    if (tc) fail_msg("accepted: %s", text);
+    if (!strstr(err, want)) fail_msg("message '%s' lacks '%s'", err, want);
+    if (!strstr(err, "bad.yaml:")) fail_msg("message '%s' names no file", err);
+}
+
+static void test_trainconf(void **state) {
+    (void)state;
+    expect_conf_error("mode: search\nproblem: small.yaml\nlr: fast\n", "bad.yaml:3:5: lr:");
+    expect_conf_error("mode: search\nproblem: small.yaml\nentropyy: 0.1\n", "did you mean 'entropy'");
+    expect_conf_error("problem: small.yaml\n", "mode: missing required key");
+    expect_conf_error("mode: search\n", "problem: search mode needs");
+    expect_conf_error("mode: general\ngenerator: g.yaml\nbaseline: best\n", "baseline: unsupported value");
+    expect_conf_error("mode: general\ngenerator: g.yaml\nsamples: 1\n", "shared baseline needs at least 2");
+    expect_conf_error("mode: search\nproblem: small.yaml\npenalty: 1\n", "penalty: must be between");
+    /* a good one: relative names resolved against the config's folder */
+    char p[1200], err[2048], want[1200];
+    path_in(p, sizeof p, "general.yaml");
+    agent_trainconf *tc = agent_trainconf_load(p, err, sizeof err);
+    if (!tc) fail_msg("%s", err);
+    path_in(want, sizeof want, "gen.yaml");
+    assert_string_equal(tc->generator, want);
+    assert_int_equal(tc->n_eval, 1);
+    assert_int_equal(tc->mode, AGENT_MODE_GENERAL);
+    assert_int_equal(tc->instances, 2);
+    assert_int_equal(tc->net.embed, 8);
+    assert_true(tc->imitation == 0.5);
+    assert_int_equal(tc->placement, 1 /* policy */);
+    assert_true(tc->lr == 1e-3); /* general default */
+    agent_trainconf_free(tc);
+}
+
+static void expect_gen_error(const char *text, const char *want) {
+    char p[1200], err[2048];
+    write_file("badgen.yaml", text);
+    path_in(p, sizeof p, "badgen.yaml");
+    agent_gen *g = agent_gen_load(p, err, sizeof err);
+    if (g) fail_msg("accepted: %s", text);
+    if (!strstr(err, want)) fail_msg("message '%s' lacks '%s'", err, want);
+}
+
+static void test_generator(void **state) {
+    (void)state;
+    expect_gen_error("families: []\ncluster: {}\n", "families: expected a non-empty list");
+    expect_gen_error("families:\n  - {name: a, batch: 8, units: 2, roles: [{name: r, flops: 1GB, act: 1, params: 1, mem: 1}]}\ncluster: {}\n",
+                     "badgen.yaml:2:60: families[0].roles[0].flops:");
+    char p[1200], err[2048];
+    path_in(p, sizeof p, "gen.yaml");
+    agent_gen *g = agent_gen_load(p, err, sizeof err);
+    if (!g) fail_msg("%s", err);
+    assert_int_equal(agent_gen_families(g), 2);
+    agent_gen_inst a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    int seen_fam[2] = {0, 0};
+    for (int idx = 0; idx < 200; idx++) {
+        assert_int_equal(agent_gen_draw(g, 9, (uint64_t)idx, 0, &a), 0);
+        assert_int_equal(agent_gen_draw(g, 9, (uint64_t)idx, 0, &b), 0);
+        /* a pure function of (seed, index, attempt) */
+        assert_int_equal(a.job.n_layers, b.job.n_layers);
+        assert_memory_equal(a.layers, b.layers, (size_t)a.job.n_layers * sizeof *a.layers);
+        assert_memory_equal(a.types, b.types, (size_t)a.cl.n_types * sizeof *a.types);
+        /* within the spec's ranges */
+        int fam = !strcmp(a.family, "stack");
+        seen_fam[fam] = 1;
+        if (fam) {
+            assert_true(a.job.n_layers >= 2 && a.job.n_layers <= 5);
+            assert_true(a.job.batch == 64);
+        } else {
+            assert_true(a.job.n_layers >= 2 && a.job.n_layers <= 5);
+            assert_true(a.job.batch >= 32 && a.job.batch <= 128);
+            assert_true(a.layers[0].flops >= 1e6 && a.layers[0].flops <= 1e7);
+        }
+        assert_true(a.cl.n_types >= 2 && a.cl.n_types <= 3);
+        long units = 0;
+        for (int n = 0; n < a.cl.n_nodes; n++) units += a.cl.nodes[n].units;
+        long count = 0;
+        for (int t = 0; t < a.cl.n_types; t++) {
+            count += a.cl.types[t].count;
+            assert_true(a.cl.types[t].count >= 2 && a.cl.types[t].count <= 8 + 8);
+            if (t) assert_true(strcmp(a.cl.types[t - 1].name, a.cl.types[t].name) != 0);
+        }
+        assert_int_equal(units, count); /* whole nodes hold every unit */
+        assert_true(a.job.min_throughput > 0);
+    }
+    assert_true(seen_fam[0] && seen_fam[1]);
+    /* another index, another instance */
+    assert_int_equal(agent_gen_draw(g, 9, 1, 0, &a), 0);
+    assert_int_equal(agent_gen_draw(g, 9, 2, 0, &b), 0);
+    assert_true(a.job.layers[0].flops != b.job.layers[0].flops);
+    agent_gen_inst_clear(&a);
+    agent_gen_inst_clear(&b);
+    agent_gen_free(g);
+    /* the shipped spec loads */
+    snprintf(p, sizeof p, "%s/configs/train/gen.yaml", src);
+    g = agent_gen_load(p, err, sizeof err);
+    if (!g) fail_msg("%s", err);
+    agent_gen_free(g);
+}
+
+/* ---------------------------------------------------------------------------
+ * Search mode
+ * ------------------------------------------------------------------------ */
+
+static void test_search(void **state) {
+    (void)state;
+    char out[1200], js[1200];
+    path_in(out, sizeof out, "search");
+    path_in(js, sizeof js, "search.json");
+    assert_int_equal(run("%s train --search %s/small.yaml --steps 15 --samples 16 --threads 2 --quiet --json --out %s > %s",
+                         bin, tmp, out, js), 0);
+    json_error_t je;
+    json_t *o = json_load_file(js, 0, &je);
+    assert_non_null(o);
+    assert_true(json_is_true(json_object_get(o, "found")));
+    assert_string_equal(json_string_value(json_object_get(o, "method")), "policy-search");
+    double cost = json_real_value(json_object_get(o, "cost"));
+    double exact = json_real_value(json_object_get(o, "exact_cost"));
+    assert_true(fabs(exact - 24.175) < 1e-9 * 24.175 + 1e-3);
+    assert_true(fabs(cost - exact) <= 1e-9 * exact); /* 8 plans, 240 samples: found */
+    json_t *as = json_object_get(o, "assignment");
+    assert_int_equal(json_array_size(as), 3);
+    for (size_t i = 0; i < 3; i++) assert_string_equal(json_string_value(json_array_get(as, i)), "gpu");
+    assert_int_equal(json_integer_value(json_object_get(o, "steps")), 15);
+    json_decref(o);
+    /* the CSV has one row per step, with the RL columns */
+    char csv[1300];
+    snprintf(csv, sizeof csv, "%s/metrics.csv", out);
+    char *text = slurp(csv);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "step,episodes,time_s,samples_per_s,episodic_return,episodic_cost"));
+    int rows = 0;
+    for (char *c = text; *c; c++) rows += *c == '\n';
+    assert_int_equal(rows, 16);
+    free(text);
+}
+
+/* ---------------------------------------------------------------------------
+ * Exact resume
+ * ------------------------------------------------------------------------ */
+
+static nn_params *load_params(const char *path, agent_ckpt_state *st) {
+    char err[2048];
+    agent_net_dims d;
+    if (agent_ckpt_peek(path, &d, st, err, sizeof err)) fail_msg("%s", err);
+    agent_ckpt_state_clear(st);
+    nn_tensor_spec t[AN_N_TENSORS];
+    agent_net_table(&d, t);
+    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(p);
+    if (agent_ckpt_read(path, p, &d, st, err, sizeof err)) fail_msg("%s", err);
+    return p;
+}
+
+/* csv_without_time drops the time columns (2 and 3: time_s, samples_per_s). */
+static void csv_without_time(char *text) {
+    char *w = text;
+    int col = 0;
+    for (char *r = text; *r; r++) {
+        if (*r == '\n') {
+            col = 0;
+            *w++ = *r;
+            continue;
+        }
+        if (*r == ',') col++;
+        if (col == 2 || col == 3) continue;
+        *w++ = *r;
+    }
+    *w = '\0';
+}
+
+static void test_resume_exact(void **state) {
+    (void)state;
+    char cfg[1200];
+    path_in(cfg, sizeof cfg, "general.yaml");
+    /* A: 6 steps at once; B: interrupted after 3, then resumed */
+    assert_int_equal(run("%s train %s --quiet --out %s/A > /dev/null", bin, cfg, tmp), 0);
+    assert_int_equal(run("%s train %s --quiet --stop-at 3 --out %s/B > /dev/null", bin, cfg, tmp), 0);
+    assert_int_equal(run("%s train %s --quiet --resume %s/B/last.h5 --out %s/B > /dev/null", bin, cfg, tmp, tmp), 0);
+    char pa[1200], pb[1200];
+    snprintf(pa, sizeof pa, "%s/A/last.h5", tmp);
+    snprintf(pb, sizeof pb, "%s/B/last.h5", tmp);
+    agent_ckpt_state sa, sb;
+    nn_params *a = load_params(pa, &sa), *b = load_params(pb, &sb);
+    assert_int_equal(sa.step, 6);
+    assert_int_equal(sb.step, 6);
+    assert_int_equal(a->total, b->total);
+    assert_memory_equal(a->params, b->params, a->total * sizeof(float));
+    assert_memory_equal(a->m, b->m, a->total * sizeof(float));
+    assert_memory_equal(a->v, b->v, a->total * sizeof(float));
+    assert_true(sa.episodes == sb.episodes);
+    assert_true(sa.best_valid == sb.best_valid);
+    /* the metrics, but for the wall-clock columns, are the same numbers */
+    assert_non_null(sa.metrics_csv);
+    csv_without_time(sa.metrics_csv);
+    csv_without_time(sb.metrics_csv);
+    assert_string_equal(sa.metrics_csv, sb.metrics_csv);
+    snprintf(pa, sizeof pa, "%s/A/metrics.csv", tmp);
+    snprintf(pb, sizeof pb, "%s/B/metrics.csv", tmp);
+    char *ta = slurp(pa), *tb = slurp(pb);
+    csv_without_time(ta);
+    csv_without_time(tb);
+    assert_string_equal(ta, tb);
+    assert_string_equal(ta, sa.metrics_csv);
+    /* evaluation columns were filled every 2 steps, and a gap to the exact
+     * optimum is never negative (columns eval_gap_greedy, eval_gap_sample
+     * and valid_gap_greedy: 14, 15 and 17 once the time columns are gone) */
+    assert_non_null(strstr(ta, "\n2,"));
+    int evals = 0;
+    for (const char *row = strchr(ta, '\n'); row && row[1]; row = strchr(row + 1, '\n')) {
+        const char *c = row + 1;
+        for (int col = 0; col < 18 && c; col++) {
+            if ((col == 14 || col == 15 || col == 17) && *c != ',' && *c != '\n') {
+                double g = strtod(c, NULL);
+                if (!(g >= -1e-9)) fail_msg("a negative gap %g in column %d: %.60s", g, col, row + 1);
+                evals++;
+            }
+            c = strchr(c, ',');
+            if (c) c++;
+        }
+    }
+    assert_int_equal(evals, 9); /* steps 2, 4, 6 x three columns */
+    free(ta);
+    free(tb);
+    agent_ckpt_state_clear(&sa);
+    agent_ckpt_state_clear(&sb);
+    nn_params_free(a);
+    nn_params_free(b);
+    /* a checkpoint of another network is refused, naming the difference */
+    write_file("other.yaml", "mode: general\ngenerator: gen.yaml\nembed: 9\nhidden: 8\ndecoder: 8\nscorer: 8\n");
+    char err_out[1200];
+    path_in(err_out, sizeof err_out, "resume_err.txt");
+    assert_int_equal(run("%s train %s/other.yaml --quiet --resume %s/A/last.h5 --out %s/C 2> %s", bin, tmp, tmp, tmp, err_out), 2);
+    char *msg = slurp(err_out);
+    assert_non_null(strstr(msg, "embed 8"));
+    assert_non_null(strstr(msg, "asks for 9"));
+    free(msg);
+}
+
+/* ---------------------------------------------------------------------------
+ * A saved policy
+ * ------------------------------------------------------------------------ */
+
+static void test_policy(void **state) {
+    (void)state;
+    char ck[1200], err[2048], p[1200];
+    snprintf(ck, sizeof ck, "%s/A/last.h5", tmp);
+    struct stat sb;
+    if (stat(ck, &sb)) fail_msg("%s missing (test_resume_exact makes it)", ck);
+    agent_policy *pol = agent_policy_load(ck, err, sizeof err);
+    if (!pol) fail_msg("%s", err);
+    assert_int_equal(agent_policy_step(pol), 6);
+    assert_int_equal(strlen(agent_policy_hash(pol)), 16);
+    assert_string_equal(agent_policy_path(pol), ck);
+    path_in(p, sizeof p, "small_nodes.yaml");
+    cfg_run *run_cfg = cfg_load(p, err, sizeof err);
+    if (!run_cfg) fail_msg("%s", err);
+    const model_job *job = &run_cfg->jobs[0];
+    const model_cluster *cl = &run_cfg->cluster;
+    int assign[3], nt = agent_policy_max_tasks(job, cl);
+    /* 16 units + 3 layers + ceil(9 MB / 1 GiB) = 20 */
+    assert_int_equal(nt, 20);
+    int *tasks = malloc((size_t)nt * sizeof *tasks);
+    model_plan *plan = model_plan_create(3);
+    agent_decode_result res = {assign, tasks, plan, 0};
+    agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, 0, NULL, 0};
+    assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
+    assert_int_equal(res.samples_used, 1);
+    double greedy = plan->cost;
+    /* the plan reported is the one model_eval gives for the assignment */
+    model_plan *check = model_plan_create(3);
+    assert_int_equal(model_eval(job, cl, assign, check), 0);
+    assert_true(check->cost == greedy);
+    /* sample 32, keep the best: never worse than... itself, and deterministic */
+    o.decode = AGENT_DECODE_SAMPLE;
+    o.samples = 32;
+    o.seed = 4;
+    assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
+    assert_int_equal(res.samples_used, 32); /* the greedy decode and 31 samples */
+    assert_true(plan->cost <= greedy); /* the greedy plan is a candidate too */
+    double s1 = plan->cost;
+    int a1[3];
+    memcpy(a1, assign, sizeof a1);
+    assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
+    assert_true(plan->cost == s1);
+    assert_memory_equal(a1, assign, sizeof a1);
+    assert_true(s1 >= 24.175 * (1 - 1e-9)); /* nothing beats the optimum */
+    /* with placement: the node head, and a heuristic */
+    o.place = 1;
+    o.placement = NULL;
+    int st = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
+    assert_true(st == 0 || st == MODEL_ERR_PLACEMENT);
+    if (st == 0) {
+        assert_int_equal(plan->placed, 1);
+        model_plan *pp = model_plan_create(3);
+        assert_int_equal(model_eval(job, cl, assign, pp), 0);
+        assert_int_equal(place_eval(job, cl, pp, tasks, pp), 0);
+        assert_true(pp->cost == plan->cost);
+        model_plan_free(pp);
+    }
+    o.placement = "aggregate";
+    assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
+    assert_int_equal(plan->placed, 1);
+    o.placement = "nowhere";
+    assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown placement 'nowhere'"));
+    o.placement = NULL;
+    o.samples = 0;
+    assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), -1);
+    assert_non_null(strstr(err, "samples must be >= 1"));
+    model_plan_free(check);
+    model_plan_free(plan);
+    free(tasks);
+    cfg_free(run_cfg);
+    agent_policy_free(pol);
+    /* bad files are named in the message */
+    write_file("junk.h5", "this is not HDF5\n");
+    path_in(p, sizeof p, "junk.h5");
+    assert_null(agent_policy_load(p, err, sizeof err));
+    assert_non_null(strstr(err, "junk.h5"));
+    snprintf(p, sizeof p, "%s/missing.h5", tmp);
+    assert_null(agent_policy_load(p, err, sizeof err));
+    assert_non_null(strstr(err, "missing.h5"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trainconf),
+        cmocka_unit_test(test_generator),
+        cmocka_unit_test(test_search),
+        cmocka_unit_test(test_resume_exact),
+        cmocka_unit_test(test_policy),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,443 @@
+/* test_serve_policy.c -- `strata serve` with a real policy checkpoint.
+ *
+ * Two small checkpoints are trained for the test by the real program
+ * (`strata train --search FILE --steps N --seed S --out DIR`, a fraction of
+ * a second each) on a three-node, two-type instance; the daemon serves one
+ * of them from a file the test controls, and:
+ *
+ *   - /readyz and /metrics report it (file, step, hash, generation);
+ *   - /v1/place plans and places with it, and its figures are those
+ *     /v1/cost gives for the same assignment and placement, to 1e-12;
+ *   - under load, the file is replaced by the other checkpoint and SIGHUP
+ *     sent: every request is answered 200, the new hash serves afterwards;
+ *     then the file is replaced by garbage and SIGHUP sent again: still
+ *     every request 200, the second policy keeps serving, the log says why;
+ *   - the extender plans with the policy.
+ *
+ * Were agent/policy.c the placeholder that loads nothing, these tests would
+ * be skipped (saying so); any other failure to train or load fails them.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "tests/serve_client.h"
+
+static const char *TINY_YAML =
+    "cluster:\n"
+    "  types:\n"
+    "    - {name: gpu, kind: gpu, flops: 1TFLOPS, io_bw: 1GB/s, net_bw: 8Gbit/s, mem: 10GB, "
+    "price: 3.6}\n"
+    "    - {name: cpu, kind: cpu, flops: 0.5TFLOPS, io_bw: 5GB/s, net_bw: 8Gbit/s, mem: 100GB, "
+    "price: 1.0}\n"
+    "  zones: [{name: a}, {name: b}]\n"
+    "  nodes:\n"
+    "    - {name: n0, type: gpu, units: 4, zone: a, bw: 1GB/s}\n"
+    "    - {name: n1, type: gpu, units: 4, zone: b, bw: 1GB/s}\n"
+    "    - {name: c0, type: cpu, units: 4, zone: a, bw: 1GB/s}\n"
+    "job:\n"
+    "  name: tiny\n"
+    "  batch: 10\n"
+    "  samples: 3.6e6\n"
+    "  min_throughput: 100\n"
+    "  alpha: 0\n"
+    "  layers:\n"
+    "    - {name: a, flops: 1GFLOP, io: 0, act: 0, params: 1MB, mem: 1MB}\n"
+    "    - {name: b, flops: 1GFLOP, io: 0, act: 0, params: 0, mem: 1MB}\n";
+
+/* The same run as a request body (cluster and job), with options. */
+static char *tiny_body(const char *options) {
+    char *b = NULL;
+    if (asprintf(&b,
+                 "{\"cluster\": {\"types\": ["
+                 "{\"name\": \"gpu\", \"kind\": \"gpu\", \"flops\": \"1TFLOPS\", \"io_bw\": "
+                 "\"1GB/s\", \"net_bw\": \"8Gbit/s\", \"mem\": \"10GB\", \"price\": 3.6},"
+                 "{\"name\": \"cpu\", \"kind\": \"cpu\", \"flops\": \"0.5TFLOPS\", \"io_bw\": "
+                 "\"5GB/s\", \"net_bw\": \"8Gbit/s\", \"mem\": \"100GB\", \"price\": 1.0}],"
+                 " \"zones\": [{\"name\": \"a\"}, {\"name\": \"b\"}], \"nodes\": ["
+                 "{\"name\": \"n0\", \"type\": \"gpu\", \"units\": 4, \"zone\": \"a\", \"bw\": "
+                 "\"1GB/s\"}, {\"name\": \"n1\", \"type\": \"gpu\", \"units\": 4, \"zone\": "
+                 "\"b\", \"bw\": \"1GB/s\"}, {\"name\": \"c0\", \"type\": \"cpu\", \"units\": 4, "
+                 "\"zone\": \"a\", \"bw\": \"1GB/s\"}]},"
+                 " \"job\": {\"name\": \"tiny\", \"batch\": 10, \"samples\": 3.6e6, "
+                 "\"min_throughput\": 100, \"alpha\": 0, \"layers\": ["
+                 "{\"name\": \"a\", \"flops\": \"1GFLOP\", \"io\": 0, \"act\": 0, \"params\": "
+                 "\"1MB\", \"mem\": \"1MB\"}, {\"name\": \"b\", \"flops\": \"1GFLOP\", \"io\": 0, "
+                 "\"act\": 0, \"params\": 0, \"mem\": \"1MB\"}]}%s%s}",
+                 options ? ", \"options\": " : "", options ? options : "") < 0)
+        return NULL;
+    return b;
+}
+
+typedef struct {
+    char dir[1024];
+    char a[1100], b[1100]; /* two trained checkpoints */
+    char live[1100];       /* the file the daemon serves */
+    int ready;             /* 0: skip (no policy can load) */
+    char why[512];
+} fixture;
+
+static int run(const char *cmd) {
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int copy_file(const char *from, const char *to) {
+    char tmp[1200], cmd[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", to);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && mv '%s' '%s'", from, tmp, tmp, to);
+    return run(cmd);
+}
+
+static int setup(void **state) {
+    static fixture fx;
+    memset(&fx, 0, sizeof fx);
+    *state = &fx;
+    const char *bin = getenv("STRATA_BIN");
+    snprintf(fx.dir, sizeof fx.dir, "%s/serve-policy-%d", sv_tmp(), (int)getpid());
+    char cmd[4096], yaml[1100];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", fx.dir);
+    if (run(cmd) != 0) return -1;
+    snprintf(yaml, sizeof yaml, "%s/tiny.yaml", fx.dir);
+    FILE *f = fopen(yaml, "w");
+    if (!f) return -1;
+    fputs(TINY_YAML, f);
+    fclose(f);
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd,
+                 "'%s' train --search '%s' --steps %d --seed %d --out '%s/run%d' --quiet "
+                 ">/dev/null 2>&1", bin, yaml, 3 + 2 * k, 1 + k, fx.dir, k);
+        if (run(cmd) != 0) {
+            fprintf(stderr, "strata train --search did not make a checkpoint: %s\n", cmd);
+            return -1;
+        }
+    }
+    snprintf(fx.a, sizeof fx.a, "%s/run0/last.h5", fx.dir);
+    snprintf(fx.b, sizeof fx.b, "%s/run1/last.h5", fx.dir);
+    snprintf(fx.live, sizeof fx.live, "%s/live.h5", fx.dir);
+    if (copy_file(fx.a, fx.live) != 0) return -1;
+    /* Can the daemon load it at all? */
+    snprintf(cmd, sizeof cmd, "'%s' serve --listen 127.0.0.1:0 --policy '%s' </dev/null "
+             ">/dev/null 2>'%s/probe.err' & pid=$!; sleep 0.5; "
+             "if kill -0 $pid 2>/dev/null; then kill -TERM $pid; wait $pid; exit 0; fi; exit 1",
+             bin, fx.live, fx.dir);
+    if (run(cmd) != 0) {
+        char err[1200];
+        snprintf(err, sizeof err, "%s/probe.err", fx.dir);
+        f = fopen(err, "r");
+        size_t n = f ? fread(fx.why, 1, sizeof fx.why - 1, f) : 0;
+        fx.why[n] = '\0';
+        if (f) fclose(f);
+        /* Only the placeholder agent (which loads nothing) is a reason to
+         * skip; any other refusal is a failure. */
+        if (strstr(fx.why, "cannot be loaded yet")) return 0;
+        fprintf(stderr, "strata serve refused the checkpoint: %s\n", fx.why);
+        return -1;
+    }
+    fx.ready = 1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *fx = *state;
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->dir);
+    run(cmd);
+    return 0;
+}
+
+#define NEED_POLICY(fx)                                                                    \
+    do {                                                                                   \
+        if (!(fx)->ready) {                                                                \
+            fprintf(stderr, "skipped: no policy loads: %s\n", (fx)->why);                  \
+            skip();                                                                        \
+        }                                                                                  \
+    } while (0)
+
+static json_t *get_json(int port, const char *path, int want) {
+    sv_resp r;
+    int st = sv_http(port, "GET", path, NULL, NULL, 0, &r);
+    if (st != want) fail_msg("GET %s: %d %s", path, st, r.body ? r.body : "");
+    json_t *o = sv_body_json(&r);
+    sv_resp_free(&r);
+    return o;
+}
+
+static double series(const char *page, const char *name) {
+    size_t n = strlen(name);
+    for (const char *l = page; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (!strncmp(l, name, n) && l[n] == ' ') return atof(l + n + 1);
+    return -1;
+}
+
+static int close_to(double got, double want) {
+    double d = got - want, m = want < 0 ? -want : want;
+    if (d < 0) d = -d;
+    return d <= 1e-12 * (m > 1e-300 ? m : 1e-300);
+}
+
+static void test_place_with_policy(void **state) {
+    fixture *fx = *state;
+    NEED_POLICY(fx);
+    const char *args[] = {"--policy", fx->live, NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "policy", args), 0);
+    json_t *ready = get_json(p.port, "/readyz", 200);
+    json_t *pol = json_object_get(ready, "policy");
+    assert_string_equal(json_string_value(json_object_get(pol, "file")), fx->live);
+    const char *hash = json_string_value(json_object_get(pol, "hash"));
+    assert_true(hash && strlen(hash) >= 8);
+    json_int_t step = json_integer_value(json_object_get(pol, "step"));
+    assert_int_equal(json_integer_value(json_object_get(pol, "generation")), 1);
+
+    char *body = tiny_body(NULL);
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 200);
+    json_t *o = sv_body_json(&r);
+    sv_resp_free(&r);
+    free(body);
+    assert_string_equal(json_string_value(json_object_get(o, "plan_from")), "policy");
+    json_t *used = json_object_get(o, "policy");
+    assert_string_equal(json_string_value(json_object_get(used, "hash")), hash);
+    assert_int_equal(json_integer_value(json_object_get(used, "step")), step);
+    assert_true(json_is_true(json_object_get(o, "feasible")));
+    /* The same assignment and placement through /v1/cost: the same figures. */
+    json_t *assign = json_object_get(json_object_get(o, "plan"), "assignment");
+    json_t *stages = json_object_get(json_object_get(o, "plan"), "stages");
+    json_t *tasks = json_object_get(o, "placement");
+    assert_true(json_array_size(tasks) >= 2);
+    json_t *pl = json_array();
+    size_t s, t;
+    json_t *st, *task;
+    json_array_foreach(stages, s, st) {
+        json_t *w = json_array(), *ps = json_array();
+        json_array_foreach(tasks, t, task) {
+            if ((size_t)json_integer_value(json_object_get(task, "stage")) != s) continue;
+            int is_ps = !strcmp(json_string_value(json_object_get(task, "role")), "ps");
+            json_array_append(is_ps ? ps : w, json_object_get(task, "node"));
+        }
+        json_array_append_new(pl, json_pack("{s:o, s:o}", "workers", w, "ps", ps));
+    }
+    char *cbody = tiny_body(NULL);
+    json_t *creq = json_loads(cbody, 0, NULL);
+    free(cbody);
+    json_object_set(creq, "assignment", assign);
+    json_object_set_new(creq, "placement", pl);
+    assert_int_equal(sv_json_req(p.port, "POST", "/v1/cost", creq, NULL, &r), 200);
+    json_t *c = sv_body_json(&r);
+    sv_resp_free(&r);
+    json_t *cplan = json_object_get(c, "plan");
+    assert_true(close_to(json_number_value(json_object_get(cplan, "cost")),
+                         json_number_value(json_object_get(o, "cost"))));
+    assert_true(close_to(json_number_value(json_object_get(cplan, "throughput")),
+                         json_number_value(json_object_get(o, "throughput"))));
+    json_decref(c);
+    json_decref(o);
+
+    /* Sampling: at most the plans asked for. */
+    body = tiny_body("{\"decode\": \"sample\", \"samples\": 4, \"seed\": 7}");
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 200);
+    o = sv_body_json(&r);
+    json_int_t n = json_integer_value(json_object_get(o, "samples_used"));
+    assert_true(n >= 1 && n <= 4);
+    json_decref(o);
+    sv_resp_free(&r);
+    free(body);
+
+    /* The metrics carry the policy. */
+    assert_int_equal(sv_http(p.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
+    assert_true(series(r.body, "strata_policy_loaded") == 1);
+    assert_true(series(r.body, "strata_policy_step") == (double)step);
+    assert_true(series(r.body, "strata_policy_load_duration_seconds") > 0);
+    assert_true(series(r.body, "strata_policy_loads_total{result=\"ok\"}") == 1);
+    sv_resp_free(&r);
+    json_decref(ready);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+typedef struct {
+    int port, ok, failed;
+    int with_a, with_other; /* answers by the first policy, by another */
+    const char *body, *hash_a;
+    atomic_int *stop;
+    char first_error[256];
+} load_arg;
+
+/* Posts until *stop (and at least 20 times), counting answers by policy. */
+static void *load_thread(void *v) {
+    load_arg *a = v;
+    for (int i = 0; i < 20 || !atomic_load(a->stop); i++) {
+        sv_resp r;
+        int st = sv_http(a->port, "POST", "/v1/place", NULL, a->body, strlen(a->body), &r);
+        if (st == 200 && strstr(r.body, "\"plan_from\":\"policy\"")) {
+            a->ok++;
+            if (strstr(r.body, a->hash_a)) a->with_a++;
+            else a->with_other++;
+        } else {
+            if (!a->failed)
+                snprintf(a->first_error, sizeof a->first_error, "%d %.200s", st,
+                         r.body ? r.body : "(none)");
+            a->failed++;
+        }
+        sv_resp_free(&r);
+    }
+    return NULL;
+}
+
+/* Polls /readyz until the policy's generation is gen (10 s at most). */
+static int wait_generation(int port, json_int_t gen) {
+    double until = sv_now() + 10.0;
+    while (sv_now() < until) {
+        sv_resp r;
+        if (sv_http(port, "GET", "/readyz", NULL, NULL, 0, &r) == 200) {
+            json_t *o = sv_body_json(&r);
+            json_int_t g = json_integer_value(
+                json_object_get(json_object_get(o, "policy"), "generation"));
+            json_decref(o);
+            if (g == gen) {
+                sv_resp_free(&r);
+                return 1;
+            }
+        }
+        sv_resp_free(&r);
+        usleep(20000);
+    }
+    return 0;
+}
+
+/* Polls /metrics until series `name` reads value (10 s at most). */
+static int wait_series(int port, const char *name, double value) {
+    double until = sv_now() + 10.0;
+    while (sv_now() < until) {
+        sv_resp r;
+        int ok = sv_http(port, "GET", "/metrics", NULL, NULL, 0, &r) == 200 &&
+                 series(r.body, name) == value;
+        sv_resp_free(&r);
+        if (ok) return 1;
+        usleep(20000);
+    }
+    return 0;
+}
+
+static void test_reload_under_load(void **state) {
+    fixture *fx = *state;
+    NEED_POLICY(fx);
+    assert_int_equal(copy_file(fx->a, fx->live), 0);
+    const char *args[] = {"--policy", fx->live, NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "reload", args), 0);
+    json_t *ready = get_json(p.port, "/readyz", 200);
+    char hash_a[128];
+    snprintf(hash_a, sizeof hash_a, "%s",
+             json_string_value(json_object_get(json_object_get(ready, "policy"), "hash")));
+    json_decref(ready);
+
+    char *body = tiny_body(NULL);
+    enum { THREADS = 4 };
+    atomic_int stop = 0;
+    load_arg la[THREADS];
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        la[t] = (load_arg){p.port, 0, 0, 0, 0, body, hash_a, &stop, ""};
+        pthread_create(&th[t], NULL, load_thread, &la[t]);
+    }
+    usleep(100000);
+    /* A good file: the second checkpoint (renamed into place, so that the
+     * daemon never reads half a file). Wait until it serves. */
+    assert_int_equal(copy_file(fx->b, fx->live), 0);
+    kill(p.pid, SIGHUP);
+    assert_true(wait_generation(p.port, 2));
+    /* A bad file: the policy loaded before keeps serving. */
+    char junk[1200];
+    snprintf(junk, sizeof junk, "%s/junk.h5", fx->dir);
+    FILE *f = fopen(junk, "w");
+    assert_non_null(f);
+    fputs("not an HDF5 file\n", f);
+    fclose(f);
+    assert_int_equal(copy_file(junk, fx->live), 0);
+    kill(p.pid, SIGHUP);
+    assert_true(wait_series(p.port, "strata_policy_loads_total{result=\"error\"}", 1));
+    usleep(100000);
+    atomic_store(&stop, 1);
+    int ok = 0, with_a = 0, with_other = 0;
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(th[t], NULL);
+        if (la[t].failed)
+            fail_msg("thread %d: %d requests failed, first: %s", t, la[t].failed,
+                     la[t].first_error);
+        ok += la[t].ok;
+        with_a += la[t].with_a;
+        with_other += la[t].with_other;
+    }
+    /* Requests ran on both policies: the reload happened under load, and
+     * none was lost. */
+    assert_true(with_a > 0);
+    assert_true(with_other > 0);
+    assert_int_equal(ok, with_a + with_other);
+    free(body);
+    ready = get_json(p.port, "/readyz", 200);
+    json_t *pol = json_object_get(ready, "policy");
+    assert_int_equal(json_integer_value(json_object_get(pol, "generation")), 2);
+    assert_string_not_equal(json_string_value(json_object_get(pol, "hash")), hash_a);
+    json_decref(ready);
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
+    assert_true(series(r.body, "strata_policy_loads_total{result=\"ok\"}") == 2);
+    assert_true(series(r.body, "strata_policy_loads_total{result=\"error\"}") == 1);
+    sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+    assert_int_equal(sv_log_count(&p, "SIGHUP: reloaded", NULL), 1);
+    assert_int_equal(sv_log_count(&p, "SIGHUP: reload failed, the old policy keeps serving",
+                                  fx->live, NULL), 1);
+    assert_int_equal(sv_log_count(&p, "POST /v1/place 200", NULL), ok);
+}
+
+static void test_extender_with_policy(void **state) {
+    fixture *fx = *state;
+    NEED_POLICY(fx);
+    assert_int_equal(copy_file(fx->a, fx->live), 0);
+    const char *args[] = {"--policy", fx->live, NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "ext-policy", args), 0);
+    char *body = tiny_body(NULL);
+    json_t *doc = json_loads(body, 0, NULL);
+    free(body);
+    sv_resp r;
+    assert_int_equal(sv_json_req(p.port, "PUT", "/v1/jobs/tj", doc, NULL, &r), 201);
+    sv_resp_free(&r);
+    const char *args_json =
+        "{\"Pod\": {\"metadata\": {\"name\": \"tj-worker-0\", \"labels\": {"
+        "\"training.kubeflow.org/job-name\": \"tj\", \"training.kubeflow.org/replica-type\": "
+        "\"worker\", \"training.kubeflow.org/replica-index\": \"0\"}}}, "
+        "\"NodeNames\": [\"n0\", \"n1\", \"c0\"]}";
+    assert_int_equal(sv_http(p.port, "POST", "/k8s/prioritize", NULL, args_json,
+                             strlen(args_json), &r), 200);
+    json_t *list = sv_body_json(&r);
+    sv_resp_free(&r);
+    int tens = 0;
+    size_t i;
+    json_t *h;
+    json_array_foreach(list, i, h) tens += json_integer_value(json_object_get(h, "Score")) == 10;
+    assert_int_equal(tens, 1);
+    json_decref(list);
+    json_t *job = get_json(p.port, "/v1/jobs/tj", 200);
+    json_t *ext = json_object_get(job, "extender");
+    assert_string_equal(json_string_value(json_object_get(ext, "plan_from")), "policy");
+    assert_true(json_is_true(json_object_get(ext, "planned")));
+    json_decref(job);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_place_with_policy),
+        cmocka_unit_test(test_reload_under_load),
+        cmocka_unit_test(test_extender_with_policy),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
