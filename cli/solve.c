@@ -13,11 +13,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "cli/report.h"
 #include "env/config.h"
 #include "solvers/fit.h"
@@ -32,19 +35,6 @@ static void solve_usage(FILE *f) {
                "[--plan-method M]\n  --budget-ms: wall-clock budget, default %ld (0: none)\n"
                "  --evals: evaluation budget of random/genetic/anneal, default %ld\n",
             SOLVE_DEFAULT_BUDGET_MS, SOLVE_DEFAULT_EVALS);
-}
-
-/* Parses a non-negative integer option; prints an error and returns -1 on
- * bad text. */
-static long long parse_count(const char *opt, const char *text) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < 0) {
-        fprintf(stderr, "strata solve: %s: expected a non-negative integer, got '%s'\n", opt, text);
-        return -1;
-    }
-    return v;
 }
 
 int cmd_solve(int argc, char **argv) {
@@ -79,8 +69,8 @@ int cmd_solve(int argc, char **argv) {
         switch (c) {
         case 'P': policy = optarg; break;
         case 'k':
-            if ((v = parse_count("--samples", optarg)) < 0) return CLI_USAGE;
-            samples = (int)(v > 1000000 ? 1000000 : v);
+            if (cli_parse_int("--samples", optarg, 1, 1000000, &v)) return CLI_USAGE;
+            samples = (int)v;
             break;
         case 'm': {
             if (!strcmp(optarg, "policy")) { /* a trained policy: cli/train.c */
@@ -97,19 +87,15 @@ int cmd_solve(int argc, char **argv) {
             break;
         }
         case 'b':
-            if ((v = parse_count("--budget-ms", optarg)) < 0) return CLI_USAGE;
+            if (cli_parse_int("--budget-ms", optarg, 0, LONG_MAX, &v)) return CLI_USAGE;
             so.budget_ms = (long)v;
             break;
         case 'e':
-            if ((v = parse_count("--evals", optarg)) < 0) return CLI_USAGE;
-            if (v == 0) {
-                fprintf(stderr, "strata solve: --evals: must be at least 1\n");
-                return CLI_USAGE;
-            }
+            if (cli_parse_int("--evals", optarg, 1, LONG_MAX, &v)) return CLI_USAGE;
             so.max_evals = (long)v;
             break;
         case 's':
-            if ((v = parse_count("--seed", optarg)) < 0) return CLI_USAGE;
+            if (cli_parse_int("--seed", optarg, 0, INT64_MAX, &v)) return CLI_USAGE;
             so.seed = (uint64_t)v;
             break;
         case 'j': job_name = optarg; break;
@@ -123,29 +109,12 @@ int cmd_solve(int argc, char **argv) {
         return CLI_USAGE;
     }
 
-    char err[1024];
-    cfg_run *run = cfg_load(argv[optind], err, sizeof err);
-    if (!run) {
-        fprintf(stderr, "strata: %s\n", err);
-        return CLI_USAGE;
-    }
-    if (fit_run(run, err, sizeof err) < 0) { /* jobs with measurements: solvers/fit.h */
-        fprintf(stderr, "strata: %s: %s\n", run->path, err);
-        cfg_free(run);
-        return CLI_USAGE;
-    }
+    cfg_run *run = cli_load_run(argv[optind]);
+    if (!run) return CLI_USAGE;
     int status = CLI_USAGE;
     solve_result *res = NULL;
-    const model_job *job = &run->jobs[0];
-    if (job_name) {
-        job = NULL;
-        for (int j = 0; j < run->n_jobs; j++)
-            if (!strcmp(run->jobs[j].name, job_name)) job = &run->jobs[j];
-        if (!job) {
-            fprintf(stderr, "strata: %s: no job named '%s'\n", run->path, job_name);
-            goto done;
-        }
-    }
+    const model_job *job = cli_find_job(run, job_name);
+    if (!job) goto done;
     if (use_policy || policy) {
         if (!use_policy || !policy) {
             fprintf(stderr, "strata solve: --method policy needs --policy CKPT (and --policy needs --method policy)\n");
