@@ -850,6 +850,34 @@ int ckpt_load(const char *path, nn_params *p, ckpt_info *info, char *err, size_t
         rc = CKPT_ECORRUPT;
         goto out;
     }
+    /* ckpt_save writes the HDF5 1.10 format: the superblock (version 3) at
+     * offset 0, and metadata that carry checksums. Older superblocks (0 and
+     * 1) lead to metadata without checksums, whose damaged length fields
+     * HDF5 1.10 trusts (a local heap of 123 TB: HDF5 then copies into the
+     * NULL its malloc returned, a crash the fuzzer found); such a file
+     * cannot be ours, so it is refused before HDF5 reads any of it. */
+    unsigned char sb[9] = {0};
+    FILE *hf = fopen(path, "rb");
+    size_t got = hf ? fread(sb, 1, sizeof sb, hf) : 0;
+    if (hf) fclose(hf);
+    if (got < sizeof sb || memcmp(sb, "\x89HDF\r\n\x1a\n", 8) != 0) {
+        msg(err, errlen,
+            "checkpoint '%s' is HDF5 but not a strata nets checkpoint: its superblock is not at the "
+            "start of the file, where ckpt_save writes it; pass a file written by ckpt_save / "
+            "strata train",
+            path);
+        rc = CKPT_EFORMAT;
+        goto out;
+    }
+    if (sb[8] < 2) {
+        msg(err, errlen,
+            "checkpoint '%s' is HDF5 but not a strata nets checkpoint: its superblock (version %d) "
+            "has no checksums, and ckpt_save writes version 3 at the start of the file; pass a file "
+            "written by ckpt_save / strata train",
+            path, sb[8]);
+        rc = CKPT_EFORMAT;
+        goto out;
+    }
     f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) {
         const char *why = h5_reason(&c.r);

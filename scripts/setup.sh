@@ -23,6 +23,8 @@ PACKAGES=(
   python3 python3-numpy python3-h5py python3-torch  # reference tests
   gnuplot-nox                # plots of strata eval
   wrk                        # daemon benchmark
+  clang libclang-rt-14-dev   # libFuzzer + sanitizer runtimes: scripts/fuzz, CI's fuzz smoke
+  valgrind                   # scripts/valgrind.sh (memcheck of the daemon and training)
 )
 
 missing=()

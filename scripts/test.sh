@@ -5,6 +5,10 @@
 #
 #   scripts/test.sh              both builds
 #   STRATA_NO_SANITIZE=1 scripts/test.sh   the plain build only (quicker, local use)
+#   STRATA_NO_FUZZ=1 scripts/test.sh       skip the fuzz smoke (it needs clang)
+#
+# Last, a fuzz smoke: scripts/fuzz runs each libFuzzer target of fuzz/ for
+# about 20 s (60 s in all); a crash, leak or sanitizer report fails CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -18,4 +22,9 @@ if [ "${STRATA_NO_SANITIZE:-0}" != 1 ]; then
   echo "== test suite under ASan + UBSan (build-san/)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-san --output-on-failure -j "$jobs" -LE nosan </dev/null
+fi
+
+if [ "${STRATA_NO_FUZZ:-0}" != 1 ]; then
+  echo "== fuzz smoke (build-fuzz/, 60 s in all)"
+  scripts/fuzz all 60 </dev/null
 fi

@@ -285,7 +285,10 @@ static const json_t *find_type(const json_t *doc, const char *name) {
     return NULL;
 }
 
-/* Reads a figure from annotation key into obj[field], checked by units. */
+/* Reads a figure from annotation key into obj[field], checked by units and
+ * by the bounds of the config's node keys (no negative figure, a bandwidth
+ * above 0, a loss below 1), so that one bad annotation fails its node
+ * instead of making the whole cluster unloadable. */
 static int annotation_figure(const json_t *ann, const char *key, units_kind kind, json_t *obj,
                              const char *field, char *why, size_t whylen) {
     const char *v = str_at(ann, key);
@@ -294,6 +297,14 @@ static int annotation_figure(const json_t *ann, const char *key, units_kind kind
     char msg[256];
     if (units_parse(kind, v, &x, msg, sizeof msg) < 0) {
         snprintf(why, whylen, "annotation %s: %.150s", key, msg);
+        return -1;
+    }
+    const char *bound = x < 0 ? "must be >= 0"
+                        : kind == UNITS_RATE_BYTES && x <= 0 ? "must be > 0"
+                        : kind == UNITS_FRACTION && x >= 1   ? "must be < 1"
+                                                             : NULL;
+    if (bound) {
+        snprintf(why, whylen, "annotation %s: %s, got \"%.60s\"", key, bound, v);
         return -1;
     }
     json_object_set_new(obj, field, kind == UNITS_COUNT ? json_integer((json_int_t)x)
@@ -658,12 +669,14 @@ void k8s_filter(const api_env *env, const web_request *req, web_reply *rep) {
         json_object_set_new(o, "Nodes", json_pack("{s:{}, s:o}", "metadata", "items", kept));
         json_object_set_new(o, "NodeNames", json_null());
     }
+    /* counted before web_reply_json frees o, and `failed` with it */
+    int n_failed = (int)json_object_size(failed);
     json_object_set_new(o, "FailedNodes", failed);
     json_object_set_new(o, "FailedAndUnresolvableNodes", json_object());
     json_object_set_new(o, "Error", json_string(""));
     web_reply_json(rep, 200, o);
-    snprintf(rep->note, sizeof rep->note, "%.200s; kept %d of %d", pp.note,
-             a.n - (int)json_object_size(failed), a.n);
+    snprintf(rep->note, sizeof rep->note, "%.200s; kept %d of %d", pp.note, a.n - n_failed,
+             a.n);
     args_free(&a);
 }
 

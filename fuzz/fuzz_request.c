@@ -1,0 +1,126 @@
+/* fuzz_request.c -- libFuzzer target: the daemon's request handlers.
+ *
+ * Drives the handlers of service/api.h and service/k8s.h in-process, as
+ * service/server.c's dispatch calls them after reading a body, with no
+ * socket: the first byte of an input picks the endpoint, the rest is the
+ * body.
+ *
+ *   byte % 6:  0 POST /v1/place    1 POST /v1/cost    2 POST /v1/solve
+ *              3 PUT /v1/jobs/fz (then GET and DELETE it)
+ *              4 POST /k8s/filter  5 POST /k8s/prioritize
+ *
+ * The environment is the daemon's (parse cache, jobs registry, no policy:
+ * /v1/place then needs a plan_method) with budget_ms capped at 50 ms so
+ * that no input can hold a run for long; a job "tiny" is registered at
+ * start so that extender payloads naming it reach the planner. The checks
+ * beyond ASan/UBSan: every answer has a status from 200 to 503 other than
+ * 500 (out of memory is the only 500), and a non-empty body that is JSON.
+ *
+ * Seeds: fuzz/corpus/request/ (request bodies of the daemon tests and of
+ * docs/serve.md, each behind its endpoint byte).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/report.h"
+#include "service/api.h"
+#include "service/k8s.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static api_env env;
+
+/* The job the extender payloads of the corpus name (kubeflow job "tiny"). */
+static const char TINY_JOB[] =
+    "{\"cluster\": {\"types\": [{\"name\": \"gpu\", \"kind\": \"gpu\", \"flops\": \"1TFLOPS\","
+    " \"io_bw\": \"1GB/s\", \"net_bw\": \"8Gbit/s\", \"mem\": \"10GB\", \"price\": 3.6},"
+    " {\"name\": \"cpu\", \"kind\": \"cpu\", \"flops\": \"100GFLOPS\", \"io_bw\": \"2GB/s\","
+    " \"net_bw\": \"10Gbit/s\", \"mem\": \"64GB\", \"price\": 0.5}]},"
+    " \"job\": {\"batch\": 10, \"samples\": 3.6e6, \"min_throughput\": 100, \"alpha\": 0,"
+    " \"layers\": [{\"name\": \"a\", \"flops\": \"1GFLOP\", \"io\": 0, \"act\": 0,"
+    " \"params\": \"1MB\", \"mem\": \"1MB\"}, {\"name\": \"b\", \"flops\": \"1GFLOP\","
+    " \"io\": 0, \"act\": 0, \"params\": 0, \"mem\": \"1MB\"}]}}";
+
+/* Checks one answer; aborts (a finding) when it breaks the contract. */
+static void check_reply(const web_reply *rep) {
+    if (rep->status < 200 || rep->status > 503 || rep->status == 500) {
+        fprintf(stderr, "fuzz_request: status %d: %.*s\n", rep->status, (int)rep->len,
+                rep->body ? rep->body : "");
+        abort();
+    }
+    if (rep->body && rep->len > 0 && !rep->content_type) {
+        json_error_t je;
+        json_t *o = json_loadb(rep->body, rep->len, 0, &je);
+        if (!o) {
+            fprintf(stderr, "fuzz_request: answer is not JSON (%s)\n", je.text);
+            abort();
+        }
+        json_decref(o);
+    }
+}
+
+static void run(int endpoint, const char *method, const char *body, size_t len,
+                const char *name) {
+    web_request req = {method, "", body, len, web_now_ns()};
+    web_reply rep;
+    memset(&rep, 0, sizeof rep);
+    switch (endpoint) {
+    case 0: req.path = "/v1/place"; api_place(&env, &req, &rep); break;
+    case 1: req.path = "/v1/cost"; api_cost(&env, &req, &rep); break;
+    case 2: req.path = "/v1/solve"; api_solve(&env, &req, &rep); break;
+    case 3: req.path = "/v1/jobs/fz"; api_jobs(&env, &req, name, &rep); break;
+    case 4: req.path = "/k8s/filter"; k8s_filter(&env, &req, &rep); break;
+    default: req.path = "/k8s/prioritize"; k8s_prioritize(&env, &req, &rep); break;
+    }
+    check_reply(&rep);
+    web_reply_clear(&rep);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    env.policy = pslot_create();
+    env.jobs = jobs_create(JOBS_DEFAULT_MAX);
+    env.cache = rc_create(64, 64u << 20);
+    env.limits.max_layers = RJ_DEFAULT_MAX_LAYERS;
+    env.limits.max_nodes = RJ_DEFAULT_MAX_NODES;
+    env.limits.max_types = RJ_DEFAULT_MAX_TYPES;
+    env.max_budget_ms = 50;
+    env.plan_json = report_plan_json;
+    if (!env.policy || !env.jobs || !env.cache) abort();
+    web_request req = {"PUT", "/v1/jobs/tiny", TINY_JOB, sizeof TINY_JOB - 1, web_now_ns()};
+    web_reply rep;
+    memset(&rep, 0, sizeof rep);
+    api_jobs(&env, &req, "tiny", &rep);
+    if (rep.status != 201) {
+        fprintf(stderr, "fuzz_request: registering tiny: %d %.*s\n", rep.status, (int)rep.len,
+                rep.body);
+        abort();
+    }
+    web_reply_clear(&rep);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size == 0) return 0;
+    int endpoint = data[0] % 6;
+    /* the server hands handlers a NUL-terminated copy of exactly the body */
+    size_t len = size - 1;
+    char *body = malloc(len + 1);
+    if (!body) return 0;
+    memcpy(body, data + 1, len);
+    body[len] = '\0';
+    if (endpoint == 3) {
+        run(3, "PUT", body, len, "fz");
+        run(3, "GET", "", 0, "fz");
+        run(3, "DELETE", "", 0, "fz");
+    } else {
+        run(endpoint, "POST", body, len, NULL);
+    }
+    free(body);
+    return 0;
+}
