@@ -410,6 +410,10 @@ int multi_smd(const model_job *jobs, const model_cluster *cl, const multi_cands 
               const multi_result *start, const multi_opts *o, multi_result *res, char *err,
               size_t errlen) {
     int n = c->n_jobs, rc = -1;
+    if (n < 1) {
+        snprintf(err, errlen, "no jobs to allocate");
+        return -1;
+    }
     res->iterations = 0;
     res->fixed_point = 0;
     res->improved_by_check = 0;
