@@ -20,6 +20,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,8 @@
  * ------------------------------------------------------------------------ */
 
 #define CFG_MAX_DEPTH 64 /* include nesting */
+#define CFG_MAX_FIGURE 1e18  /* largest magnitude of any figure */
+#define CFG_MIN_FIGURE 1e-12 /* smallest non-zero magnitude */
 #define CFG_PATH_MAX 4096
 
 typedef struct {
@@ -396,6 +399,14 @@ static int parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const cha
                 snprintf(b, sizeof b, "%s %g", bound_op(f->hi_op), f->hi);
             return fail(c, v, path, "must be %s, got \"%s\"", b, text);
         }
+        /* Every figure the model multiplies is kept within [1e-12, 1e18]
+         * (zero aside), so that no product of them -- a cost, a training
+         * time -- can overflow a double, whatever a file or request says. */
+        if (f->type == CFG_FT_DOUBLE && x != 0.0 && (fabs(x) > CFG_MAX_FIGURE ||
+                                                    fabs(x) < CFG_MIN_FIGURE))
+            return fail(c, v, path, "\"%s\" is absurdly %s: figures must lie between %g "
+                        "and %g (or be 0)", text, fabs(x) > CFG_MAX_FIGURE ? "large" : "small",
+                        CFG_MIN_FIGURE, CFG_MAX_FIGURE);
         if (f->type == CFG_FT_INT)
             *(int *)((char *)obj + f->off) = (int)x;
         else

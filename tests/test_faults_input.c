@@ -137,6 +137,14 @@ static void test_config_figures(void **state) {
          "\"$nan\""},
         {"price: 3.6", "price: -3.6",
          "f.yaml:10:14: cluster.types[0].price: must be >= 0, got \"-3.6\""},
+        /* Finite but absurd: a price of 1e308 would make every cost
+         * overflow to infinity; a tiny speed would make times overflow. */
+        {"price: 3.6", "price: 1e308",
+         "f.yaml:10:14: cluster.types[0].price: \"1e308\" is absurdly large: figures must lie "
+         "between 1e-12 and 1e+18 (or be 0)"},
+        {"mem: 10GB", "mem: 1e-20",
+         "f.yaml:9:12: cluster.types[0].mem: \"1e-20\" is absurdly small: figures must lie "
+         "between 1e-12 and 1e+18 (or be 0)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *got = load_with(cases[i].old, cases[i].new);
