@@ -47,12 +47,36 @@ void web_reply_json(web_reply *r, int status, json_t *obj) {
     r->content_type = NULL;
 }
 
+/* Replaces, in place, every byte of s that does not belong to a well-formed
+ * UTF-8 sequence with '?'. Messages quote the client's text and are cut to
+ * fit their buffers, which can split a character: JSON needs valid UTF-8. */
+static void utf8_clean(char *s) {
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 1 : (*p >> 5) == 0x6 ? 2 : (*p >> 4) == 0xe ? 3
+              : (*p >> 3) == 0x1e ? 4 : 0;
+        int ok = n > 0;
+        for (int i = 1; ok && i < n; i++) ok = (p[i] & 0xc0) == 0x80;
+        if (ok && n == 2) ok = *p >= 0xc2;                      /* overlong */
+        if (ok && n == 3) ok = !(*p == 0xe0 && p[1] < 0xa0) &&   /* overlong */
+                              !(*p == 0xed && p[1] >= 0xa0);    /* surrogate */
+        if (ok && n == 4) ok = !(*p == 0xf0 && p[1] < 0x90) && *p <= 0xf4 &&
+                              !(*p == 0xf4 && p[1] >= 0x90);    /* past U+10FFFF */
+        if (!ok) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+}
+
 void web_reply_error(web_reply *r, int status, const char *fmt, ...) {
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    utf8_clean(msg);
     snprintf(r->note, sizeof r->note, "%.250s", msg);
     web_reply_json(r, status, json_pack("{s:s}", "error", msg));
     if (r->status != 500 || status == 500) r->status = status;

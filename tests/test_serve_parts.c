@@ -18,6 +18,7 @@
 #include "service/metrics.h"
 #include "service/policy_slot.h"
 #include "service/reqcache.h"
+#include "service/web.h"
 
 static int freed[16];
 
@@ -196,8 +197,29 @@ static void test_policy_slot_failed_load(void **state) {
     pslot_free(s);
 }
 
+/* An error message that quotes the client's text and is cut inside a
+ * multi-byte character (here the first two bytes of the euro sign) must
+ * still be answered with its own status and valid JSON, not a 500: the
+ * fuzzer found /k8s/prioritize answering 500 "out of memory" this way. */
+static void test_error_cut_utf8(void **state) {
+    (void)state;
+    web_reply rep;
+    memset(&rep, 0, sizeof rep);
+    web_reply_error(&rep, 400, "Nodes.items[0]: bad name '%s'", "ab\xe2\x82");
+    assert_int_equal(rep.status, 400);
+    assert_non_null(rep.body);
+    assert_string_equal(rep.body, "{\"error\":\"Nodes.items[0]: bad name 'ab?" "?'\"}");
+    web_reply_clear(&rep);
+    /* Well-formed multi-byte text passes unchanged. */
+    web_reply_error(&rep, 404, "no job named '%s'", "caf\xc3\xa9");
+    assert_int_equal(rep.status, 404);
+    assert_string_equal(rep.body, "{\"error\":\"no job named 'caf\xc3\xa9'\"}");
+    web_reply_clear(&rep);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_error_cut_utf8),
         cmocka_unit_test(test_cache_lru),
         cmocka_unit_test(test_cache_bytes),
         cmocka_unit_test(test_metrics_page),
