@@ -640,16 +640,25 @@ static int fits(const pod_plan *pp, const candidate *c, char *why, size_t whylen
     return 0;
 }
 
+/* The common start of both extender verbs: parses the ExtenderArgs and
+ * plans the pod. Returns 0, or -1 after answering 400 (500 when out of
+ * memory) and releasing *a. */
+static int begin(const api_env *env, const web_request *req, web_reply *rep, ext_args *a,
+                 pod_plan *pp) {
+    char err[1024];
+    if (parse_args(env, req, a, err, sizeof err)) {
+        web_reply_error(rep, strcmp(err, "out of memory") ? 400 : 500, "%s", err);
+        args_free(a);
+        return -1;
+    }
+    plan_pod(env, a, pp);
+    return 0;
+}
+
 void k8s_filter(const api_env *env, const web_request *req, web_reply *rep) {
     ext_args a;
-    char err[1024];
-    if (parse_args(env, req, &a, err, sizeof err)) {
-        web_reply_error(rep, strcmp(err, "out of memory") ? 400 : 500, "%s", err);
-        args_free(&a);
-        return;
-    }
     pod_plan pp;
-    plan_pod(env, &a, &pp);
+    if (begin(env, req, rep, &a, &pp)) return;
     json_t *failed = json_object();
     json_t *kept = json_array();
     for (int i = 0; i < a.n; i++) {
@@ -682,14 +691,8 @@ void k8s_filter(const api_env *env, const web_request *req, web_reply *rep) {
 
 void k8s_prioritize(const api_env *env, const web_request *req, web_reply *rep) {
     ext_args a;
-    char err[1024];
-    if (parse_args(env, req, &a, err, sizeof err)) {
-        web_reply_error(rep, strcmp(err, "out of memory") ? 400 : 500, "%s", err);
-        args_free(&a);
-        return;
-    }
     pod_plan pp;
-    plan_pod(env, &a, &pp);
+    if (begin(env, req, rep, &a, &pp)) return;
     json_t *list = json_array();
     for (int i = 0; i < a.n; i++) {
         const candidate *c = &a.c[i];
