@@ -1,5 +1,7 @@
 /* gen.c -- the random instance generator (see gen.h): spec tables and the
- * draw of a job and a cluster.
+ * draw of a job and a cluster. The spec is read with env/config.h's cfg_doc
+ * walker, so its messages, units, bounds and figure guard (every non-zero
+ * figure within [1e-12, 1e18]) are the run loader's own.
  */
 #include "agent/gen.h"
 
@@ -7,15 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <yaml.h>
 
-#include "agent/ytab.h"
+#include "env/config.h"
 #include "nets/rng.h"
 
 #define GEN_MAX_LAYERS 256
 #define GEN_STREAM 0x47454e0000000000ULL /* "GEN" */
 
 typedef struct {
-    char name[YT_STR_MAX];
+    char name[MODEL_NAME_MAX];
     double count[2];
     double flops[2], io[2], act[2], params[2], mem[2];
     int same;
@@ -23,7 +26,7 @@ typedef struct {
 } gen_role;
 
 typedef struct {
-    char name[YT_STR_MAX];
+    char name[MODEL_NAME_MAX];
     double weight;
     double batch[2], samples[2], alpha[2], units[2];
     int n_roles;
@@ -31,7 +34,7 @@ typedef struct {
 } gen_family;
 
 typedef struct {
-    char name[YT_STR_MAX];
+    char name[MODEL_NAME_MAX];
     int kind; /* 0 cpu, 1 gpu */
     double flops[2], io_bw[2], net_bw[2], mem[2], price[2], units[2], ps_slots[2];
 } gen_type;
@@ -56,67 +59,113 @@ struct agent_gen {
  * Tables
  * ------------------------------------------------------------------------ */
 
-#define BIG 1e300
+/* Row constructors: lop/hop are CFG_B_* bounds, checked on each end of a
+ * range; d is the default of an optional key (both ends of a range). */
+#define ROW_NAME(k, T, m) \
+    {k, CFG_FT_NAME, UNITS_NUMBER, 1, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), NULL}
+#define ROW_NUM(k, u, d, lop, lov, hop, hiv, T, m) \
+    {k, CFG_FT_DOUBLE, u, 0, d, lop, lov, hop, hiv, offsetof(T, m), NULL}
+#define ROW_RANGE(k, u, req, d, lop, lov, hop, hiv, T, m) \
+    {k, CFG_FT_RANGE, u, req, d, lop, lov, hop, hiv, offsetof(T, m), NULL}
+#define ROW_BOOL(k, d, T, m) \
+    {k, CFG_FT_BOOL, UNITS_NUMBER, 0, d, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), NULL}
+#define ROW_ENUM(k, ch, T, m) \
+    {k, CFG_FT_ENUM, UNITS_NUMBER, 1, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), ch}
+#define ROW_ANY(k) {k, CFG_FT_ANY, UNITS_NUMBER, 1, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, 0, NULL}
+
 enum { T_FAMILIES, T_CLUSTER, N_T };
-static const yt_field TOP[N_T] = {
-    [T_FAMILIES] = YT_F_NODE("families", 1),
-    [T_CLUSTER] = YT_F_NODE("cluster", 1),
+static const cfg_field TOP[N_T] = {
+    [T_FAMILIES] = ROW_ANY("families"),
+    [T_CLUSTER] = ROW_ANY("cluster"),
 };
 
 enum { F_NAME, F_WEIGHT, F_BATCH, F_SAMPLES, F_ALPHA, F_UNITS, F_ROLES, N_F };
-static const yt_field FAMILY[N_F] = {
-    [F_NAME] = YT_F_STR("name", 1, gen_family, name),
-    [F_WEIGHT] = YT_F_NUM("weight", UNITS_NUMBER, 0, 1, 0, BIG, gen_family, weight),
-    [F_BATCH] = YT_F_RANGE("batch", UNITS_NUMBER, 1, 0, 0, 1, 1e9, gen_family, batch),
-    [F_SAMPLES] = YT_F_RANGE("samples", UNITS_NUMBER, 0, 1e8, 1e8, 1, 1e18, gen_family, samples),
-    [F_ALPHA] = YT_F_RANGE("alpha", UNITS_NUMBER, 0, 0.05, 0.05, 0, 0.99, gen_family, alpha),
-    [F_UNITS] = YT_F_RANGE("units", UNITS_NUMBER, 1, 0, 0, 1e-6, 1e6, gen_family, units),
-    [F_ROLES] = YT_F_NODE("roles", 1),
+static const cfg_field FAMILY[N_F] = {
+    [F_NAME] = ROW_NAME("name", gen_family, name),
+    [F_WEIGHT] = ROW_NUM("weight", UNITS_NUMBER, 1, CFG_B_GE, 0, CFG_B_NONE, 0, gen_family,
+                         weight),
+    [F_BATCH] = ROW_RANGE("batch", UNITS_NUMBER, 1, 0, CFG_B_GE, 1, CFG_B_LE, 1e9, gen_family,
+                          batch),
+    [F_SAMPLES] = ROW_RANGE("samples", UNITS_NUMBER, 0, 1e8, CFG_B_GE, 1, CFG_B_LE, 1e18,
+                            gen_family, samples),
+    [F_ALPHA] = ROW_RANGE("alpha", UNITS_NUMBER, 0, 0.05, CFG_B_GE, 0, CFG_B_LE, 0.99,
+                          gen_family, alpha),
+    [F_UNITS] = ROW_RANGE("units", UNITS_NUMBER, 1, 0, CFG_B_GE, 1e-6, CFG_B_LE, 1e6,
+                          gen_family, units),
+    [F_ROLES] = ROW_ANY("roles"),
 };
 
 enum { R_NAME, R_COUNT, R_FLOPS, R_IO, R_ACT, R_PARAMS, R_MEM, R_SAME, R_JITTER, N_R };
-static const yt_field ROLE[N_R] = {
-    [R_NAME] = YT_F_STR("name", 1, gen_role, name),
-    [R_COUNT] = YT_F_RANGE("count", UNITS_COUNT, 0, 1, 1, 0, GEN_MAX_LAYERS, gen_role, count),
-    [R_FLOPS] = YT_F_RANGE("flops", UNITS_FLOP, 1, 0, 0, 0, BIG, gen_role, flops),
-    [R_IO] = YT_F_RANGE("io", UNITS_BYTES, 0, 0, 0, 0, BIG, gen_role, io),
-    [R_ACT] = YT_F_RANGE("act", UNITS_BYTES, 1, 0, 0, 0, BIG, gen_role, act),
-    [R_PARAMS] = YT_F_RANGE("params", UNITS_BYTES, 1, 0, 0, 0, BIG, gen_role, params),
-    [R_MEM] = YT_F_RANGE("mem", UNITS_BYTES, 1, 0, 0, 0, BIG, gen_role, mem),
-    [R_SAME] = YT_F_BOOL("same", 0, gen_role, same),
-    [R_JITTER] = YT_F_NUM("jitter", UNITS_NUMBER, 0, 0, 0, 0.9, gen_role, jitter),
+static const cfg_field ROLE[N_R] = {
+    [R_NAME] = ROW_NAME("name", gen_role, name),
+    [R_COUNT] = ROW_RANGE("count", UNITS_COUNT, 0, 1, CFG_B_GE, 0, CFG_B_LE, GEN_MAX_LAYERS,
+                          gen_role, count),
+    [R_FLOPS] = ROW_RANGE("flops", UNITS_FLOP, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role,
+                          flops),
+    [R_IO] = ROW_RANGE("io", UNITS_BYTES, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role, io),
+    [R_ACT] = ROW_RANGE("act", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role, act),
+    [R_PARAMS] = ROW_RANGE("params", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role,
+                           params),
+    [R_MEM] = ROW_RANGE("mem", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role, mem),
+    [R_SAME] = ROW_BOOL("same", 0, gen_role, same),
+    [R_JITTER] = ROW_NUM("jitter", UNITS_NUMBER, 0, CFG_B_GE, 0, CFG_B_LE, 0.9, gen_role,
+                         jitter),
 };
 
 enum { C_TYPES, C_COUNT, C_ZONES, C_NODES, C_BAD, C_IBW, C_ILAT, C_POOL, N_C };
-static const yt_field CLUSTER[N_C] = {
-    [C_TYPES] = YT_F_RANGE("types", UNITS_COUNT, 1, 0, 0, 1, 64, gen_cluster, types),
-    [C_COUNT] = YT_F_RANGE("count", UNITS_COUNT, 1, 0, 0, 1, 4096, gen_cluster, count),
-    [C_ZONES] = YT_F_RANGE("zones", UNITS_COUNT, 0, 1, 1, 1, 16, gen_cluster, zones),
-    [C_NODES] = YT_F_BOOL("nodes", 1, gen_cluster, nodes),
-    [C_BAD] = YT_F_NUM("bad_zone", UNITS_FRACTION, 0, 0, 0, 1, gen_cluster, bad_zone),
-    [C_IBW] = YT_F_RANGE("inter_bw", UNITS_RATE_BYTES, 0, 1.25e9, 1.25e9, 1, BIG, gen_cluster, inter_bw),
-    [C_ILAT] = YT_F_RANGE("inter_latency", UNITS_SECONDS, 0, 5e-4, 5e-4, 0, 10, gen_cluster, inter_latency),
-    [C_POOL] = YT_F_NODE("pool", 1),
+static const cfg_field CLUSTER[N_C] = {
+    [C_TYPES] = ROW_RANGE("types", UNITS_COUNT, 1, 0, CFG_B_GE, 1, CFG_B_LE, 64, gen_cluster,
+                          types),
+    [C_COUNT] = ROW_RANGE("count", UNITS_COUNT, 1, 0, CFG_B_GE, 1, CFG_B_LE, 4096, gen_cluster,
+                          count),
+    [C_ZONES] = ROW_RANGE("zones", UNITS_COUNT, 0, 1, CFG_B_GE, 1, CFG_B_LE, 16, gen_cluster,
+                          zones),
+    [C_NODES] = ROW_BOOL("nodes", 1, gen_cluster, nodes),
+    [C_BAD] = ROW_NUM("bad_zone", UNITS_FRACTION, 0, CFG_B_GE, 0, CFG_B_LE, 1, gen_cluster,
+                      bad_zone),
+    [C_IBW] = ROW_RANGE("inter_bw", UNITS_RATE_BYTES, 0, 1.25e9, CFG_B_GE, 1, CFG_B_NONE, 0,
+                        gen_cluster, inter_bw),
+    [C_ILAT] = ROW_RANGE("inter_latency", UNITS_SECONDS, 0, 5e-4, CFG_B_GE, 0, CFG_B_LE, 10,
+                         gen_cluster, inter_latency),
+    [C_POOL] = ROW_ANY("pool"),
 };
 
 enum { P_NAME, P_KIND, P_FLOPS, P_IOBW, P_NETBW, P_MEM, P_PRICE, P_UNITS, P_PS, N_P };
-static const yt_field POOL[N_P] = {
-    [P_NAME] = YT_F_STR("name", 1, gen_type, name),
-    [P_KIND] = {"kind", YT_ENUM, UNITS_NUMBER, 1, 0, 0, 0, 0, offsetof(gen_type, kind), "cpu|gpu"},
-    [P_FLOPS] = YT_F_RANGE("flops", UNITS_FLOPS, 1, 0, 0, 1, BIG, gen_type, flops),
-    [P_IOBW] = YT_F_RANGE("io_bw", UNITS_RATE_BYTES, 1, 0, 0, 1, BIG, gen_type, io_bw),
-    [P_NETBW] = YT_F_RANGE("net_bw", UNITS_RATE_BYTES, 1, 0, 0, 1, BIG, gen_type, net_bw),
-    [P_MEM] = YT_F_RANGE("mem", UNITS_BYTES, 1, 0, 0, 1, BIG, gen_type, mem),
-    [P_PRICE] = YT_F_RANGE("price", UNITS_DOLLARS, 1, 0, 0, 1e-9, BIG, gen_type, price),
-    [P_UNITS] = YT_F_RANGE("units", UNITS_COUNT, 0, 1, 1, 1, 64, gen_type, units),
-    [P_PS] = YT_F_RANGE("ps_slots", UNITS_COUNT, 0, 1, 1, 0, 64, gen_type, ps_slots),
+static const cfg_field POOL[N_P] = {
+    [P_NAME] = ROW_NAME("name", gen_type, name),
+    [P_KIND] = ROW_ENUM("kind", "cpu|gpu", gen_type, kind),
+    [P_FLOPS] = ROW_RANGE("flops", UNITS_FLOPS, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_type,
+                          flops),
+    [P_IOBW] = ROW_RANGE("io_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_type,
+                         io_bw),
+    [P_NETBW] = ROW_RANGE("net_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0,
+                          gen_type, net_bw),
+    [P_MEM] = ROW_RANGE("mem", UNITS_BYTES, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_type, mem),
+    [P_PRICE] = ROW_RANGE("price", UNITS_DOLLARS, 1, 0, CFG_B_GE, 1e-9, CFG_B_NONE, 0, gen_type,
+                          price),
+    [P_UNITS] = ROW_RANGE("units", UNITS_COUNT, 0, 1, CFG_B_GE, 1, CFG_B_LE, 64, gen_type,
+                          units),
+    [P_PS] = ROW_RANGE("ps_slots", UNITS_COUNT, 0, 1, CFG_B_GE, 0, CFG_B_LE, 64, gen_type,
+                       ps_slots),
 };
 
-static int name_ok(yt_doc *d, yaml_node_t *map, const char *path, const char *name, char *err,
-                   size_t errlen) {
-    if (strlen(name) >= MODEL_NAME_MAX)
-        return yt_fail(d, map, path, err, errlen, "name longer than %d characters", MODEL_NAME_MAX - 1);
-    return 0;
+/* seq_len and seq_at: the length and the i-th item of sequence node n. */
+static int seq_len(const yaml_node_t *n) {
+    return (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+}
+
+static yaml_node_t *seq_at(cfg_doc *d, const yaml_node_t *n, int i) {
+    return cfg_doc_node(d, n->data.sequence.items.start[i]);
+}
+
+/* walk checks mapping `map` (key path `path`) against table f[nf] into obj,
+ * with the value nodes in vals[nf] (scratch when NULL). */
+static int walk(cfg_doc *d, yaml_node_t *map, const char *path, const cfg_field *f, int nf,
+                void *obj, yaml_node_t **vals, char *err, size_t errlen) {
+    yaml_node_t *keys[16], *scratch[16];
+    if (nf > 16) return cfg_doc_fail(d, map, path, err, errlen, "table too large");
+    return cfg_doc_walk(d, map, path, "a mapping", f, nf, obj, keys, vals ? vals : scratch, err,
+                        errlen);
 }
 
 void agent_gen_free(agent_gen *g) {
@@ -128,97 +177,100 @@ void agent_gen_free(agent_gen *g) {
 }
 
 agent_gen *agent_gen_load(const char *path, char *err, size_t errlen) {
-    yt_doc *d = yt_load(path, err, errlen);
+    cfg_doc *d = cfg_doc_load(path, err, errlen);
     if (!d) return NULL;
     agent_gen *g = calloc(1, sizeof *g);
     yaml_node_t *top[N_T], *cv[N_C], *fv[N_F];
+    yaml_node_t *root = cfg_doc_root(d);
     char p[256];
     if (!g) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto fail;
     }
-    if (yt_walk(d, d->root, "", TOP, N_T, NULL, top, err, errlen)) goto fail;
-    yaml_node_t *fams = top[T_FAMILIES];
-    if (fams->type != YAML_SEQUENCE_NODE || yt_seq_len(fams) == 0) {
-        yt_fail(d, fams, "families", err, errlen, "expected a non-empty list of families");
+    if (!root) {
+        cfg_doc_fail(d, NULL, "", err, errlen, "expected a mapping, the file is empty");
         goto fail;
     }
-    g->n_fam = yt_seq_len(fams);
+    if (walk(d, root, "", TOP, N_T, NULL, top, err, errlen)) goto fail;
+    yaml_node_t *fams = top[T_FAMILIES];
+    if (fams->type != YAML_SEQUENCE_NODE || seq_len(fams) == 0) {
+        cfg_doc_fail(d, fams, "families", err, errlen, "expected a non-empty list of families");
+        goto fail;
+    }
+    g->n_fam = seq_len(fams);
     g->fam = calloc((size_t)g->n_fam, sizeof *g->fam);
     if (!g->fam) goto oom;
     for (int i = 0; i < g->n_fam; i++) {
         gen_family *f = &g->fam[i];
-        yaml_node_t *fn = yt_seq_at(d, fams, i);
         snprintf(p, sizeof p, "families[%d]", i);
-        if (yt_walk(d, fn, p, FAMILY, N_F, f, fv, err, errlen) || name_ok(d, fn, p, f->name, err, errlen))
-            goto fail;
+        if (walk(d, seq_at(d, fams, i), p, FAMILY, N_F, f, fv, err, errlen)) goto fail;
         g->weight_sum += f->weight;
         yaml_node_t *roles = fv[F_ROLES];
         snprintf(p, sizeof p, "families[%d].roles", i);
-        if (roles->type != YAML_SEQUENCE_NODE || yt_seq_len(roles) == 0) {
-            yt_fail(d, roles, p, err, errlen, "expected a non-empty list of roles");
+        if (roles->type != YAML_SEQUENCE_NODE || seq_len(roles) == 0) {
+            cfg_doc_fail(d, roles, p, err, errlen, "expected a non-empty list of roles");
             goto fail;
         }
-        f->n_roles = yt_seq_len(roles);
+        f->n_roles = seq_len(roles);
         f->roles = calloc((size_t)f->n_roles, sizeof *f->roles);
         if (!f->roles) goto oom;
         double max_layers = 0;
         for (int r = 0; r < f->n_roles; r++) {
             snprintf(p, sizeof p, "families[%d].roles[%d]", i, r);
-            if (yt_walk(d, yt_seq_at(d, roles, r), p, ROLE, N_R, &f->roles[r], NULL, err, errlen))
+            if (walk(d, seq_at(d, roles, r), p, ROLE, N_R, &f->roles[r], NULL, err, errlen))
                 goto fail;
             max_layers += f->roles[r].count[1];
         }
         if (max_layers > GEN_MAX_LAYERS) {
             snprintf(p, sizeof p, "families[%d].roles", i);
-            yt_fail(d, roles, p, err, errlen, "up to %g layers, at most %d allowed", max_layers, GEN_MAX_LAYERS);
+            cfg_doc_fail(d, roles, p, err, errlen, "up to %g layers, at most %d allowed",
+                         max_layers, GEN_MAX_LAYERS);
             goto fail;
         }
         if (f->roles[0].count[0] < 1 && max_layers < 1) {
-            yt_fail(d, roles, p, err, errlen, "the roles can draw no layer at all");
+            cfg_doc_fail(d, roles, p, err, errlen, "the roles can draw no layer at all");
             goto fail;
         }
     }
     if (!(g->weight_sum > 0)) {
-        yt_fail(d, fams, "families", err, errlen, "the weights sum to 0");
+        cfg_doc_fail(d, fams, "families", err, errlen, "the weights sum to 0");
         goto fail;
     }
-    if (yt_walk(d, top[T_CLUSTER], "cluster", CLUSTER, N_C, &g->cl, cv, err, errlen)) goto fail;
+    if (walk(d, top[T_CLUSTER], "cluster", CLUSTER, N_C, &g->cl, cv, err, errlen)) goto fail;
     yaml_node_t *pool = cv[C_POOL];
-    if (pool->type != YAML_SEQUENCE_NODE || yt_seq_len(pool) == 0) {
-        yt_fail(d, pool, "cluster.pool", err, errlen, "expected a non-empty list of types");
+    if (pool->type != YAML_SEQUENCE_NODE || seq_len(pool) == 0) {
+        cfg_doc_fail(d, pool, "cluster.pool", err, errlen, "expected a non-empty list of types");
         goto fail;
     }
-    g->cl.n_pool = yt_seq_len(pool);
+    g->cl.n_pool = seq_len(pool);
     if (g->cl.n_pool > 1024) {
-        yt_fail(d, pool, "cluster.pool", err, errlen, "at most 1024 types");
+        cfg_doc_fail(d, pool, "cluster.pool", err, errlen, "at most 1024 types");
         goto fail;
     }
     g->cl.pool = calloc((size_t)g->cl.n_pool, sizeof *g->cl.pool);
     if (!g->cl.pool) goto oom;
     for (int i = 0; i < g->cl.n_pool; i++) {
         snprintf(p, sizeof p, "cluster.pool[%d]", i);
-        yaml_node_t *tn = yt_seq_at(d, pool, i);
-        if (yt_walk(d, tn, p, POOL, N_P, &g->cl.pool[i], NULL, err, errlen) ||
-            name_ok(d, tn, p, g->cl.pool[i].name, err, errlen))
-            goto fail;
+        yaml_node_t *tn = seq_at(d, pool, i);
+        if (walk(d, tn, p, POOL, N_P, &g->cl.pool[i], NULL, err, errlen)) goto fail;
         for (int j = 0; j < i; j++)
             if (!strcmp(g->cl.pool[j].name, g->cl.pool[i].name)) {
-                yt_fail(d, tn, p, err, errlen, "type name '%s' used twice", g->cl.pool[i].name);
+                cfg_doc_fail(d, tn, p, err, errlen, "type name '%s' used twice",
+                             g->cl.pool[i].name);
                 goto fail;
             }
     }
     if (g->cl.types[1] > g->cl.n_pool) {
-        yt_fail(d, cv[C_TYPES], "cluster.types", err, errlen, "up to %g types, but the pool has %d",
-                g->cl.types[1], g->cl.n_pool);
+        cfg_doc_fail(d, cv[C_TYPES], "cluster.types", err, errlen,
+                     "up to %g types, but the pool has %d", g->cl.types[1], g->cl.n_pool);
         goto fail;
     }
-    yt_free(d);
+    cfg_doc_free(d);
     return g;
 oom:
     snprintf(err, errlen, "%s: out of memory", path);
 fail:
-    yt_free(d);
+    cfg_doc_free(d);
     agent_gen_free(g);
     return NULL;
 }

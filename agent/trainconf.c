@@ -1,12 +1,15 @@
-/* trainconf.c -- loading train configs (see trainconf.h) through one table. */
+/* trainconf.c -- loading train configs (see trainconf.h) through one table
+ * walked by env/config.h's cfg_doc. */
 #include "agent/trainconf.h"
 
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <yaml.h>
 
 #include "agent/rollout.h"
+#include "env/config.h"
 #include "solvers/placers.h"
 #include "solvers/solve.h"
 
@@ -64,10 +67,12 @@ void agent_trainconf_default(agent_trainconf *tc, int mode) {
 
 /* The table. Every key but mode is optional: the defaults are the mode's
  * (agent_trainconf_default), so only the keys present are taken from the
- * walk's struct. */
+ * walk's struct. The walker is env/config.h's cfg_doc, so bounds, units and
+ * the figure guard (every non-zero figure within [1e-12, 1e18]) are the
+ * run loader's own. */
 typedef struct {
     int mode;
-    char problem[YT_STR_MAX], generator[YT_STR_MAX], out[YT_STR_MAX];
+    char problem[CFG_TEXT_MAX], generator[CFG_TEXT_MAX], out[CFG_TEXT_MAX];
     int valid, seed, steps, instances, samples, baseline, adv_norm, reference, placement;
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
         ckpt_every, polish, freeze_plan;
@@ -83,45 +88,59 @@ enum {
     K_IMITATION, K_FREEZE, N_K
 };
 
-#define BIG 1e300
-static const yt_field FIELDS[N_K] = {
-    [K_MODE] = {"mode", YT_ENUM, UNITS_NUMBER, 1, 0, 0, 0, 0, offsetof(tc_in, mode), "search|general"},
-    [K_PROBLEM] = YT_F_STR("problem", 0, tc_in, problem),
-    [K_GENERATOR] = YT_F_STR("generator", 0, tc_in, generator),
-    [K_EVAL] = YT_F_NODE("eval", 0),
-    [K_VALID] = YT_F_INT("valid", 0, 0, 0, 100000, tc_in, valid),
-    [K_SEED] = YT_F_INT("seed", 0, 0, 0, 2147483647, tc_in, seed),
-    [K_STEPS] = YT_F_INT("steps", 0, 0, 1, 2147483647, tc_in, steps),
-    [K_SECONDS] = YT_F_NUM("seconds", UNITS_SECONDS, 0, 0, 0, BIG, tc_in, seconds),
-    [K_INSTANCES] = YT_F_INT("instances", 0, 0, 1, 65536, tc_in, instances),
-    [K_SAMPLES] = YT_F_INT("samples", 0, 0, 1, 65536, tc_in, samples),
-    [K_LR] = YT_F_NUM("lr", UNITS_NUMBER, 0, 0, 0, 1, tc_in, lr),
-    [K_LR_FINAL] = YT_F_NUM("lr_final", UNITS_NUMBER, 0, 0, 0, 1, tc_in, lr_final),
-    [K_WD] = YT_F_NUM("weight_decay", UNITS_NUMBER, 0, 0, 0, 1, tc_in, weight_decay),
-    [K_CLIPG] = YT_F_NUM("grad_clip", UNITS_NUMBER, 0, 0, 0, BIG, tc_in, grad_clip),
-    [K_ENT] = YT_F_NUM("entropy", UNITS_NUMBER, 0, 0, 0, 10, tc_in, entropy),
-    [K_ENT_FINAL] = YT_F_NUM("entropy_final", UNITS_NUMBER, 0, 0, 0, 10, tc_in, entropy_final),
-    [K_BASELINE] = YT_F_ENUM("baseline", "shared|moving", 0, tc_in, baseline),
-    [K_BDECAY] = YT_F_NUM("baseline_decay", UNITS_NUMBER, 0, 0, 0, 0.999999, tc_in, baseline_decay),
-    [K_ADVNORM] = YT_F_BOOL("adv_norm", 0, tc_in, adv_norm),
-    [K_RISK] = YT_F_NUM("risk", UNITS_FRACTION, 0, 0, 0, 1, tc_in, risk),
-    [K_PENALTY] = YT_F_NUM("penalty", UNITS_NUMBER, 0, 0, 1.000001, 1e6, tc_in, penalty),
-    [K_REFERENCE] = YT_F_ENUM("reference", REFERENCES, 0, tc_in, reference),
-    [K_PLACEMENT] = YT_F_ENUM("placement", PLACEMENTS, 0, tc_in, placement),
-    [K_EMBED] = YT_F_INT("embed", 0, 0, 1, 4096, tc_in, embed),
-    [K_HIDDEN] = YT_F_INT("hidden", 0, 0, 1, 4096, tc_in, hidden),
-    [K_DECODER] = YT_F_INT("decoder", 0, 0, 1, 4096, tc_in, decoder),
-    [K_SCORER] = YT_F_INT("scorer", 0, 0, 1, 4096, tc_in, scorer),
-    [K_CLIP] = YT_F_NUM("clip", UNITS_NUMBER, 0, 0, 0.001, 1000, tc_in, clip),
-    [K_THREADS] = YT_F_INT("threads", 0, 0, 0, 1024, tc_in, threads),
-    [K_LOG] = YT_F_INT("log_every", 0, 0, 1, 2147483647, tc_in, log_every),
-    [K_EVALEVERY] = YT_F_INT("eval_every", 0, 0, 0, 2147483647, tc_in, eval_every),
-    [K_EVALSAMPLES] = YT_F_INT("eval_samples", 0, 0, 1, 65536, tc_in, eval_samples),
-    [K_CKPT] = YT_F_INT("ckpt_every", 0, 0, 0, 2147483647, tc_in, ckpt_every),
-    [K_OUT] = YT_F_STR("out", 0, tc_in, out),
-    [K_POLISH] = YT_F_BOOL("polish", 0, tc_in, polish),
-    [K_IMITATION] = YT_F_NUM("imitation", UNITS_NUMBER, 0, 0, 0, 1e6, tc_in, imitation),
-    [K_FREEZE] = YT_F_BOOL("freeze_plan", 0, tc_in, freeze_plan),
+/* Row constructors (bounds: lop/hop are CFG_B_*; defaults are not used,
+ * see above). */
+#define ROW_NUM(k, u, lop, lov, hop, hiv, m) \
+    {k, CFG_FT_DOUBLE, u, 0, 0, lop, lov, hop, hiv, offsetof(tc_in, m), NULL}
+#define ROW_INT(k, lop, lov, hop, hiv, m) \
+    {k, CFG_FT_INT, UNITS_COUNT, 0, 0, lop, lov, hop, hiv, offsetof(tc_in, m), NULL}
+#define ROW_BOOL(k, m) \
+    {k, CFG_FT_BOOL, UNITS_NUMBER, 0, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(tc_in, m), NULL}
+#define ROW_TEXT(k, m) \
+    {k, CFG_FT_TEXT, UNITS_NUMBER, 0, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(tc_in, m), NULL}
+#define ROW_ENUM(k, ch, req, m) \
+    {k, CFG_FT_ENUM, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(tc_in, m), ch}
+#define ROW_ANY(k) {k, CFG_FT_ANY, UNITS_NUMBER, 0, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, 0, NULL}
+static const cfg_field FIELDS[N_K] = {
+    [K_MODE] = ROW_ENUM("mode", "search|general", 1, mode),
+    [K_PROBLEM] = ROW_TEXT("problem", problem),
+    [K_GENERATOR] = ROW_TEXT("generator", generator),
+    [K_EVAL] = ROW_ANY("eval"),
+    [K_VALID] = ROW_INT("valid", CFG_B_GE, 0, CFG_B_LE, 100000, valid),
+    [K_SEED] = ROW_INT("seed", CFG_B_GE, 0, CFG_B_NONE, 0, seed),
+    [K_STEPS] = ROW_INT("steps", CFG_B_GE, 1, CFG_B_NONE, 0, steps),
+    [K_SECONDS] = ROW_NUM("seconds", UNITS_SECONDS, CFG_B_GE, 0, CFG_B_NONE, 0, seconds),
+    [K_INSTANCES] = ROW_INT("instances", CFG_B_GE, 1, CFG_B_LE, 65536, instances),
+    [K_SAMPLES] = ROW_INT("samples", CFG_B_GE, 1, CFG_B_LE, 65536, samples),
+    [K_LR] = ROW_NUM("lr", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 1, lr),
+    [K_LR_FINAL] = ROW_NUM("lr_final", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 1, lr_final),
+    [K_WD] = ROW_NUM("weight_decay", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 1, weight_decay),
+    [K_CLIPG] = ROW_NUM("grad_clip", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_NONE, 0, grad_clip),
+    [K_ENT] = ROW_NUM("entropy", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 10, entropy),
+    [K_ENT_FINAL] = ROW_NUM("entropy_final", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 10,
+                            entropy_final),
+    [K_BASELINE] = ROW_ENUM("baseline", "shared|moving", 0, baseline),
+    [K_BDECAY] = ROW_NUM("baseline_decay", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 0.999999,
+                         baseline_decay),
+    [K_ADVNORM] = ROW_BOOL("adv_norm", adv_norm),
+    [K_RISK] = ROW_NUM("risk", UNITS_FRACTION, CFG_B_GE, 0, CFG_B_LE, 1, risk),
+    [K_PENALTY] = ROW_NUM("penalty", UNITS_NUMBER, CFG_B_GT, 1, CFG_B_LE, 1e6, penalty),
+    [K_REFERENCE] = ROW_ENUM("reference", REFERENCES, 0, reference),
+    [K_PLACEMENT] = ROW_ENUM("placement", PLACEMENTS, 0, placement),
+    [K_EMBED] = ROW_INT("embed", CFG_B_GE, 1, CFG_B_LE, 4096, embed),
+    [K_HIDDEN] = ROW_INT("hidden", CFG_B_GE, 1, CFG_B_LE, 4096, hidden),
+    [K_DECODER] = ROW_INT("decoder", CFG_B_GE, 1, CFG_B_LE, 4096, decoder),
+    [K_SCORER] = ROW_INT("scorer", CFG_B_GE, 1, CFG_B_LE, 4096, scorer),
+    [K_CLIP] = ROW_NUM("clip", UNITS_NUMBER, CFG_B_GE, 0.001, CFG_B_LE, 1000, clip),
+    [K_THREADS] = ROW_INT("threads", CFG_B_GE, 0, CFG_B_LE, 1024, threads),
+    [K_LOG] = ROW_INT("log_every", CFG_B_GE, 1, CFG_B_NONE, 0, log_every),
+    [K_EVALEVERY] = ROW_INT("eval_every", CFG_B_GE, 0, CFG_B_NONE, 0, eval_every),
+    [K_EVALSAMPLES] = ROW_INT("eval_samples", CFG_B_GE, 1, CFG_B_LE, 65536, eval_samples),
+    [K_CKPT] = ROW_INT("ckpt_every", CFG_B_GE, 0, CFG_B_NONE, 0, ckpt_every),
+    [K_OUT] = ROW_TEXT("out", out),
+    [K_POLISH] = ROW_BOOL("polish", polish),
+    [K_IMITATION] = ROW_NUM("imitation", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 1e6, imitation),
+    [K_FREEZE] = ROW_BOOL("freeze_plan", freeze_plan),
 };
 
 /* resolve writes dir/name into out unless name is absolute; returns 0, or
@@ -161,20 +180,26 @@ static char *read_text(const char *path) {
 }
 
 agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen) {
-    yt_doc *d = yt_load(path, err, errlen);
+    cfg_doc *d = cfg_doc_load(path, err, errlen);
     if (!d) return NULL;
     agent_trainconf *tc = calloc(1, sizeof *tc);
     tc_in in;
-    yaml_node_t *vals[N_K];
+    yaml_node_t *keys[N_K], *vals[N_K];
+    yaml_node_t *root = cfg_doc_root(d);
     if (!tc) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto fail;
     }
+    if (!root) {
+        cfg_doc_fail(d, NULL, "", err, errlen, "expected a mapping, the file is empty");
+        goto fail;
+    }
     memset(&in, 0, sizeof in);
-    if (yt_walk(d, d->root, "", FIELDS, N_K, &in, vals, err, errlen)) goto fail;
+    if (cfg_doc_walk(d, root, "", "a mapping", FIELDS, N_K, &in, keys, vals, err, errlen))
+        goto fail;
     int mode = in.mode;
     agent_trainconf_default(tc, mode);
-    char dir[YT_STR_MAX];
+    char dir[AGENT_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash)
@@ -186,7 +211,7 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     if ((vals[K_PROBLEM] && resolve(tc->problem, sizeof tc->problem, dir, in.problem)) ||
         (vals[K_GENERATOR] && resolve(tc->generator, sizeof tc->generator, dir, in.generator)) ||
         (vals[K_OUT] && resolve(tc->out, sizeof tc->out, dir, in.out))) {
-        yt_fail(d, d->root, "", err, errlen, "a file name is too long");
+        cfg_doc_fail(d, root, "", err, errlen, "a file name is too long");
         goto fail;
     }
     TAKE(K_VALID, valid, valid);
@@ -231,25 +256,25 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     if (vals[K_EVAL]) {
         yaml_node_t *ev = vals[K_EVAL];
         if (ev->type != YAML_SEQUENCE_NODE) {
-            yt_fail(d, ev, "eval", err, errlen, "expected a list of config files");
+            cfg_doc_fail(d, ev, "eval", err, errlen, "expected a list of config files");
             goto fail;
         }
-        int n = yt_seq_len(ev);
+        int n = (int)(ev->data.sequence.items.top - ev->data.sequence.items.start);
         if (n > AGENT_MAX_EVAL) {
-            yt_fail(d, ev, "eval", err, errlen, "at most %d files", AGENT_MAX_EVAL);
+            cfg_doc_fail(d, ev, "eval", err, errlen, "at most %d files", AGENT_MAX_EVAL);
             goto fail;
         }
         for (int i = 0; i < n; i++) {
-            yaml_node_t *it = yt_seq_at(d, ev, i);
-            const char *s = yt_scalar(it);
+            yaml_node_t *it = cfg_doc_node(d, ev->data.sequence.items.start[i]);
+            const char *s = it->type == YAML_SCALAR_NODE ? (const char *)it->data.scalar.value : NULL;
             if (!s || !*s) {
                 char p[32];
                 snprintf(p, sizeof p, "eval[%d]", i);
-                yt_fail(d, it, p, err, errlen, "expected a file name");
+                cfg_doc_fail(d, it, p, err, errlen, "expected a file name");
                 goto fail;
             }
             if (resolve(tc->eval[i], sizeof tc->eval[i], dir, s)) {
-                yt_fail(d, it, "eval", err, errlen, "file name too long");
+                cfg_doc_fail(d, it, "eval", err, errlen, "file name too long");
                 goto fail;
             }
         }
@@ -257,24 +282,26 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     }
     /* rules across keys */
     if (mode == AGENT_MODE_SEARCH && !tc->problem[0]) {
-        yt_fail(d, d->root, "problem", err, errlen, "search mode needs the config file to solve");
+        cfg_doc_fail(d, root, "problem", err, errlen, "search mode needs the config file to solve");
         goto fail;
     }
     if (mode == AGENT_MODE_GENERAL && !tc->generator[0]) {
-        yt_fail(d, d->root, "generator", err, errlen, "general mode needs a generator spec");
+        cfg_doc_fail(d, root, "generator", err, errlen, "general mode needs a generator spec");
         goto fail;
     }
     if (tc->freeze_plan && tc->placement != AGENT_PLACE_POLICY) {
-        yt_fail(d, vals[K_FREEZE], "freeze_plan", err, errlen, "only the node head would learn: needs placement: policy");
+        cfg_doc_fail(d, vals[K_FREEZE], "freeze_plan", err, errlen,
+                     "only the node head would learn: needs placement: policy");
         goto fail;
     }
     if (mode == AGENT_MODE_SEARCH && tc->instances != 1) {
-        yt_fail(d, vals[K_INSTANCES], "instances", err, errlen, "search mode trains on one instance");
+        cfg_doc_fail(d, vals[K_INSTANCES], "instances", err, errlen,
+                     "search mode trains on one instance");
         goto fail;
     }
     if (tc->baseline == AGENT_BASE_SHARED && tc->samples < 2) {
-        yt_fail(d, vals[K_SAMPLES] ? vals[K_SAMPLES] : d->root, "samples", err, errlen,
-                "the shared baseline needs at least 2 samples per instance");
+        cfg_doc_fail(d, vals[K_SAMPLES] ? vals[K_SAMPLES] : root, "samples", err, errlen,
+                     "the shared baseline needs at least 2 samples per instance");
         goto fail;
     }
     tc->text = read_text(path);
@@ -282,10 +309,10 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
         snprintf(err, errlen, "%s: cannot read", path);
         goto fail;
     }
-    yt_free(d);
+    cfg_doc_free(d);
     return tc;
 fail:
-    yt_free(d);
+    cfg_doc_free(d);
     agent_trainconf_free(tc);
     return NULL;
 }

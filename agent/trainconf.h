@@ -10,10 +10,12 @@
  *   valid: 32                       # general: generated validation instances
  *   seed, steps, seconds, instances, samples, lr, lr_final, entropy, ...
  *
- * File names are relative to the config's folder. Loading goes through the
- * declarative tables of agent/ytab, so every error names file:line:col and
- * the key. Ownership: agent_trainconf_load returns a config the caller
- * frees with agent_trainconf_free.
+ * File names are relative to the config's folder. Loading goes through one
+ * declarative table walked by env/config.h's cfg_doc (the run loader's own
+ * walker), so every error reads "file:line:col: key: message" and every
+ * non-zero figure must lie between 1e-12 and 1e18 in magnitude.
+ * Ownership: agent_trainconf_load returns a config the caller frees with
+ * agent_trainconf_free.
  */
 #ifndef STRATA_AGENT_TRAINCONF_H
 #define STRATA_AGENT_TRAINCONF_H
@@ -21,21 +23,21 @@
 #include <stddef.h>
 
 #include "agent/net.h"
-#include "agent/ytab.h"
 
 typedef enum { AGENT_MODE_SEARCH = 0, AGENT_MODE_GENERAL = 1 } agent_mode;
 typedef enum { AGENT_BASE_SHARED = 0, AGENT_BASE_MOVING = 1 } agent_baseline;
 
 #define AGENT_MAX_EVAL 64
+#define AGENT_PATH_MAX 1024 /* file names of a config, NUL included */
 
 typedef struct {
-    char path[YT_STR_MAX]; /* the file, as given ("" when built in memory) */
-    char *text;            /* the config's text (stored in checkpoints), owned */
-    int mode;              /* agent_mode */
-    char problem[YT_STR_MAX];   /* search: config file, resolved */
-    char generator[YT_STR_MAX]; /* general: generator spec file, resolved */
+    char path[AGENT_PATH_MAX]; /* the file, as given ("" when built in memory) */
+    char *text;                /* the config's text (stored in checkpoints), owned */
+    int mode;                  /* agent_mode */
+    char problem[AGENT_PATH_MAX];   /* search: config file, resolved */
+    char generator[AGENT_PATH_MAX]; /* general: generator spec file, resolved */
     int n_eval;
-    char eval[AGENT_MAX_EVAL][YT_STR_MAX]; /* general: held-out config files, resolved */
+    char eval[AGENT_MAX_EVAL][AGENT_PATH_MAX]; /* general: held-out config files, resolved */
     int valid;           /* general: generated validation instances (best.h5 picks on them) */
     int seed;            /* everything random derives from it */
     int steps;           /* training steps (updates) */
@@ -63,7 +65,7 @@ typedef struct {
     int eval_every;      /* general: evaluation every N steps (0: never) */
     int eval_samples;    /* the sample-N-keep-best decoding of the evaluation */
     int ckpt_every;      /* checkpoint every N steps (0: only at the end) */
-    char out[YT_STR_MAX]; /* output folder: metrics.csv, last.h5, best.h5, step-N.h5 */
+    char out[AGENT_PATH_MAX]; /* output folder: metrics.csv, last.h5, best.h5, step-N.h5 */
     int polish;          /* search: 1 = local search around each step's best sample */
 } agent_trainconf;
 

@@ -360,7 +360,9 @@ static int scalar_text(cfg_ctx *c, yaml_node_t *v, const char *path, const char 
 }
 
 /* parse_field checks value node v of field f (key path `path`) and, for
- * scalar fields, stores it into obj. Returns 0 or -1 (message set). */
+ * scalar fields and ranges, stores it into obj. A range's ends are checked
+ * as CFG_FT_DOUBLE values (key path `path[0]`, `path[1]`), so they meet the
+ * row's bounds and the figure guard. Returns 0 or -1 (message set). */
 static int parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const char *path,
                        void *obj)
 {
@@ -452,8 +454,76 @@ static int parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const cha
         list[k] = '\0';
         return fail(c, v, path, "unsupported value \"%s\" (expected one of: %s)", text, list);
     }
+    case CFG_FT_BOOL: {
+        if (scalar_text(c, v, path, "true or false", &text))
+            return -1;
+        int *b = (int *)((char *)obj + f->off);
+        if (!strcasecmp(text, "true") || !strcasecmp(text, "yes") || !strcasecmp(text, "on") ||
+            !strcmp(text, "1"))
+            *b = 1;
+        else if (!strcasecmp(text, "false") || !strcasecmp(text, "no") ||
+                 !strcasecmp(text, "off") || !strcmp(text, "0"))
+            *b = 0;
+        else {
+            describe(v, d, sizeof d);
+            return fail(c, v, path, "expected true or false, got %s", d);
+        }
+        return 0;
+    }
+    case CFG_FT_RANGE: {
+        /* each end is parsed as the plain number field it stands for */
+        cfg_field one = *f;
+        double r[2];
+        one.type = CFG_FT_DOUBLE;
+        one.off = 0;
+        if (v->type == YAML_SCALAR_NODE) {
+            if (parse_field(c, &one, v, path, &r[0]))
+                return -1;
+            r[1] = r[0];
+        } else if (v->type == YAML_SEQUENCE_NODE && seq_len(v) == 2) {
+            char ipath[1100];
+            for (int i = 0; i < 2; i++) {
+                path_index(ipath, sizeof ipath, path, i);
+                if (parse_field(c, &one, seq_at(c, v, i), ipath, &r[i]))
+                    return -1;
+            }
+            if (r[1] < r[0])
+                return fail(c, v, path, "the high end %g is below the low end %g", r[1], r[0]);
+        } else {
+            describe(v, d, sizeof d);
+            return fail(c, v, path, "expected %s, or a pair [low, high] of them, got %s",
+                        units_expect(f->units), d);
+        }
+        memcpy((char *)obj + f->off, r, sizeof r);
+        return 0;
+    }
+    case CFG_FT_TEXT: {
+        if (scalar_text(c, v, path, "text", &text))
+            return -1;
+        if (!*text)
+            return fail(c, v, path, "expected text, got an empty value");
+        if (strlen(text) >= CFG_TEXT_MAX)
+            return fail(c, v, path, "text is longer than %d characters", CFG_TEXT_MAX - 1);
+        memcpy((char *)obj + f->off, text, strlen(text) + 1);
+        return 0;
+    }
     }
     return 0;
+}
+
+/* set_default writes field f's default at `at` (its place in the object).
+ * Kept out of line: inlined into a walk over a table without ranges, the
+ * range case would look to the compiler like a write past a small object. */
+static __attribute__((noinline)) void set_default(const cfg_field *f, char *at)
+{
+    if (f->type == CFG_FT_DOUBLE)
+        *(double *)at = f->def;
+    else if (f->type == CFG_FT_INT || f->type == CFG_FT_ENUM || f->type == CFG_FT_BOOL)
+        *(int *)at = (int)f->def;
+    else if (f->type == CFG_FT_RANGE)
+        ((double *)at)[0] = ((double *)at)[1] = f->def;
+    else if (f->type == CFG_FT_TEXT)
+        at[0] = '\0';
 }
 
 /* walk_map checks that `map` is a mapping whose keys all belong to the
@@ -473,12 +543,8 @@ static int walk_map(cfg_ctx *c, yaml_node_t *map, const char *path, const char *
     }
     for (int i = 0; i < nf; i++) {
         keys[i] = vals[i] = NULL;
-        if (f[i].required || !obj)
-            continue;
-        if (f[i].type == CFG_FT_DOUBLE)
-            *(double *)((char *)obj + f[i].off) = f[i].def;
-        else if (f[i].type == CFG_FT_INT || f[i].type == CFG_FT_ENUM)
-            *(int *)((char *)obj + f[i].off) = (int)f[i].def;
+        if (!f[i].required && obj)
+            set_default(&f[i], (char *)obj + f[i].off);
     }
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
          p++) {
@@ -880,7 +946,7 @@ static int load_top(cfg_ctx *c, int idx);
  * directory of file `from`) and loads its top-level keys. */
 static int load_include(cfg_ctx *c, int from, yaml_node_t *name, const char *path)
 {
-    const char *text;
+    const char *text = NULL;
     c->cur = from;
     if (scalar_text(c, name, path, "a file name", &text))
         return -1;

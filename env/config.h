@@ -67,8 +67,12 @@ int cfg_load_placement(const char *path, const cfg_run *run,
  *
  * Every object of a run is described by a table of cfg_field rows that one
  * walker checks (unknown keys with a "did you mean", duplicates, missing
- * required keys, units, bounds, enums) and stores into a struct. Other
- * loaders (strata eval's configs, eval/spec.c) reuse the same walker and
+ * required keys, units, bounds, enums) and stores into a struct. Every
+ * non-zero figure (a CFG_FT_DOUBLE, either end of a CFG_FT_RANGE) must also
+ * lie between 1e-12 and 1e18 in magnitude, whatever the row's bounds, so
+ * that no product of figures can overflow a double. Other loaders (strata
+ * eval's configs in eval/spec.c, the agent's train configs and generator
+ * specs in agent/trainconf.c and agent/gen.c) reuse the same walker and
  * messages through cfg_doc: one parsed YAML file that keeps its marks.
  * ------------------------------------------------------------------------ */
 
@@ -79,12 +83,20 @@ typedef enum {
     CFG_FT_INT,    /* a whole number, stored as int */
     CFG_FT_NAME,   /* a name, stored as char[MODEL_NAME_MAX] */
     CFG_FT_ENUM,   /* one of choices ("a|b"), stored as int index */
+    CFG_FT_BOOL,   /* true or false (also yes/no, on/off, 1/0), stored as int */
+    CFG_FT_RANGE,  /* [low, high], or one number for both, with units (units),
+                    * stored as double[2]; each end is checked as a
+                    * CFG_FT_DOUBLE (bounds, figure guard) and low <= high */
+    CFG_FT_TEXT,   /* non-empty text such as a file name, stored as
+                    * char[CFG_TEXT_MAX] */
     CFG_FT_LIST,   /* a sequence, left to the caller */
     CFG_FT_MAP,    /* a mapping, left to the caller */
     CFG_FT_ANY,    /* any node, left to the caller */
 } cfg_ftype;
 
 typedef enum { CFG_B_NONE, CFG_B_GT, CFG_B_GE, CFG_B_LT, CFG_B_LE } cfg_bound;
+
+#define CFG_TEXT_MAX 1024 /* CFG_FT_TEXT storage, NUL included */
 
 /* One key of an object: its name, kind, whether required, the default of
  * an optional scalar, bounds (checked on given values only) and where the
@@ -94,7 +106,8 @@ typedef struct {
     cfg_ftype type;
     units_kind units;    /* CFG_FT_DOUBLE */
     int required;
-    double def;          /* default of an optional scalar (-1: "absent" sentinel) */
+    double def;          /* default of an optional scalar (-1: "absent" sentinel;
+                          * both ends of a CFG_FT_RANGE; a CFG_FT_TEXT's is "") */
     cfg_bound lo_op;     /* lower bound */
     double lo;
     cfg_bound hi_op;     /* upper bound */

@@ -5,6 +5,11 @@
  * one bit for bit), and a saved policy decoding plans (agent/policy.h) and
  * serving `strata solve --method policy`.
  *
+ * Absurd figures: a train config or generator spec with a figure of 1e300,
+ * a non-zero one of 1e-300, NaN or inf, or a negative one is refused by the
+ * loader and by `strata train` with the exact message of the config walker
+ * (file:line:col: key.path: message), never accepted and never a crash.
+ *
  * Files are written under $STRATA_TMP; the program is $STRATA_BIN.
  *
  * The small job (small.yaml), 3 layers on cpu (1 TFLOPS, $1/h) and gpu
@@ -34,6 +39,7 @@
 #include "agent/trainconf.h"
 #include "env/config.h"
 #include "env/place.h"
+#include "harness.h"
 #include "nets/params.h"
 
 static char tmp[1024], bin[1024], src[1024];
@@ -187,7 +193,8 @@ static void test_trainconf(void **state) {
     expect_conf_error("mode: search\n", "problem: search mode needs");
     expect_conf_error("mode: general\ngenerator: g.yaml\nbaseline: best\n", "baseline: unsupported value");
     expect_conf_error("mode: general\ngenerator: g.yaml\nsamples: 1\n", "shared baseline needs at least 2");
-    expect_conf_error("mode: search\nproblem: small.yaml\npenalty: 1\n", "penalty: must be between");
+    expect_conf_error("mode: search\nproblem: small.yaml\npenalty: 1\n",
+                      "bad.yaml:3:10: penalty: must be > 1 and <= 1e+06, got \"1\"");
     /* a good one: relative names resolved against the config's folder */
     char p[1200], err[2048], want[1200];
     path_in(p, sizeof p, "general.yaml");
@@ -271,6 +278,108 @@ static void test_generator(void **state) {
     g = agent_gen_load(p, err, sizeof err);
     if (!g) fail_msg("%s", err);
     agent_gen_free(g);
+}
+
+/* ---------------------------------------------------------------------------
+ * Absurd figures: the config walker's magnitude guard and bounds
+ * ------------------------------------------------------------------------ */
+
+#define ABSURD_LARGE "is absurdly large: figures must lie between 1e-12 and 1e+18 (or be 0)"
+#define ABSURD_SMALL "is absurdly small: figures must lie between 1e-12 and 1e+18 (or be 0)"
+
+/* expect_train_fails runs `strata train CONFIG` and checks that it exits
+ * with a status (not a signal) other than 0, printing exactly
+ * "strata: WANT". */
+static void expect_train_fails(const char *config, const char *want) {
+    char cmd[4096], line[4096];
+    snprintf(cmd, sizeof cmd, "'%s' train '%s/%s' --quiet --out '%s/absurd-run' 2>&1", bin, tmp,
+             config, tmp);
+    int rc = harness_run(cmd);
+    if (rc <= 0) fail_msg("strata train %s: status %d (want > 0): %s", config, rc, harness_out);
+    snprintf(line, sizeof line, "strata: %s\n", want);
+    assert_string_equal(harness_out, line);
+}
+
+/* Train configs: one key after "mode: search\nproblem: small.yaml\n", so
+ * the value is on line 3. The first two were accepted before the train
+ * config went through the config walker. */
+static const struct {
+    const char *line, *want; /* want: the message after "FILE:" */
+} CONF_FIGURES[] = {
+    {"seconds: 1e300", "3:10: seconds: \"1e300\" " ABSURD_LARGE},
+    {"lr: 1e-300", "3:5: lr: \"1e-300\" " ABSURD_SMALL},
+    {"grad_clip: 1e19", "3:12: grad_clip: \"1e19\" " ABSURD_LARGE},
+    {"grad_clip: .nan", "3:12: grad_clip: expected a number such as 0.5 or 1e6, got \".nan\""},
+    {"seconds: .inf", "3:10: seconds: expected a duration such as 50us, 0.5ms or 2s, got \".inf\""},
+    {"seconds: -5", "3:10: seconds: must be >= 0, got \"-5\""},
+    {"weight_decay: -1e-3", "3:15: weight_decay: must be >= 0 and <= 1, got \"-1e-3\""},
+};
+
+/* Generator specs: GEN_SLOTS with a role's flops (line 6, value at column
+ * 59), the cluster's inter_latency (line 10, column 18) and a pool type's
+ * price (line 12, column 91) filled in. */
+static const char *GEN_SLOTS =
+    "families:\n"
+    "  - name: a\n"
+    "    batch: 8\n"
+    "    units: 2\n"
+    "    roles:\n"
+    "      - {name: r, act: 1KB, params: 1MB, mem: 1GB, flops: %s}\n"
+    "cluster:\n"
+    "  types: 1\n"
+    "  count: 2\n"
+    "  inter_latency: %s\n"
+    "  pool:\n"
+    "    - {name: t, kind: gpu, flops: 1TFLOPS, io_bw: 1GB/s, net_bw: 1GB/s, mem: 16GB, price: %s}\n";
+
+static const struct {
+    const char *flops, *latency, *price, *want;
+} GEN_FIGURES[] = {
+    {"[1MFLOP, 1e300]", "1ms", "2", "6:68: families[0].roles[0].flops[1]: \"1e300\" " ABSURD_LARGE},
+    {"1GFLOP", "1ms", "1e308", "12:91: cluster.pool[0].price: \"1e308\" " ABSURD_LARGE},
+    {"[1e-300, 1GFLOP]", "1ms", "2", "6:60: families[0].roles[0].flops[0]: \"1e-300\" " ABSURD_SMALL},
+    {"1GFLOP", "1e-300", "2", "10:18: cluster.inter_latency: \"1e-300\" " ABSURD_SMALL},
+    {".nan", "1ms", "2",
+     "6:59: families[0].roles[0].flops: expected an amount of work such as 4.1GFLOP or 1e9, got "
+     "\".nan\""},
+    {"1GFLOP", "1ms", ".inf",
+     "12:91: cluster.pool[0].price: expected a price such as 3.06 or $3.06, got \".inf\""},
+    {"-1GFLOP", "1ms", "2", "6:59: families[0].roles[0].flops: must be >= 0, got \"-1GFLOP\""},
+    {"1GFLOP", "1ms", "[-1, 2]", "12:92: cluster.pool[0].price[0]: must be >= 1e-09, got \"-1\""},
+};
+
+static void test_absurd_figures(void **state) {
+    (void)state;
+    char p[1200], err[2048], want[2400], text[2048];
+    path_in(p, sizeof p, "absurd.yaml");
+    for (size_t i = 0; i < sizeof CONF_FIGURES / sizeof *CONF_FIGURES; i++) {
+        snprintf(text, sizeof text, "mode: search\nproblem: small.yaml\n%s\n", CONF_FIGURES[i].line);
+        write_file("absurd.yaml", text);
+        snprintf(want, sizeof want, "%s:%s", p, CONF_FIGURES[i].want);
+        agent_trainconf *tc = agent_trainconf_load(p, err, sizeof err);
+        if (tc) fail_msg("accepted: %s", CONF_FIGURES[i].line);
+        assert_string_equal(err, want);
+        expect_train_fails("absurd.yaml", want);
+    }
+    /* the same slots with sane figures make a spec that loads */
+    snprintf(text, sizeof text, GEN_SLOTS, "1GFLOP", "1ms", "2");
+    write_file("absurd-gen.yaml", text);
+    path_in(p, sizeof p, "absurd-gen.yaml");
+    agent_gen *g = agent_gen_load(p, err, sizeof err);
+    if (!g) fail_msg("%s", err);
+    agent_gen_free(g);
+    write_file("absurd-general.yaml", "mode: general\ngenerator: absurd-gen.yaml\n");
+    for (size_t i = 0; i < sizeof GEN_FIGURES / sizeof *GEN_FIGURES; i++) {
+        snprintf(text, sizeof text, GEN_SLOTS, GEN_FIGURES[i].flops, GEN_FIGURES[i].latency,
+                 GEN_FIGURES[i].price);
+        write_file("absurd-gen.yaml", text);
+        snprintf(want, sizeof want, "%s:%s", p, GEN_FIGURES[i].want);
+        g = agent_gen_load(p, err, sizeof err);
+        if (g) fail_msg("accepted: flops %s, inter_latency %s, price %s", GEN_FIGURES[i].flops,
+                        GEN_FIGURES[i].latency, GEN_FIGURES[i].price);
+        assert_string_equal(err, want);
+        expect_train_fails("absurd-general.yaml", want);
+    }
 }
 
 /* ---------------------------------------------------------------------------
@@ -502,6 +611,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trainconf),
         cmocka_unit_test(test_generator),
+        cmocka_unit_test(test_absurd_figures),
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_resume_exact),
         cmocka_unit_test(test_policy),
