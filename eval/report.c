@@ -397,7 +397,7 @@ static void pivot(FILE *f, const eval_spec *spec, const eval_instance *inst, int
         char c[EVAL_MAX_METHODS + 2][96];
         char *cell[EVAL_MAX_METHODS + 2];
         int k = 0;
-        snprintf(c[k++], 96, "%s", inst[ii].name);
+        snprintf(c[k++], 96, "%.95s", inst[ii].name);
         if (with_ref) {
             double ref = NAN;
             for (int i = 0; i < n && !isfinite(ref); i++)

@@ -33,7 +33,7 @@ extern void dgels_(const char *trans, const int *m, const int *n, const int *nrh
  * elsewhere. work holds m * (n + 1) + lwork doubles. Returns dgels' info. */
 static int passive_ls(double *z, const double *A, const double *b, int m, int n,
                       const int *passive, double *work, int lwork) {
-    int cols[NNLS_MAX_N], k = 0;
+    int cols[NNLS_MAX_N] = {0}, k = 0;
     for (int j = 0; j < n; j++)
         if (passive[j]) cols[k++] = j;
     double *Ap = work, *bp = work + (size_t)m * n, *w = bp + m;

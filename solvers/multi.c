@@ -267,8 +267,8 @@ int multi_sequential(const model_job *jobs, int n_jobs, const model_cluster *cl,
             if (k >= 0)
                 for (int t = 0; t < cl->n_types; t++) types[t].count -= (int)c->cand[j][k].units[t];
         } else if (!res->why[0]) {
-            snprintf(res->why, sizeof res->why, "job %s: no plan on the units the jobs before "
-                     "it left: %.400s", jobs[j].name, sr->why);
+            snprintf(res->why, sizeof res->why, "job %.63s: no plan on the units the jobs before "
+                     "it left: %.380s", jobs[j].name, sr->why);
         }
         solve_result_free(sr);
     }
