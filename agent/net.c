@@ -98,8 +98,8 @@ typedef struct {
     /* scorer [N,K,*] and softmax [N,K] */                                              \
     X(z1) X(z2) X(th) X(probs) X(logp) X(ent) X(g1) X(g2) X(graw) X(dlogp) X(dent)      \
     X(dlogits) X(advr)                                                                  \
-    /* node context [N,D] */                                                            \
-    X(nc1) X(dnc1)                                                                      \
+    /* node context [N,D]; allowed node rows packed [N,Kp,FN] and their probs [N,Kp] */ \
+    X(nc1) X(dnc1) X(prow) X(pprob)                                                     \
     /* rollout state [B,*] */                                                           \
     X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act)
 
@@ -113,6 +113,10 @@ struct agent_net_ws {
     size_t icap;
     int *inst; /* [B] instance per episode (rollout) */
     size_t inst_cap;
+    int *pidx; /* [N,Kp] source row of each packed node row, -1: padding */
+    size_t pidx_cap;
+    uint8_t *pmask; /* [N,Kp] packed mask (pidx >= 0) */
+    size_t pmask_cap;
     /* rollout geometry of the last encode */
     int T, G, B;
 };
@@ -160,6 +164,8 @@ void agent_net_ws_free(agent_net_ws *ws) {
 #undef X
     free(ws->ibuf);
     free(ws->inst);
+    free(ws->pidx);
+    free(ws->pmask);
     free(ws);
 }
 
@@ -412,16 +418,67 @@ static void node_ctx_forward(agent_net_ws *ws, const nn_params *p, const float *
     nn_dense_forward(ws->ctx.p, ws->nc1.p, nn_param(p, AN_NCTX2_W), NULL, N, D, D);
 }
 
+/* node_pack gathers the allowed rows of each of the B decisions of
+ * rows[B,K,FN] (mask[B,K]) into ws->prow[B,Kp,FN], in their order, padded
+ * with zero rows up to Kp, the largest number allowed in one decision;
+ * ws->pidx maps each packed row to its source row (-1: padding) and
+ * ws->pmask marks the real ones. Returns Kp (0 when nothing is allowed),
+ * or -1 when out of memory. */
+static int node_pack(agent_net_ws *ws, const float *rows, const uint8_t *mask, int B, int K) {
+    int Kp = 0;
+    for (int b = 0; b < B; b++) {
+        int n = 0;
+        for (int k = 0; k < K; k++) n += mask[(size_t)b * K + k] != 0;
+        if (n > Kp) Kp = n;
+    }
+    size_t BK = (size_t)B * (Kp > 0 ? Kp : 1);
+    if (need(&ws->prow, BK * AGENT_FN) || need(&ws->pprob, BK) ||
+        need_int(&ws->pidx, &ws->pidx_cap, BK))
+        return -1;
+    if (ws->pmask_cap < BK) {
+        free(ws->pmask);
+        ws->pmask = malloc(BK);
+        ws->pmask_cap = ws->pmask ? BK : 0;
+        if (!ws->pmask) return -1;
+    }
+    for (int b = 0; b < B; b++) {
+        int j = 0;
+        for (int k = 0; k < K; k++) {
+            if (!mask[(size_t)b * K + k]) continue;
+            memcpy(ws->prow.p + ((size_t)b * Kp + j) * AGENT_FN, rows + ((size_t)b * K + k) * AGENT_FN,
+                   AGENT_FN * sizeof *rows);
+            ws->pidx[(size_t)b * Kp + j++] = k;
+        }
+        for (; j < Kp; j++) {
+            memset(ws->prow.p + ((size_t)b * Kp + j) * AGENT_FN, 0, AGENT_FN * sizeof *rows);
+            ws->pidx[(size_t)b * Kp + j] = -1;
+        }
+    }
+    for (size_t e = 0; e < (size_t)B * Kp; e++) ws->pmask[e] = ws->pidx[e] >= 0;
+    return Kp;
+}
+
+/* The node head scores only the allowed rows (packed by node_pack): a row's
+ * score depends on that row and its decision's context alone, and masked
+ * rows get probability 0 anyway, so this is the same distribution at a
+ * fraction of the work (a stage's workers may only go on nodes of its
+ * type: a quarter of the nodes on a cluster of four types). */
 int agent_net_node_step(agent_net_ws *ws, const nn_params *p, const float *glob, const float *rows,
                         const uint8_t *mask, int B, int K, float *probs) {
     int D = ws->d.scorer;
-    if (scorer_need(ws, (size_t)B, (size_t)K, 0) || need(&ws->nc1, (size_t)B * D) ||
-        need(&ws->dlogits, (size_t)B * K))
+    int Kp = node_pack(ws, rows, mask, B, K);
+    if (Kp < 0) return -1;
+    memset(probs, 0, (size_t)B * K * sizeof *probs);
+    if (Kp == 0) return 0;
+    if (scorer_need(ws, (size_t)B, (size_t)Kp, 0) || need(&ws->nc1, (size_t)B * D) ||
+        need(&ws->dlogits, (size_t)B * Kp))
         return -1;
     node_ctx_forward(ws, p, glob, B);
     float *logits = ws->dlogits.p;
-    scorer_forward(ws, p, &NODE_SCORER, B, K, rows, ws->ctx.p, logits);
-    nn_softmax_forward(probs, ws->logp.p, ws->ent.p, logits, mask, B, K);
+    scorer_forward(ws, p, &NODE_SCORER, B, Kp, ws->prow.p, ws->ctx.p, logits);
+    nn_softmax_forward(ws->pprob.p, ws->logp.p, ws->ent.p, logits, ws->pmask, B, Kp);
+    for (size_t e = 0; e < (size_t)B * Kp; e++)
+        if (ws->pidx[e] >= 0) probs[e / Kp * K + ws->pidx[e]] = ws->pprob.p[e];
     return 0;
 }
 

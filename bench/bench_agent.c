@@ -3,6 +3,7 @@
  *   bench_agent [search|timers|all] [SRC]     (SRC: the source tree, default
  *                                              $STRATA_SRC or "..")
  *   bench_agent general CKPT [N] [SRC]
+ *   bench_agent decode CKPT CONFIG [REPS]
  *
  * search  Search mode (`strata train --search`) on every shipped model with
  *         at most 16 layers, on both shipped clusters: trains from scratch
@@ -20,6 +21,11 @@
  *         configs/train/gen.yaml with seed 777 (training uses seed 1, and the
  *         generator's draws are keyed by seed), greedy and best of 16
  *         samples; then the held-out shipped jobs of configs/train/eval/.
+ * decode  What the daemon spends per /v1/place with a policy: one greedy
+ *         decode of each job of CONFIG with the node head placing its tasks,
+ *         REPS times (default 200) on one thread, and the GEMMs of one
+ *         decode grouped by shape. bench/wrk/place.yaml is the daemon
+ *         benchmark's job and cluster.
  */
 #include <math.h>
 #include <stdio.h>
@@ -337,8 +343,103 @@ static int bench_general(const char *ckpt, int n, const char *src) {
     return 0;
 }
 
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---- decode ---------------------------------------------------------------- */
+
+static int cmp_call(const void *a, const void *b) {
+    const nn_gemm_call *x = a, *y = b;
+    if (x->M != y->M) return x->M - y->M;
+    if (x->N != y->N) return x->N - y->N;
+    if (x->K != y->K) return x->K - y->K;
+    return (x->trans_a * 2 + x->trans_b) - (y->trans_a * 2 + y->trans_b);
+}
+
+/* bench_decode times what the daemon does per /v1/place with a policy: one
+ * greedy decode of every job of config with the node head placing the
+ * tasks, `reps` times, single-threaded OpenBLAS (as the daemon runs it);
+ * then records the GEMMs of one decode and prints them grouped by shape. */
+static int bench_decode(const char *ckpt, const char *config, int reps) {
+    char err[2048];
+    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
+    cfg_run *run = pol ? cfg_load(config, err, sizeof err) : NULL;
+    if (!run) {
+        fprintf(stderr, "bench_agent: %s\n", err);
+        agent_policy_free(pol);
+        return 1;
+    }
+    openblas_set_num_threads(1);
+    int rc = 0;
+    for (int j = 0; j < run->n_jobs && rc == 0; j++) {
+        const model_job *job = &run->jobs[j];
+        int cap = agent_policy_max_tasks(job, &run->cluster);
+        int *assign = malloc((size_t)job->n_layers * sizeof *assign);
+        int *task_node = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *task_node);
+        model_plan *plan = model_plan_create(job->n_layers);
+        if (!assign || !task_node || !plan) {
+            fprintf(stderr, "bench_agent: out of memory\n");
+            rc = 1;
+        }
+        agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, 1, NULL, 0};
+        agent_decode_result res = {assign, task_node, plan, 0};
+        double *t = malloc((size_t)reps * sizeof *t);
+        for (int r = 0; r < reps && rc == 0 && t; r++) {
+            double t0 = now();
+            if (agent_policy_decode(pol, job, &run->cluster, &o, &res, err, sizeof err) < 0) {
+                fprintf(stderr, "bench_agent: %s\n", err);
+                rc = 1;
+            }
+            t[r] = now() - t0;
+        }
+        if (rc == 0 && t) {
+            nn_gemm_trace tr = {0};
+            nn_gemm_trace_begin(&tr);
+            agent_policy_decode(pol, job, &run->cluster, &o, &res, err, sizeof err);
+            nn_gemm_trace_end();
+            qsort(t, (size_t)reps, sizeof *t, cmp_dbl);
+            printf("decode: job %s (%d layers) on %d nodes, greedy + node head: median %.0f us, min %.0f us "
+                   "over %d decodes; %d passes, %s\n",
+                   job->name, job->n_layers, run->cluster.n_nodes, 1e6 * t[reps / 2], 1e6 * t[0], reps,
+                   res.samples_used, plan->reason == MODEL_FEASIBLE ? "feasible" : plan->why);
+            qsort(tr.calls, (size_t)tr.n, sizeof *tr.calls, cmp_call);
+            double flops = 0;
+            printf("  GEMMs of one decode: %d calls\n  %6s %6s %6s %3s %3s %7s %10s\n", tr.n, "M", "N", "K", "tA",
+                   "tB", "calls", "MFLOP");
+            for (int i = 0; i < tr.n;) {
+                int k = i;
+                while (k < tr.n && cmp_call(&tr.calls[i], &tr.calls[k]) == 0) k++;
+                const nn_gemm_call *c = &tr.calls[i];
+                double f = 2.0 * c->M * c->N * c->K * (k - i);
+                flops += f;
+                printf("  %6d %6d %6d %3d %3d %7d %10.3f\n", c->M, c->N, c->K, c->trans_a, c->trans_b, k - i,
+                       f * 1e-6);
+                i = k;
+            }
+            printf("  total %.2f MFLOP\n", flops * 1e-6);
+            nn_gemm_trace_free(&tr);
+        }
+        free(t);
+        free(assign);
+        free(task_node);
+        model_plan_free(plan);
+    }
+    cfg_free(run);
+    agent_policy_free(pol);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     const char *what = argc > 1 ? argv[1] : "all";
+    if (!strcmp(what, "decode")) {
+        if (argc < 4) {
+            fprintf(stderr, "usage: bench_agent decode CKPT CONFIG [REPS]\n");
+            return 2;
+        }
+        return bench_decode(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : 200);
+    }
     if (!strcmp(what, "general")) {
         if (argc < 3) {
             fprintf(stderr, "usage: bench_agent general CKPT [N] [SRC]\n");

@@ -49,12 +49,33 @@ static void trace_record(int ta, int tb, int M, int N, int K, float alpha, int l
     t->calls[t->n++] = (nn_gemm_call){ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
 }
 
-/* Row-major C[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C. */
+/* Row-major C[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C.
+ *
+ * A product with one row or one column (a batch-1 decode step, a layer with
+ * one output) goes to cblas_sgemv: sgemm would pack the whole weight matrix
+ * into its panel layout first, which for a single row costs as much as the
+ * product itself. beta == 0 clears the output first, as sgemm does, so an
+ * uninitialised output is never read. */
 static void gemm_f(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                    int ldb, float beta, float *C, int ldc)
 {
     if (M <= 0 || N <= 0) return;
     if (trace_cur) trace_record(ta, tb, M, N, K, alpha, lda, ldb, beta, ldc);
+    if (K > 0 && M == 1) {
+        /* c[N] = alpha op(B)^T a + beta c, a = row 0 of op(A) */
+        if (beta == 0.0f) memset(C, 0, (size_t)N * sizeof *C);
+        cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K, tb ? K : N, alpha, B, ldb, A,
+                    ta ? lda : 1, beta, C, 1);
+        return;
+    }
+    if (K > 0 && N == 1) {
+        /* c[M] (stride ldc) = alpha op(A) b + beta c, b = column 0 of op(B) */
+        if (beta == 0.0f)
+            for (int i = 0; i < M; i++) C[(size_t)i * ldc] = 0.0f;
+        cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, ta ? K : M, ta ? M : K, alpha, A, lda, B,
+                    tb ? 1 : ldb, beta, C, ldc);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha,
                 A, lda, B, ldb, beta, C, ldc);
 }
