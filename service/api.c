@@ -10,6 +10,7 @@
 #include "service/api.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,7 +246,7 @@ int api_decide(const model_job *job, const model_cluster *cl, const api_opts *o,
         snprintf(d->placement_by, sizeof d->placement_by, "%s",
                  placer_method_name((placer_method)o->placement));
     } else {
-        snprintf(d->why, sizeof d->why, "placement %s: %s",
+        snprintf(d->why, sizeof d->why, "placement %s: %.900s",
                  placer_method_name((placer_method)o->placement), msg);
     }
     return 0;
@@ -275,16 +276,26 @@ json_t *api_policy_json(const pslot_entry *pol) {
 
 /* ---- request bodies --------------------------------------------------------------- */
 
-/* A parsed /v1/place body. */
+/* A parsed /v1/place body, and the memo of its last deterministic policy
+ * answer: the JSON text of the answer without its closing brace (elapsed_us
+ * and cached are appended per request), for the policy generation that
+ * decoded it. The parse is immutable; the memo is guarded by memo_lock. */
 typedef struct {
     cfg_run *run;
     api_opts opts;
+    pthread_mutex_t memo_lock;
+    uint64_t memo_gen; /* 0: no memo */
+    char *memo;        /* malloc'd, memo_len bytes, no NUL needed */
+    size_t memo_len;
+    int memo_feasible;
 } place_body;
 
 static void place_body_free(void *p) {
     place_body *b = p;
     if (!b) return;
     cfg_free(b->run);
+    pthread_mutex_destroy(&b->memo_lock);
+    free(b->memo);
     free(b);
 }
 
@@ -296,6 +307,7 @@ static place_body *parse_place(const api_env *env, const web_request *req, char 
     if (!root) return NULL;
     place_body *b = calloc(1, sizeof *b);
     if (!b) snprintf(err, errlen, "out of memory");
+    else pthread_mutex_init(&b->memo_lock, NULL);
     if (!b || rj_check_keys(root, "", keys, 4, err, errlen)) goto fail;
     b->run = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
                          json_object_get(root, "model"), &env->limits, err, errlen);
@@ -335,12 +347,94 @@ static void *parse_place_v(const api_env *env, const web_request *req, char *err
 
 /* ---- POST /v1/place ------------------------------------------------------------------ */
 
+/* A policy decode is memoised when it is a function of the body and the
+ * policy alone: greedy, or sampling with no time budget (the seed is in
+ * the body). Solvers and placers are cheap and always run. */
+static int memoisable(const api_opts *o) {
+    return o->from_policy && (o->decode == AGENT_DECODE_GREEDY || o->budget_ms == 0);
+}
+
+/* reply_answer sends text[len] (a JSON object without its closing brace)
+ * with "cached" and "elapsed_us" appended. Returns 0, or -1 when out of
+ * memory (rep untouched). */
+static int reply_answer(web_reply *rep, const web_request *req, const char *text, size_t len,
+                        int cached, int feasible) {
+    char tail[64];
+    int n = snprintf(tail, sizeof tail, ",\"cached\":%s,\"elapsed_us\":%lld}",
+                     cached ? "true" : "false", web_elapsed_us(req));
+    char *body = malloc(len + (size_t)n + 1);
+    if (!body) return -1;
+    memcpy(body, text, len);
+    memcpy(body + len, tail, (size_t)n + 1);
+    free(rep->body);
+    rep->status = 200;
+    rep->body = body;
+    rep->len = len + (size_t)n;
+    rep->content_type = NULL;
+    if (!feasible) snprintf(rep->note, sizeof rep->note, "infeasible");
+    return 0;
+}
+
+/* memo_answer replies from b's memo when it was decoded by generation gen.
+ * Returns 1 when it replied, else 0. */
+static int memo_answer(place_body *b, uint64_t gen, const web_request *req, web_reply *rep) {
+    int done = 0;
+    pthread_mutex_lock(&b->memo_lock);
+    if (b->memo && b->memo_gen == gen)
+        done = reply_answer(rep, req, b->memo, b->memo_len, 1, b->memo_feasible) == 0;
+    pthread_mutex_unlock(&b->memo_lock);
+    return done;
+}
+
+/* memo_keep stores text[len] as b's memo for generation gen (a copy; on
+ * allocation failure the memo is simply not kept). */
+static void memo_keep(place_body *b, uint64_t gen, const char *text, size_t len, int feasible) {
+    char *copy = malloc(len ? len : 1);
+    if (!copy) return;
+    memcpy(copy, text, len);
+    pthread_mutex_lock(&b->memo_lock);
+    free(b->memo);
+    b->memo = copy;
+    b->memo_len = len;
+    b->memo_gen = gen;
+    b->memo_feasible = feasible;
+    pthread_mutex_unlock(&b->memo_lock);
+}
+
+/* place_answer renders d as the /v1/place answer, without elapsed_us and
+ * cached. Returns a new reference (NULL when out of memory). */
+static json_t *place_answer(const api_env *env, const place_body *b, const pslot_entry *pol,
+                            const api_decision *d, int *feasible_out) {
+    const model_job *job = &b->run->jobs[0];
+    const model_cluster *cl = &b->run->cluster;
+    const model_plan *p = d->final;
+    int placed = d->found && p->placed;
+    int feasible = d->found && p->reason == MODEL_FEASIBLE && !d->why[0];
+    json_t *o = json_object();
+    json_object_set_new(o, "feasible", json_boolean(feasible));
+    if (!feasible) json_object_set_new(o, "reason", json_string(d->why[0] ? d->why : p->why));
+    json_object_set_new(o, "plan", d->found ? env->plan_json(job, cl, p) : json_null());
+    json_object_set_new(o, "placement", placed ? api_tasks_json(cl, p, d->task_node) : json_null());
+    int scored = d->found && (p->reason == MODEL_FEASIBLE || p->placed);
+    json_object_set_new(o, "throughput", scored ? json_real(p->throughput) : json_null());
+    json_object_set_new(o, "cost", scored ? json_real(p->cost) : json_null());
+    json_object_set_new(o, "traffic",
+                        placed ? json_pack("{s:f, s:f}", "cross_node_bytes", p->cross_node_bytes,
+                                           "cross_zone_bytes", p->cross_zone_bytes)
+                               : json_null());
+    json_object_set_new(o, "plan_from", json_string(d->plan_from));
+    json_object_set_new(o, "placement_by",
+                        d->placement_by[0] ? json_string(d->placement_by) : json_null());
+    json_object_set_new(o, "policy", api_policy_json(b->opts.from_policy ? pol : NULL));
+    if (b->opts.from_policy) json_object_set_new(o, "samples_used", json_integer(d->samples_used));
+    *feasible_out = feasible;
+    return o;
+}
+
 void api_place(const api_env *env, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
     place_body *b = cached_body(env, req, rep, KIND_PLACE, parse_place_v, place_body_free, &ref);
     if (!b) return;
-    const model_job *job = &b->run->jobs[0];
-    const model_cluster *cl = &b->run->cluster;
     const pslot_entry *pol = pslot_acquire(env->policy);
     if (b->opts.from_policy && !pol) {
         web_reply_error(rep, 503, "no policy loaded: start the daemon with --policy, or name "
@@ -349,39 +443,32 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         rc_release(env->cache, ref);
         return;
     }
+    int memo = memoisable(&b->opts);
+    if (memo && memo_answer(b, pol->generation, req, rep)) {
+        if (env->counters) env->counters->memo_hits++;
+        pslot_release(env->policy, pol);
+        rc_release(env->cache, ref);
+        return;
+    }
+    if (memo && env->counters) env->counters->memo_misses++;
     api_decision d;
     char err[1024];
-    int rc = api_decide(job, cl, &b->opts, b->opts.from_policy ? pol : NULL, &d, err, sizeof err);
+    int rc = api_decide(&b->run->jobs[0], &b->run->cluster, &b->opts,
+                        b->opts.from_policy ? pol : NULL, &d, err, sizeof err);
     if (rc != 0) {
         web_reply_error(rep, rc, "%s", err);
     } else {
-        const model_plan *p = d.final;
-        int placed = d.found && p->placed;
-        int feasible = d.found && p->reason == MODEL_FEASIBLE && !d.why[0];
-        json_t *o = json_object();
-        json_object_set_new(o, "feasible", json_boolean(feasible));
-        if (!feasible)
-            json_object_set_new(o, "reason", json_string(d.why[0] ? d.why : p->why));
-        json_object_set_new(o, "plan", d.found ? env->plan_json(job, cl, p) : json_null());
-        json_object_set_new(o, "placement",
-                            placed ? api_tasks_json(cl, p, d.task_node) : json_null());
-        int scored = d.found && (p->reason == MODEL_FEASIBLE || p->placed);
-        json_object_set_new(o, "throughput", scored ? json_real(p->throughput) : json_null());
-        json_object_set_new(o, "cost", scored ? json_real(p->cost) : json_null());
-        json_object_set_new(o, "traffic",
-                            placed ? json_pack("{s:f, s:f}", "cross_node_bytes",
-                                               p->cross_node_bytes, "cross_zone_bytes",
-                                               p->cross_zone_bytes)
-                                   : json_null());
-        json_object_set_new(o, "plan_from", json_string(d.plan_from));
-        json_object_set_new(o, "placement_by",
-                            d.placement_by[0] ? json_string(d.placement_by) : json_null());
-        json_object_set_new(o, "policy", api_policy_json(b->opts.from_policy ? pol : NULL));
-        if (b->opts.from_policy)
-            json_object_set_new(o, "samples_used", json_integer(d.samples_used));
-        json_object_set_new(o, "elapsed_us", json_integer(web_elapsed_us(req)));
-        web_reply_json(rep, 200, o);
-        if (!feasible) snprintf(rep->note, sizeof rep->note, "infeasible");
+        int feasible = 0;
+        json_t *o = place_answer(env, b, pol, &d, &feasible);
+        char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+        size_t len = text ? strlen(text) : 0;
+        json_decref(o);
+        if (!text || len < 2 || reply_answer(rep, req, text, len - 1, 0, feasible)) {
+            web_reply_error(rep, 500, "out of memory");
+        } else if (memo) {
+            memo_keep(b, pol->generation, text, len - 1, feasible);
+        }
+        free(text);
     }
     api_decision_free(&d);
     pslot_release(env->policy, pol);

@@ -10,8 +10,11 @@
  * Bodies carry `cluster` and `job` in the config schema (service/runjson.h)
  * and small `options` objects; docs/serve.md is the reference of every key,
  * answer and status. Parsed bodies are cached by their bytes
- * (service/reqcache.h); the plan, placement and scores are computed on
- * every request.
+ * (service/reqcache.h). The plan, placement and scores are computed on
+ * every request, with one exception: a deterministic policy decode (greedy,
+ * or sampling with a seed and no time budget) of a body seen before is
+ * answered from that body's memo while the same policy generation serves
+ * (`"cached": true` in the answer); a reload starts every memo afresh.
  *
  * The same decision procedure (api_decide) serves /v1/place and the
  * extender, so that a pod is placed where /v1/place would put its task.
@@ -39,6 +42,11 @@
 typedef json_t *(*api_plan_json_fn)(const model_job *job, const model_cluster *cl,
                                     const model_plan *plan);
 
+/* Counters the handlers bump (atomics: any thread); owned by the server. */
+typedef struct {
+    _Atomic uint64_t memo_hits, memo_misses; /* /v1/place policy decodes */
+} api_counters;
+
 /* What the handlers share; owned by the server. */
 typedef struct {
     pslot *policy;         /* the current policy, may hold none */
@@ -47,6 +55,7 @@ typedef struct {
     rj_limits limits;      /* per-request limits */
     long max_budget_ms;    /* largest budget_ms a request may ask for */
     api_plan_json_fn plan_json;
+    api_counters *counters;
 } api_env;
 
 #define API_DEFAULT_MAX_BUDGET_MS 10000L

@@ -150,10 +150,16 @@ char *metrics_render(metrics *m, const metrics_extra *x, size_t *len) {
                 "strata_parse_cache_total{result=\"hit\"} %llu\n"
                 "strata_parse_cache_total{result=\"miss\"} %llu\n"
                 "# HELP strata_parse_cache_entries Parsed bodies held.\n"
-                "# TYPE strata_parse_cache_entries gauge\nstrata_parse_cache_entries %d\n",
+                "# TYPE strata_parse_cache_entries gauge\nstrata_parse_cache_entries %d\n"
+                "# HELP strata_decode_memo_total Deterministic policy decodes of /v1/place "
+                "answered from the body's memo (hit) or decoded (miss).\n"
+                "# TYPE strata_decode_memo_total counter\n"
+                "strata_decode_memo_total{result=\"hit\"} %llu\n"
+                "strata_decode_memo_total{result=\"miss\"} %llu\n",
                 (unsigned long long)x->reloads_ok, (unsigned long long)x->reloads_failed,
                 x->inflight, x->jobs, (unsigned long long)x->cache_hits,
-                (unsigned long long)x->cache_misses, x->cache_entries);
+                (unsigned long long)x->cache_misses, x->cache_entries,
+                (unsigned long long)x->memo_hits, (unsigned long long)x->memo_misses);
     }
     if (fclose(f) != 0) {
         free(buf);

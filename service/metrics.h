@@ -63,6 +63,7 @@ typedef struct {
     int jobs;                   /* jobs registered for the extender */
     uint64_t cache_hits, cache_misses;
     int cache_entries;
+    uint64_t memo_hits, memo_misses; /* memoised policy answers of /v1/place */
 } metrics_extra;
 
 /* metrics_render writes the page into a new malloc'd string (*len bytes,

@@ -46,6 +46,7 @@ struct srv_server {
     int port;
     metrics *m;
     api_env env;
+    api_counters counters;
     atomic_int inflight;
     atomic_int draining;
 };
@@ -251,6 +252,8 @@ static void handle_metrics(srv_server *s, web_reply *rep) {
     x.inflight = atomic_load(&s->inflight);
     x.jobs = jobs_count(s->env.jobs);
     rc_stats(s->env.cache, &x.cache_hits, &x.cache_misses, &x.cache_entries);
+    x.memo_hits = atomic_load(&s->counters.memo_hits);
+    x.memo_misses = atomic_load(&s->counters.memo_misses);
     size_t len = 0;
     char *page = metrics_render(s->m, &x, &len);
     if (!page) {
@@ -547,6 +550,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     s->env.limits = c->limits;
     s->env.max_budget_ms = c->max_budget_ms;
     s->env.plan_json = c->plan_json;
+    s->env.counters = &s->counters;
     if (!s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
         (c->policy_path && !s->policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");

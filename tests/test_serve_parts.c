@@ -134,13 +134,15 @@ static void test_metrics_page(void **state) {
                                  "20.001800000\n"));
     assert_null(strstr(page, "path=\"/v1/cost\""));
     free(page);
-    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7};
+    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7, 11, 13};
     page = metrics_render(m, &x, &len);
     assert_non_null(strstr(page, "strata_policy_loaded 1\n"));
     assert_non_null(strstr(page, "strata_policy_step 4200\n"));
     assert_non_null(strstr(page, "strata_policy_load_duration_seconds 0.250000\n"));
     assert_non_null(strstr(page, "strata_policy_loads_total{result=\"error\"} 1\n"));
     assert_non_null(strstr(page, "strata_parse_cache_total{result=\"miss\"} 4\n"));
+    assert_non_null(strstr(page, "strata_decode_memo_total{result=\"hit\"} 11\n"));
+    assert_non_null(strstr(page, "strata_decode_memo_total{result=\"miss\"} 13\n"));
     free(page);
     metrics_free(m);
 }

@@ -7,11 +7,14 @@
  *
  *   - /readyz and /metrics report it (file, step, hash, generation);
  *   - /v1/place plans and places with it, and its figures are those
- *     /v1/cost gives for the same assignment and placement, to 1e-12;
+ *     /v1/cost gives for the same assignment and placement, to 1e-12; the
+ *     same body again is answered from its memo with the same answer, a
+ *     time-budgeted sampling request never is;
  *   - under load, the file is replaced by the other checkpoint and SIGHUP
  *     sent: every request is answered 200, the new hash serves afterwards;
  *     then the file is replaced by garbage and SIGHUP sent again: still
- *     every request 200, the second policy keeps serving, the log says why;
+ *     every request 200, the second policy keeps serving, the log says why
+ *     (the memo of the repeated body never answers for the old policy);
  *   - the extender plans with the policy.
  *
  * Were agent/policy.c the placeholder that loads nothing, these tests would
@@ -88,7 +91,7 @@ static int run(const char *cmd) {
 }
 
 static int copy_file(const char *from, const char *to) {
-    char tmp[1200], cmd[4096];
+    char tmp[1200], cmd[5120];
     snprintf(tmp, sizeof tmp, "%s.tmp", to);
     snprintf(cmd, sizeof cmd, "cp '%s' '%s' && mv '%s' '%s'", from, tmp, tmp, to);
     return run(cmd);
@@ -202,6 +205,24 @@ static void test_place_with_policy(void **state) {
     sv_resp_free(&r);
     free(body);
     assert_string_equal(json_string_value(json_object_get(o, "plan_from")), "policy");
+    assert_true(json_is_false(json_object_get(o, "cached")));
+    /* The same body again: answered from its memo, the same answer but for
+     * "cached" and "elapsed_us". */
+    body = tiny_body(NULL);
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 200);
+    json_t *again = sv_body_json(&r);
+    sv_resp_free(&r);
+    free(body);
+    assert_true(json_is_true(json_object_get(again, "cached")));
+    assert_true(json_integer_value(json_object_get(again, "elapsed_us")) >= 0);
+    json_object_del(again, "cached");
+    json_object_del(again, "elapsed_us");
+    json_t *first = json_deep_copy(o);
+    json_object_del(first, "cached");
+    json_object_del(first, "elapsed_us");
+    assert_true(json_equal(first, again));
+    json_decref(first);
+    json_decref(again);
     json_t *used = json_object_get(o, "policy");
     assert_string_equal(json_string_value(json_object_get(used, "hash")), hash);
     assert_int_equal(json_integer_value(json_object_get(used, "step")), step);
@@ -239,14 +260,18 @@ static void test_place_with_policy(void **state) {
     json_decref(c);
     json_decref(o);
 
-    /* Sampling: at most the plans asked for. */
-    body = tiny_body("{\"decode\": \"sample\", \"samples\": 4, \"seed\": 7}");
-    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 200);
-    o = sv_body_json(&r);
-    json_int_t n = json_integer_value(json_object_get(o, "samples_used"));
-    assert_true(n >= 1 && n <= 4);
-    json_decref(o);
-    sv_resp_free(&r);
+    /* Sampling: at most the plans asked for. With a time budget the answer
+     * depends on the clock, so it is decoded every time, never memoised. */
+    body = tiny_body("{\"decode\": \"sample\", \"samples\": 4, \"seed\": 7, \"budget_ms\": 500}");
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 200);
+        o = sv_body_json(&r);
+        json_int_t n = json_integer_value(json_object_get(o, "samples_used"));
+        assert_true(n >= 1 && n <= 4);
+        assert_true(json_is_false(json_object_get(o, "cached")));
+        json_decref(o);
+        sv_resp_free(&r);
+    }
     free(body);
 
     /* The metrics carry the policy. */
@@ -255,6 +280,8 @@ static void test_place_with_policy(void **state) {
     assert_true(series(r.body, "strata_policy_step") == (double)step);
     assert_true(series(r.body, "strata_policy_load_duration_seconds") > 0);
     assert_true(series(r.body, "strata_policy_loads_total{result=\"ok\"}") == 1);
+    assert_true(series(r.body, "strata_decode_memo_total{result=\"hit\"}") == 1);
+    assert_true(series(r.body, "strata_decode_memo_total{result=\"miss\"}") == 1);
     sv_resp_free(&r);
     json_decref(ready);
     assert_int_equal(sv_stop(&p), 0);
