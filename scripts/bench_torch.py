@@ -11,8 +11,12 @@ passes after two warm-ups.
 Threads are matched: --threads N sets torch.set_num_threads(N) and, before
 torch is imported, OMP_NUM_THREADS and OPENBLAS_NUM_THREADS (Debian's torch
 calls OpenBLAS, whose own thread pool torch.set_num_threads does not touch).
+--torch-threads M overrides the first two: with N > 1 the two pools of
+N threads each oversubscribe the cores (torch's OpenMP workers spin while
+OpenBLAS works), and torch is fastest with M = 1 and OpenBLAS on N threads,
+so bench/run_nets.sh reports both.
 
-Usage: /usr/bin/python3 scripts/bench_torch.py [--threads N] [--reps R]
+Usage: /usr/bin/python3 scripts/bench_torch.py [--threads N] [--torch-threads M] [--reps R]
 Output: one "RESULT B H torch_ms" line per case (bench/run_nets.sh joins
 them with bench_nets' lines).
 """
@@ -26,14 +30,16 @@ import time
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--torch-threads", type=int, default=0)
     ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args()
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    intra = args.torch_threads if args.torch_threads > 0 else args.threads
+    os.environ["OMP_NUM_THREADS"] = str(intra)
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     import torch  # after the thread variables, on purpose
     import torch.nn.functional as F
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(intra)
     torch.manual_seed(0)
 
     class RefNet(torch.nn.Module):
@@ -62,7 +68,7 @@ def main():
             return (-adv * chosen - beta * ent).sum()
 
     T, V, E, K, C = 16, 64, 32, 32, 16
-    print(f"bench_torch: torch {torch.__version__}, threads {args.threads}, median of {args.reps}", file=sys.stderr)
+    print(f"bench_torch: torch {torch.__version__}, threads {intra} (OpenBLAS {args.threads}), median of {args.reps}", file=sys.stderr)
     for B in (256, 1024):
         for H in (128, 256):
             net = RefNet(V, E, H, H, C)
