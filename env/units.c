@@ -186,6 +186,31 @@ static int match_suffix(units_kind kind, const char *suf, units_scale *sc)
     return SUF_BAD;
 }
 
+
+/* shown_text writes the first 80 characters of s[n] (with "..." when cut)
+ * into out[len] for a message, and returns out. */
+static const char *shown_text(char *out, size_t len, const char *s, size_t n)
+{
+    snprintf(out, len, "%.*s%s", (int)(n < 80 ? n : 80), s, n > 80 ? "..." : "");
+    return out;
+}
+
+/* put_long writes v in decimal, NUL-terminated, into out (room for 21
+ * characters). By hand: a config holds hundreds of figures, and snprintf
+ * was a good share of reading them. */
+static void put_long(char *out, long v)
+{
+    char tmp[24], *d = tmp + sizeof tmp;
+    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+    *--d = '\0';
+    do
+        *--d = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--d = '-';
+    memcpy(out, d, (size_t)(tmp + sizeof tmp - d));
+}
+
 int units_parse(units_kind kind, const char *text, double *out, char *err,
                 size_t errlen)
 {
@@ -200,13 +225,11 @@ int units_parse(units_kind kind, const char *text, double *out, char *err,
         snprintf(err, errlen, "expected %s, got an empty value", units_expect(kind));
         return -1;
     }
-    /* shown: the trimmed text, for messages */
+    /* shown: the trimmed text, for messages (built only on error) */
     char shown[96];
-    snprintf(shown, sizeof shown, "%.*s%s", (int)(n < 80 ? n : 80), s,
-             n > 80 ? "..." : "");
     if (n >= sizeof buf) {
         snprintf(err, errlen, "expected %s, got \"%s\" (too long)", units_expect(kind),
-                 shown);
+                 shown_text(shown, sizeof shown, s, n));
         return -1;
     }
     memcpy(buf, s, n);
@@ -218,7 +241,7 @@ int units_parse(units_kind kind, const char *text, double *out, char *err,
     size_t mant;
     size_t len = scan_number(p, kind == UNITS_COUNT, &mant);
     if (len == 0) {
-        snprintf(err, errlen, "expected %s, got \"%s\"", units_expect(kind), shown);
+        snprintf(err, errlen, "expected %s, got \"%s\"", units_expect(kind), shown_text(shown, sizeof shown, s, n));
         return -1;
     }
     const char *suf = p + len;
@@ -232,16 +255,16 @@ int units_parse(units_kind kind, const char *text, double *out, char *err,
             if (kind == UNITS_BYTES)
                 snprintf(err, errlen,
                          "ambiguous unit in \"%s\": write B for bytes, e.g. 16GB or 16GiB",
-                         shown);
+                         shown_text(shown, sizeof shown, s, n));
             else
                 snprintf(err, errlen,
                          "ambiguous unit in \"%s\": write B/s for bytes or bit/s (bps) "
                          "for bits, e.g. 3.1GB/s or 25Gbit/s",
-                         shown);
+                         shown_text(shown, sizeof shown, s, n));
             return -1;
         }
         if (m != SUF_OK) {
-            snprintf(err, errlen, "expected %s, got \"%s\"", units_expect(kind), shown);
+            snprintf(err, errlen, "expected %s, got \"%s\"", units_expect(kind), shown_text(shown, sizeof shown, s, n));
             return -1;
         }
     }
@@ -257,21 +280,23 @@ int units_parse(units_kind kind, const char *text, double *out, char *err,
         if (e < -100000)
             e = -100000;
     }
-    char num[300];
-    snprintf(num, sizeof num, "%.*se%ld", (int)mant, p, e + sc.shift);
+    char num[300]; /* mantissa (< 256 chars), 'e', exponent */
+    memcpy(num, p, mant);
+    num[mant] = 'e';
+    put_long(num + mant + 1, e + sc.shift);
     errno = 0;
     double v = strtod(num, NULL);
     if (errno == ERANGE || !isfinite(v)) {
-        snprintf(err, errlen, "\"%s\" is out of range", shown);
+        snprintf(err, errlen, "\"%s\" is out of range", shown_text(shown, sizeof shown, s, n));
         return -1;
     }
     v *= sc.mult;
     if (!isfinite(v)) {
-        snprintf(err, errlen, "\"%s\" is out of range", shown);
+        snprintf(err, errlen, "\"%s\" is out of range", shown_text(shown, sizeof shown, s, n));
         return -1;
     }
     if (kind == UNITS_COUNT && (v > (double)INT_MAX || v < (double)INT_MIN)) {
-        snprintf(err, errlen, "\"%s\" is out of range (at most %d)", shown, INT_MAX);
+        snprintf(err, errlen, "\"%s\" is out of range (at most %d)", shown_text(shown, sizeof shown, s, n), INT_MAX);
         return -1;
     }
     *out = v;
