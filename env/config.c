@@ -1500,6 +1500,29 @@ cfg_run *cfg_load_buffer(const char *name, const char *text, size_t len, char *e
     return run;
 }
 
+cfg_run *cfg_load_document(const char *name, yaml_document_t *doc, char *err, size_t errlen)
+{
+    cfg_ctx c;
+    ctx_init(&c, err, errlen);
+    c.no_include = 1;
+    if (!name)
+        name = "<document>";
+    cfg_run *run = NULL;
+    int idx = add_file(&c, name);
+    if (idx < 0) {
+        say(&c, "%s: out of memory", name);
+        yaml_document_delete(doc);
+    } else {
+        c.files[idx]->doc = *doc; /* the context deletes it from here on */
+        c.files[idx]->has_doc = 1;
+        if (load_top(&c, idx) == 0)
+            run = build_run(&c, name);
+    }
+    memset(doc, 0, sizeof *doc);
+    ctx_free(&c);
+    return run;
+}
+
 void cfg_free(cfg_run *run)
 {
     if (!run)

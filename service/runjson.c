@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <yaml.h>
+
 #include "solvers/fit.h"
 
 void rj_describe(const json_t *v, char *buf, size_t len) {
@@ -73,6 +75,63 @@ static void strip_position(char *msg) {
     memmove(msg, p, strlen(p) + 1);
 }
 
+static int add_pair(yaml_document_t *d, int map, const char *key, const json_t *v);
+
+/* to_yaml adds JSON value v to the YAML document d as a YAML parser would
+ * have read it from JSON text: strings as double-quoted scalars; numbers,
+ * booleans and null as plain ones (reals as jansson prints them: 17
+ * significant digits, ".0" when integral). Returns the node id, or 0 when
+ * out of memory. Building the document directly spares printing the body
+ * and parsing it again, most of a new request's parse time. */
+static int to_yaml(yaml_document_t *d, const json_t *v) {
+    char num[40];
+    const char *text = num;
+    yaml_scalar_style_t style = YAML_PLAIN_SCALAR_STYLE;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        int id = yaml_document_add_mapping(d, NULL, YAML_ANY_MAPPING_STYLE);
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)v, key, val) {
+            if (!id || !add_pair(d, id, key, val)) return 0;
+        }
+        return id;
+    }
+    case JSON_ARRAY: {
+        int id = yaml_document_add_sequence(d, NULL, YAML_ANY_SEQUENCE_STYLE);
+        size_t i;
+        json_t *item;
+        json_array_foreach(v, i, item) {
+            int c = id ? to_yaml(d, item) : 0;
+            if (!c || !yaml_document_append_sequence_item(d, id, c)) return 0;
+        }
+        return id;
+    }
+    case JSON_STRING:
+        return yaml_document_add_scalar(d, NULL, (yaml_char_t *)json_string_value(v),
+                                        (int)json_string_length(v),
+                                        YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+    case JSON_INTEGER: snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+    case JSON_REAL:
+        snprintf(num, sizeof num, "%.17g", json_real_value(v));
+        if (!strpbrk(num, ".eEni")) strcat(num, ".0");
+        break;
+    case JSON_TRUE: text = "true"; break;
+    case JSON_FALSE: text = "false"; break;
+    default: text = "null"; break;
+    }
+    return yaml_document_add_scalar(d, NULL, (yaml_char_t *)text, -1, style);
+}
+
+/* add_pair appends key: v to mapping node map of d. Returns 1, or 0 when
+ * out of memory. */
+static int add_pair(yaml_document_t *d, int map, const char *key, const json_t *v) {
+    int k = yaml_document_add_scalar(d, NULL, (yaml_char_t *)key, -1,
+                                     YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+    int c = k ? to_yaml(d, v) : 0;
+    return c && yaml_document_append_mapping_pair(d, map, k, c);
+}
+
 cfg_run *rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
                      const rj_limits *lim, char *err, size_t errlen) {
     char d[96];
@@ -98,17 +157,17 @@ cfg_run *rj_load_run(const json_t *cluster, const json_t *job, const json_t *mod
         check_count(cluster, "cluster", "types", "types", lim->max_types, err, errlen) ||
         check_count(job, "job", "layers", "layers", lim->max_layers, err, errlen))
         return NULL;
-    json_t *doc = json_object();
-    if (!doc) goto oom;
-    if (model) json_object_set(doc, "model", (json_t *)model);
-    json_object_set(doc, "cluster", (json_t *)cluster);
-    json_object_set(doc, "job", (json_t *)job);
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    json_decref(doc);
-    if (!text) goto oom;
+    yaml_document_t doc;
+    if (!yaml_document_initialize(&doc, NULL, NULL, NULL, 1, 1)) goto oom;
+    int root = yaml_document_add_mapping(&doc, NULL, YAML_ANY_MAPPING_STYLE);
+    int ok = root > 0 && (!model || add_pair(&doc, root, "model", model)) &&
+             add_pair(&doc, root, "cluster", cluster) && add_pair(&doc, root, "job", job);
+    if (!ok) {
+        yaml_document_delete(&doc);
+        goto oom;
+    }
     char msg[2048];
-    cfg_run *run = cfg_load_buffer("request", text, strlen(text), msg, sizeof msg);
-    free(text);
+    cfg_run *run = cfg_load_document("request", &doc, msg, sizeof msg);
     if (!run) {
         strip_position(msg);
         snprintf(err, errlen, "%s", msg);
