@@ -1,6 +1,7 @@
 /* test_nets_grad.c -- every layer's backward (nets/layers) against central
  * finite differences in double precision, hand-worked forward values, and
- * the float kernels (both vmath variants) against the double ones.
+ * the float kernels (both vmath variants) against the double ones, the
+ * dense layer also on thin shapes (the float GEMV path).
  *
  * The finite-difference checks run the double instantiation of the layer
  * kernels (nn_*_d), generated from the same source as the float ones (see
@@ -679,6 +680,50 @@ static void test_lstm_float_vs_double(void **state)
     free(dxf), free(dwihf), free(dwhhf), free(dbf), free(dh0f), free(dc0f), free(workf);
 }
 
+/* The float dense layer on thin shapes against the double one. A product
+ * with one row or one column goes to sgemv in float (nets/layers.c), while
+ * the double kernel always calls dgemm, so this checks the GEMV path in all
+ * the transposes dense uses: forward with N = 1 (a decode step) or O = 1
+ * (a scorer's output), backward's dW with O = 1 or In = 1, dX with N = 1 or
+ * In = 1. Outputs start as NaN (beta 0 must not read them), gradients as
+ * G0 (beta 1 must add to them). */
+static void test_dense_thin_float_vs_double(void **state)
+{
+    (void)state;
+    static const int shapes[][3] = {{1, 5, 7}, {4, 5, 1}, {1, 5, 1}, {4, 1, 3}, {1, 1, 1}, {3, 6, 4}};
+    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) {
+        int N = shapes[c][0], In = shapes[c][1], O = shapes[c][2];
+        size_t ni = (size_t)N * In, nw = (size_t)O * In, no = (size_t)N * O;
+        double *in = rnd(ni, 1), *w = rnd(nw, 1), *b = rnd(O, 1), *dout = rnd(no, 1);
+        double *all[] = {in, w, b, dout};
+        size_t sz[] = {ni, nw, (size_t)O, no};
+        for (int a = 0; a < 4; a++)
+            for (size_t i = 0; i < sz[a]; i++) all[a][i] = (double)(float)all[a][i];
+        double *out = filled(no, 0), *din = filled(ni, G0), *dw = filled(nw, G0), *db = filled(O, G0);
+        nn_dense_forward_d(out, in, w, b, N, In, O);
+        nn_dense_backward_d(din, dw, db, dout, in, w, N, In, O);
+        float *inf_ = to_f(in, ni), *wf = to_f(w, nw), *bf = to_f(b, O), *doutf = to_f(dout, no);
+        float *outf = malloc(no * sizeof *outf), *dinf = malloc(ni * sizeof *dinf),
+              *dwf = malloc(nw * sizeof *dwf), *dbf = malloc((size_t)O * sizeof *dbf);
+        for (size_t i = 0; i < no; i++) outf[i] = NAN;
+        for (size_t i = 0; i < ni; i++) dinf[i] = (float)G0;
+        for (size_t i = 0; i < nw; i++) dwf[i] = (float)G0;
+        for (int i = 0; i < O; i++) dbf[i] = (float)G0;
+        nn_dense_forward(outf, inf_, wf, bf, N, In, O);
+        nn_dense_backward(dinf, dwf, dbf, doutf, inf_, wf, N, In, O);
+        double e[] = {maxdiff(outf, out, no), maxdiff(dinf, din, ni), maxdiff(dwf, dw, nw),
+                      maxdiff(dbf, db, (size_t)O)};
+        const char *en[] = {"out", "din", "dw", "db"};
+        for (int i = 0; i < 4; i++) {
+            print_message("  dense %dx%d->%d float vs double %-4s %.2e\n", N, In, O, en[i], e[i]);
+            if (!(e[i] < 1e-6))
+                fail_msg("dense %dx%d->%d: %s off by %.3e", N, In, O, en[i], e[i]);
+        }
+        free(in), free(w), free(b), free(dout), free(out), free(din), free(dw), free(db);
+        free(inf_), free(wf), free(bf), free(doutf), free(outf), free(dinf), free(dwf), free(dbf);
+    }
+}
+
 int main(void)
 {
     rng_init(&test_rng, 20240607);
@@ -692,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_vmath_variants),
         cmocka_unit_test(test_lstm_float_vs_double),
+        cmocka_unit_test(test_dense_thin_float_vs_double),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
