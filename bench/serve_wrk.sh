@@ -10,6 +10,7 @@
 #
 #   bench/serve_wrk.sh [--policy FILE.h5] [--duration S] [--connections N]
 #                      [--miss] [--million] [--cost] [--bin PATH]
+#                      [--healthz] [--threads N] [--wrk-threads N]
 #
 #   --policy F     the policy plans and places (default: no policy; the
 #                  requests name plan_method greedy and placement zone)
@@ -20,7 +21,12 @@
 #                  and report resident memory along the way
 #   --cost         post the same job to /v1/cost with a given plan instead:
 #                  no planner runs, so this is the daemon's own cost
+#   --healthz      GET /healthz instead: no work at all, so its latencies
+#                  are the floor set by loopback HTTP and the machine
 #   --bin PATH     the strata program (default $STRATA_BIN or build/strata)
+#   --threads N    the daemon's request threads (default 2)
+#   --wrk-threads N  wrk's threads (default 2); on loopback they share the
+#                  cores with the daemon, and one is enough to load it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +37,9 @@ CONN=16
 MISS=""
 MILLION=0
 COST=0
+HEALTHZ=0
+THREADS=2
+WRK_THREADS=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --policy) POLICY=$2; shift 2 ;;
@@ -39,8 +48,11 @@ while [ $# -gt 0 ]; do
     --miss) MISS=miss; shift ;;
     --million) MILLION=1; shift ;;
     --cost) COST=1; shift ;;
+    --healthz) HEALTHZ=1; shift ;;
     --bin) BIN=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --wrk-threads) WRK_THREADS=$2; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "serve_wrk.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -60,7 +72,7 @@ cleanup() {
 trap cleanup EXIT
 
 MODE=greedy
-ARGS=(serve --listen 127.0.0.1:0 --threads 2)
+ARGS=(serve --listen 127.0.0.1:0 --threads "$THREADS")
 if [ -n "$POLICY" ]; then MODE=policy; ARGS+=(--policy "$POLICY"); fi
 "$BIN" "${ARGS[@]}" >"$TMP/out" 2>/dev/null &
 PID=$!
@@ -74,6 +86,7 @@ done
 [ -n "$PORT" ] || { echo "serve_wrk.sh: the daemon did not say its port" >&2; exit 1; }
 URL="http://127.0.0.1:$PORT/v1/place"
 if [ "$COST" = 1 ]; then MODE=cost; URL="http://127.0.0.1:$PORT/v1/cost"; fi
+if [ "$HEALTHZ" = 1 ]; then MODE=healthz; URL="http://127.0.0.1:$PORT/healthz"; fi
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$PID/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$PID/stat"; }  # user + system
@@ -82,15 +95,15 @@ TCK=$(getconf CLK_TCK)
 # wrk with a hard time limit; prints its RESULT line.
 run_wrk() {
   local secs=$1
-  timeout $((secs + 60)) wrk -t2 -c"$CONN" -d"${secs}s" --timeout 10s \
+  timeout $((secs + 60)) wrk -t"$WRK_THREADS" -c"$CONN" -d"${secs}s" --timeout 10s \
     -s bench/wrk/place.lua "$URL" -- "$MODE" $MISS | grep '^RESULT'
 }
 
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "daemon: $BIN serve --threads 2 on 127.0.0.1:$PORT, mode $MODE${MISS:+, every body new}"
-echo "request: POST ${URL##*$PORT}, 32 layers, 64 nodes; wrk -t2 -c$CONN"
+echo "daemon: $BIN serve --threads $THREADS on 127.0.0.1:$PORT, mode $MODE${MISS:+, every body new}"
+echo "request: POST ${URL##*$PORT}, 32 layers, 64 nodes; wrk -t$WRK_THREADS -c$CONN"
 
 WARM=$(run_wrk 2)
 if [ "$(field non2xx "$WARM")" != 0 ] || [ "$(field socket_errors "$WARM")" != 0 ]; then

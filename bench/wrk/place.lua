@@ -6,6 +6,8 @@
 --
 -- MODE "policy": the loaded policy plans and places (options {}).
 -- MODE "greedy": no policy needed: options plan_method greedy, placement zone.
+-- MODE "healthz": GET /healthz, no body: the floor that loopback HTTP and
+-- this machine's scheduling put under every latency.
 -- MODE "cost": for POST /v1/cost: score the plan with every layer on A100
 -- (no planner runs: what the daemon itself costs per request).
 -- "miss": every request carries a different job name (1000 bodies in turn),
@@ -55,6 +57,10 @@ function init(args)
   if mode == "policy" then tail = ',"options":{}'
   elseif mode == "cost" then tail = ',"assignment":"A100"'
   else tail = ',"options":{"plan_method":"greedy","placement":"zone"}' end
+  if mode == "healthz" then
+    wrk.method = "GET"
+    return
+  end
   local cl = cluster()
   local n = (args[2] == "miss") and 1000 or 1
   for i = 1, n do
