@@ -41,6 +41,7 @@
 #include "env/config.h"
 #include "solvers/solve.h"
 #include "agent/trainconf.h"
+#include "bench/shipped.h"
 #include "nets/layers.h"
 
 static double now(void) {
@@ -445,10 +446,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "usage: bench_agent general CKPT [N] [SRC]\n");
             return 2;
         }
-        const char *s2 = argc > 4 ? argv[4] : getenv("STRATA_SRC") ? getenv("STRATA_SRC") : "..";
-        return bench_general(argv[2], argc > 3 ? atoi(argv[3]) : 200, s2);
+        return bench_general(argv[2], argc > 3 ? atoi(argv[3]) : 200,
+                             shipped_src_default(argc > 4 ? argv[4] : NULL));
     }
-    const char *src = argc > 2 ? argv[2] : getenv("STRATA_SRC") ? getenv("STRATA_SRC") : "..";
+    const char *src = shipped_src_default(argc > 2 ? argv[2] : NULL);
     int rc = 0;
     if (!strcmp(what, "search") || !strcmp(what, "all")) rc |= bench_search(src);
     if (!strcmp(what, "timers") || !strcmp(what, "all")) rc |= bench_timers(src);

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "bench/shipped.h"
 #include "env/config.h"
 #include "env/place.h"
 #include "solvers/placers.h"
@@ -54,35 +54,12 @@ typedef struct {
     double best_ms;
 } row;
 
-/* Writes a run file including cluster and model (absolute paths) into a
- * temporary file; returns its path in buf or -1. */
-static int write_run(char *buf, size_t len, const char *cluster, const char *model) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(buf, len, "%s/bench_place_XXXXXX.yaml", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemps(buf, 5);
-    if (fd < 0) return -1;
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        close(fd);
-        return -1;
-    }
-    fprintf(f, "model: v1\ninclude: [\"%s\", \"%s\"]\n", cluster, model);
-    fclose(f);
-    return 0;
-}
-
+/* bench_model fills r for model on cluster: the exact plan, then every
+ * placement method on it. Returns 0, or -1 after printing why. */
 static int bench_model(const char *cluster, const char *model, row *r) {
-    char path[4096], err[1024];
-    if (write_run(path, sizeof path, cluster, model) < 0) {
-        fprintf(stderr, "bench_place: cannot write a temporary file\n");
-        return -1;
-    }
-    cfg_run *run = cfg_load(path, err, sizeof err);
-    unlink(path);
-    if (!run) {
-        fprintf(stderr, "bench_place: %s\n", err);
-        return -1;
-    }
+    char err[1024];
+    cfg_run *run = shipped_load("bench_place", cluster, model);
+    if (!run) return -1;
     const model_job *job = &run->jobs[0];
     const model_cluster *cl = &run->cluster;
     snprintf(r->model, sizeof r->model, "%s", job->name);
@@ -141,26 +118,12 @@ done:
 }
 
 int main(int argc, char **argv) {
-    const char *src = argc > 1 ? argv[1] : ".";
-    char cluster[4200], pattern[4200], absrc[4096];
-    if (!realpath(src, absrc)) {
-        fprintf(stderr, "bench_place: %s: no such directory\n", src);
-        return 2;
-    }
-    if (argc > 2) {
-        if (!realpath(argv[2], cluster)) {
-            fprintf(stderr, "bench_place: %s: no such file\n", argv[2]);
-            return 2;
-        }
-    } else {
-        snprintf(cluster, sizeof cluster, "%s/configs/clusters/aws-mixed.yaml", absrc);
-    }
-    snprintf(pattern, sizeof pattern, "%s/configs/models/*.yaml", absrc);
+    char cluster[4200], absrc[4096];
     glob_t g;
-    if (glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
-        fprintf(stderr, "bench_place: no models match %s\n", pattern);
+    if (shipped_paths("bench_place", argc > 1 ? argv[1] : ".", argc > 2 ? argv[2] : NULL, absrc,
+                      cluster, sizeof cluster) ||
+        shipped_models("bench_place", absrc, &g))
         return 2;
-    }
     row *rows = calloc(g.gl_pathc, sizeof *rows);
     int n = 0, fail = 0;
     for (size_t i = 0; i < g.gl_pathc; i++)
@@ -168,10 +131,9 @@ int main(int argc, char **argv) {
         else fail = 1;
     globfree(&g);
 
-    const char *slash = strrchr(cluster, '/');
     printf("Cross-node bytes per step on %s, cost-optimal plan (exact) per model.\n"
            "spread: mean over seeds 1..%d; the reductions are against its lowest seed.\n\n",
-           slash ? slash + 1 : cluster, SPREAD_SEEDS);
+           shipped_name(cluster), SPREAD_SEEDS);
     printf("| model | tasks | spread (mean) | spread (lowest) | pack | aggregate | zone | best "
            "| aggregate vs spread | zone vs spread | best vs spread |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");

@@ -4,10 +4,11 @@
  *   bench_solvers [SRC_DIR] [CLUSTER]
  *
  * Part 1: the exact solver on random 64-layer, 6-type instances (seeds
- * 1..20, the distribution of tests/test_solvers.c: 1-6 free units per type,
- * so capacity binds on most): wall time to a proof of optimality (or of
- * infeasibility), one core, and whether capacity binds (the optimum with
- * unlimited units is cheaper). Seed 1 is "the" 64 x 6 instance of the
+ * 1..20, the distribution of tests/test_solvers.c, drawn by
+ * tests/random_instance.h: 1-6 free units per type, so capacity binds on
+ * most): wall time to a proof of optimality (or of infeasibility), one
+ * core, and whether capacity binds (the optimum with unlimited units is
+ * cheaper). Seed 1 is "the" 64 x 6 instance of the
  * issue.
  *
  * Part 2: every method on those instances: plans found, mean and worst
@@ -27,68 +28,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "bench/shipped.h"
 #include "env/config.h"
 #include "solvers/solve.h"
+#include "tests/random_instance.h"
 
 #define N_SEEDS_64 20
 #define N_SEEDS_SEARCH 5
 
-/* ---- random instances (the distribution of tests/test_solvers.c) ---- */
+/* ---- random instances: those of tests/test_solvers.c ---------------- */
 
-static uint64_t mix(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-static double unit(uint64_t *x) { return (double)(mix(x) >> 11) * 0x1.0p-53; }
-static double logu(uint64_t *x, double lo, double hi) { return lo * pow(hi / lo, unit(x)); }
-
-typedef struct {
-    model_type types[6];
-    model_layer layers[64];
-    model_cluster cl;
-    model_job job;
-} instance;
-
-/* 0.2-20 TFLOP/s, 8-80 GB, $0.2-4/h, 1-6 free units per type; layers of
- * 10 MFLOP-3 GFLOP, 0.1-30 GB; R a random multiple (0.3x-8x) of what the
- * median type does alone. */
-static void make_instance(instance *in, int L, int T, uint64_t seed) {
-    memset(in, 0, sizeof *in);
-    uint64_t x = seed;
-    double med = 0, sumf = 0;
-    for (int t = 0; t < T; t++) {
-        model_type *ty = &in->types[t];
-        snprintf(ty->name, sizeof ty->name, "t%d", t);
-        ty->flops = logu(&x, 2e11, 2e13);
-        ty->is_gpu = ty->flops > 3e12;
-        ty->io_bw = logu(&x, 1e8, 1e10);
-        ty->net_bw = logu(&x, 1e9, 1.25e10);
-        ty->mem = logu(&x, 8e9, 8e10);
-        ty->price = logu(&x, 0.2, 4.0);
-        ty->count = 1 + (int)(mix(&x) % 6);
-        med += log(ty->flops) / T;
-    }
-    for (int l = 0; l < L; l++) {
-        model_layer *ly = &in->layers[l];
-        snprintf(ly->name, sizeof ly->name, "l%d", l);
-        ly->flops = logu(&x, 1e7, 3e9);
-        ly->io = unit(&x) < 0.3 ? logu(&x, 1e4, 1e6) : 0.0;
-        ly->act = logu(&x, 1e3, 1e6);
-        ly->params = logu(&x, 1e5, 5e7);
-        ly->mem = logu(&x, 1e8, 3e10);
-        sumf += ly->flops;
-    }
-    in->cl = (model_cluster){.n_types = T, .types = in->types};
-    in->job = (model_job){.n_layers = L, .layers = in->layers, .batch = 64, .samples = 1e7,
-                          .alpha = 0.01 + 0.09 * unit(&x), .shard = MODEL_DEFAULT_SHARD};
-    snprintf(in->job.name, sizeof in->job.name, "rand%llu", (unsigned long long)seed);
-    in->job.min_throughput = logu(&x, 0.3, 8.0) * exp(med) / sumf;
-}
-
+/* part1 times the exact solver on the 64 x 6 instances of seeds
+ * 1..N_SEEDS_64 and prints the table of part 1; returns 1 when it fails to
+ * prove a result, else 0. */
 static int part1(void) {
     int fail = 0;
     solve_result *res = solve_result_create(64), *free_res = solve_result_create(64);
@@ -100,8 +53,8 @@ static int part1(void) {
     printf("|---:|---|---:|---|---:|---:|\n");
     double times[N_SEEDS_64], total = 0;
     for (int s = 1; s <= N_SEEDS_64; s++) {
-        instance in;
-        make_instance(&in, 64, 6, (uint64_t)s);
+        ri_instance in;
+        ri_make(&in, 64, 6, (uint64_t)s);
         int rc = solve_run(&in.job, &in.cl, &so, res);
         times[s - 1] = res->seconds;
         total += res->seconds;
@@ -139,8 +92,8 @@ static int part3(void) {
     double opt[N_SEEDS_64 + 1];
     int n_feas = 0;
     for (int s = 1; s <= N_SEEDS_64; s++) {
-        instance in;
-        make_instance(&in, 64, 6, (uint64_t)s);
+        ri_instance in;
+        ri_make(&in, 64, 6, (uint64_t)s);
         so.method = SOLVE_EXACT;
         opt[s] = solve_run(&in.job, &in.cl, &so, res) == 0 && res->optimal ? res->plan->cost
                                                                              : INFINITY;
@@ -155,8 +108,8 @@ static int part3(void) {
         double sum = 0, worst = 0, secs = 0;
         for (int s = 1; s <= N_SEEDS_64; s++) {
             if (!isfinite(opt[s])) continue;
-            instance in;
-            make_instance(&in, 64, 6, (uint64_t)s);
+            ri_instance in;
+            ri_make(&in, 64, 6, (uint64_t)s);
             so.method = (solve_method)m;
             so.seed = 1;
             int r = solve_run(&in.job, &in.cl, &so, res);
@@ -182,36 +135,10 @@ static int part3(void) {
 
 /* ---- the shipped models ------------------------------------------------ */
 
-/* Writes a run file including cluster and model (absolute paths) into a
- * temporary file; returns its path in buf, or -1. */
-static int write_run(char *buf, size_t len, const char *cluster, const char *model) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(buf, len, "%s/bench_solvers_XXXXXX.yaml", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemps(buf, 5);
-    if (fd < 0) return -1;
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        close(fd);
-        return -1;
-    }
-    fprintf(f, "model: v1\ninclude: [\"%s\", \"%s\"]\n", cluster, model);
-    fclose(f);
-    return 0;
-}
-
 /* One table row: the exact optimum, then each method's ratio and time. */
 static int bench_model(const char *cluster, const char *model) {
-    char path[4096], err[1024];
-    if (write_run(path, sizeof path, cluster, model) < 0) {
-        fprintf(stderr, "bench_solvers: cannot write a temporary file\n");
-        return 1;
-    }
-    cfg_run *run = cfg_load(path, err, sizeof err);
-    unlink(path);
-    if (!run) {
-        fprintf(stderr, "bench_solvers: %s\n", err);
-        return 1;
-    }
+    cfg_run *run = shipped_load("bench_solvers", cluster, model);
+    if (!run) return 1;
     const model_job *job = &run->jobs[0];
     const model_cluster *cl = &run->cluster;
     solve_result *res = solve_result_create(job->n_layers);
@@ -260,34 +187,19 @@ static int bench_model(const char *cluster, const char *model) {
 }
 
 int main(int argc, char **argv) {
-    const char *src = argc > 1 ? argv[1] : ".";
-    char cluster[4200], pattern[4200], absrc[4096];
-    if (!realpath(src, absrc)) {
-        fprintf(stderr, "bench_solvers: %s: no such directory\n", src);
+    char cluster[4200], absrc[4096];
+    if (shipped_paths("bench_solvers", argc > 1 ? argv[1] : ".", argc > 2 ? argv[2] : NULL, absrc,
+                      cluster, sizeof cluster))
         return 2;
-    }
-    if (argc > 2) {
-        if (!realpath(argv[2], cluster)) {
-            fprintf(stderr, "bench_solvers: %s: no such file\n", argv[2]);
-            return 2;
-        }
-    } else {
-        snprintf(cluster, sizeof cluster, "%s/configs/clusters/aws-mixed.yaml", absrc);
-    }
     int fail = part1();
     fail |= part3();
 
-    snprintf(pattern, sizeof pattern, "%s/configs/models/*.yaml", absrc);
     glob_t g;
-    if (glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
-        fprintf(stderr, "bench_solvers: no models match %s\n", pattern);
-        return 2;
-    }
-    const char *slash = strrchr(cluster, '/');
+    if (shipped_models("bench_solvers", absrc, &g)) return 2;
     printf("Cost ratio to the exact optimum (1.000x = optimal) and wall time, models on %s.\n"
            "Searches: %ld evaluations, seeds 1..%d, mean ratio [worst]; none = no feasible "
            "plan found.\n\n",
-           slash ? slash + 1 : cluster, SOLVE_DEFAULT_EVALS, N_SEEDS_SEARCH);
+           shipped_name(cluster), SOLVE_DEFAULT_EVALS, N_SEEDS_SEARCH);
     printf("| model | layers | exact $ | stages | exact time |");
     for (int m = SOLVE_HOMOGENEOUS; m < SOLVE_N_METHODS; m++)
         printf(" %s |", solve_method_name((solve_method)m));

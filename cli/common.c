@@ -3,6 +3,8 @@
 #include "cli/common.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,4 +46,25 @@ int cli_parse_int(const char *opt, const char *text, long long lo, long long hi,
     }
     *out = v;
     return 0;
+}
+
+int cli_solve_budget(int letter, const char *text, solve_opts *so) {
+    long long v;
+    switch (letter) {
+    case 'b':
+        if (cli_parse_int("--budget-ms", text, 0, LONG_MAX, &v)) return -1;
+        so->budget_ms = (long)v;
+        return 0;
+    case 'e':
+        if (cli_parse_int("--evals", text, 1, LONG_MAX, &v)) return -1;
+        so->max_evals = (long)v;
+        return 0;
+    case 's':
+        if (cli_parse_int("--seed", text, 0, INT64_MAX, &v)) return -1;
+        so->seed = (uint64_t)v;
+        return 0;
+    default:
+        fprintf(stderr, "strata: no budget option '%c'\n", letter);
+        return -1;
+    }
 }

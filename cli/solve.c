@@ -39,13 +39,7 @@ static void solve_usage(FILE *f) {
 
 int cmd_solve(int argc, char **argv) {
     static const struct option opts[] = {
-        {"method", required_argument, 0, 'm'},
-        {"budget-ms", required_argument, 0, 'b'},
-        {"evals", required_argument, 0, 'e'},
-        {"seed", required_argument, 0, 's'},
-        {"job", required_argument, 0, 'j'},
-        {"json", no_argument, 0, 'J'},
-        {"help", no_argument, 0, 'h'},
+        CLI_SOLVE_OPTIONS,
         {"policy", required_argument, 0, 'P'},  /* agent: --method policy */
         {"samples", required_argument, 0, 'k'}, /* agent: --method policy */
         {0, 0, 0, 0},
@@ -87,16 +81,9 @@ int cmd_solve(int argc, char **argv) {
             break;
         }
         case 'b':
-            if (cli_parse_int("--budget-ms", optarg, 0, LONG_MAX, &v)) return CLI_USAGE;
-            so.budget_ms = (long)v;
-            break;
         case 'e':
-            if (cli_parse_int("--evals", optarg, 1, LONG_MAX, &v)) return CLI_USAGE;
-            so.max_evals = (long)v;
-            break;
         case 's':
-            if (cli_parse_int("--seed", optarg, 0, INT64_MAX, &v)) return CLI_USAGE;
-            so.seed = (uint64_t)v;
+            if (cli_solve_budget(c, optarg, &so)) return CLI_USAGE;
             break;
         case 'j': job_name = optarg; break;
         case 'J': as_json = 1; break;

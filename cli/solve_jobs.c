@@ -146,14 +146,8 @@ static void print_plans(const cfg_run *run, const multi_result *r) {
 
 int cmd_solve_jobs(int argc, char **argv) {
     static const struct option opts[] = {
-        {"method", required_argument, 0, 'm'},
+        CLI_SOLVE_OPTIONS,
         {"plan-method", required_argument, 0, 'P'},
-        {"budget-ms", required_argument, 0, 'b'},
-        {"evals", required_argument, 0, 'e'},
-        {"seed", required_argument, 0, 's'},
-        {"job", required_argument, 0, 'j'},
-        {"json", no_argument, 0, 'J'},
-        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *method = NULL, *plan_method = NULL, *budget = NULL, *evals = NULL,
@@ -209,19 +203,10 @@ int cmd_solve_jobs(int argc, char **argv) {
         }
         mo.plan.method = (solve_method)m;
     }
-    long long v;
-    if (budget) {
-        if (cli_parse_int("--budget-ms", budget, 0, LONG_MAX, &v)) goto done;
-        mo.plan.budget_ms = (long)v;
-    }
-    if (evals) {
-        if (cli_parse_int("--evals", evals, 1, LONG_MAX, &v)) goto done;
-        mo.plan.max_evals = (long)v;
-    }
-    if (seed) {
-        if (cli_parse_int("--seed", seed, 0, INT64_MAX, &v)) goto done;
-        mo.plan.seed = (uint64_t)v;
-    }
+    if ((budget && cli_solve_budget('b', budget, &mo.plan)) ||
+        (evals && cli_solve_budget('e', evals, &mo.plan)) ||
+        (seed && cli_solve_budget('s', seed, &mo.plan)))
+        goto done;
     int want_seq = multi_named && !strcmp(method, "sequential");
     if (fit_run(run, err, sizeof err) < 0) {
         fprintf(stderr, "strata: %s: %s\n", run->path, err);

@@ -11,6 +11,12 @@
  * (30 s, then SIGKILL). No daemon outlives its test program: each is
  * killed when the program exits (an assertion that fails mid-test skips
  * sv_stop) and, through PR_SET_PDEATHSIG, when the program dies.
+ *
+ * Around the client, what several daemon tests set up alike: a small
+ * policy checkpoint trained by the real program for the daemon to serve
+ * (sv_train_search), a series read from /metrics and waited for
+ * (sv_series, sv_wait_series), and a load generator for threads
+ * (sv_load_thread). Shell commands run through tests/shell.h.
  */
 #ifndef STRATA_TEST_SERVE_CLIENT_H
 #define STRATA_TEST_SERVE_CLIENT_H
@@ -22,6 +28,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +41,8 @@
 #include <unistd.h>
 
 #include <jansson.h>
+
+#include "tests/shell.h"
 
 typedef struct {
     pid_t pid;
@@ -303,6 +312,97 @@ static inline int sv_log_count(const sv_proc *p, ...) {
     }
     fclose(f);
     return count;
+}
+
+/* ---- set-up shared by the daemon tests ------------------------------------------------- */
+
+/* Writes text to path (replacing it); returns 0, or -1 when it cannot. */
+static inline int sv_write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    fclose(f);
+    return 0;
+}
+
+/* Trains a policy checkpoint with the real program: `$STRATA_BIN train
+ * --search YAML --steps STEPS --seed SEED --out OUT --quiet` (a fraction
+ * of a second for a small run), its output discarded; the checkpoint is
+ * OUT/last.h5. Returns 0, or -1 after printing the command that failed. */
+static inline int sv_train_search(const char *yaml, int steps, int seed, const char *out) {
+    const char *bin = getenv("STRATA_BIN");
+    if (!bin) {
+        fprintf(stderr, "STRATA_BIN is not set\n");
+        return -1;
+    }
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "'%s' train --search '%s' --steps %d --seed %d --out '%s' --quiet >/dev/null 2>&1",
+             bin, yaml, steps, seed, out);
+    if (sh_run("%s", cmd) != 0) {
+        fprintf(stderr, "strata train --search did not make a checkpoint: %s\n", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+/* The value of series `name` (with its labels, e.g.
+ * strata_policy_loads_total{result="ok"}) on a /metrics page, or -1 when
+ * the page has no such line. */
+static inline double sv_series(const char *page, const char *name) {
+    size_t n = strlen(name);
+    for (const char *l = page; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (!strncmp(l, name, n) && l[n] == ' ') return atof(l + n + 1);
+    return -1;
+}
+
+/* Polls /metrics until series `name` reads value (10 s at most); returns 1
+ * when it did, 0 when time ran out. */
+static inline int sv_wait_series(int port, const char *name, double value) {
+    double until = sv_now() + 10.0;
+    while (sv_now() < until) {
+        sv_resp r;
+        int ok = sv_http(port, "GET", "/metrics", NULL, NULL, 0, &r) == 200 &&
+                 sv_series(r.body, name) == value;
+        sv_resp_free(&r);
+        if (ok) return 1;
+        usleep(20000);
+    }
+    return 0;
+}
+
+/* One load thread's work and tally (sv_load_thread): POSTs body to
+ * /v1/place n times, or, with stop, at least n times and until *stop. */
+typedef struct {
+    int port;
+    const char *body;
+    const char *want;       /* an answer is ok when 200 and its body contains want */
+    const char *mark;       /* NULL, or ok answers containing it count in marked */
+    int n;                  /* requests (with stop: at least) */
+    atomic_int *stop;       /* NULL: exactly n requests */
+    int ok, failed, marked; /* the tally */
+    char first_error[256];  /* the first failed answer: "status S: BODY" */
+} sv_load;
+
+/* The body of a load thread (pthread_create with an sv_load *): sends the
+ * requests sv_load describes and fills its tally. */
+static inline void *sv_load_thread(void *v) {
+    sv_load *a = v;
+    for (int i = 0; i < a->n || (a->stop && !atomic_load(a->stop)); i++) {
+        sv_resp r;
+        int st = sv_http(a->port, "POST", "/v1/place", NULL, a->body, strlen(a->body), &r);
+        if (st == 200 && strstr(r.body, a->want)) {
+            a->ok++;
+            if (a->mark && strstr(r.body, a->mark)) a->marked++;
+        } else {
+            if (!a->failed)
+                snprintf(a->first_error, sizeof a->first_error, "status %d: %.200s", st,
+                         r.body ? r.body : "(no answer)");
+            a->failed++;
+        }
+        sv_resp_free(&r);
+    }
+    return NULL;
 }
 
 #endif

@@ -17,47 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cmocka.h>
 
 #include "agent/ckptio.h"
 #include "agent/net.h"
 #include "nets/params.h"
+#include "tests/agent_fixture.h"
 
 static char tmp[1024];
-
-static void write_file(const char *name, const char *text) {
-    char p[1200];
-    snprintf(p, sizeof p, "%s/%s", tmp, name);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-static int run(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-static nn_params *load(const char *path, agent_ckpt_state *st) {
-    char err[2048];
-    agent_net_dims d;
-    if (agent_ckpt_peek(path, &d, st, err, sizeof err)) fail_msg("%s", err);
-    agent_ckpt_state_clear(st);
-    nn_tensor_spec t[AN_N_TENSORS];
-    agent_net_table(&d, t);
-    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
-    assert_non_null(p);
-    if (agent_ckpt_read(path, p, &d, st, err, sizeof err)) fail_msg("%s", err);
-    return p;
-}
 
 /* The column of row `step` of a metrics CSV text. */
 static double csv_at(const char *csv, int step, int col) {
@@ -82,9 +50,7 @@ static void test_two_ranks(void **state) {
     const char *mpiexec = getenv("STRATA_MPIEXEC"), *bin = getenv("STRATA_BIN"), *t = getenv("STRATA_TMP"),
                *src = getenv("STRATA_SRC");
     if (!mpiexec || !*mpiexec || !bin || !t || !src) skip();
-    snprintf(tmp, sizeof tmp, "%s/agent_mpi", t);
-    mkdir(t, 0777);
-    mkdir(tmp, 0777);
+    afx_scratch(tmp, sizeof tmp, t, "agent_mpi");
     /* 4 generated instances x 4 samples; the shipped generator spec */
     char cfg[4096];
     snprintf(cfg, sizeof cfg,
@@ -103,24 +69,17 @@ static void test_two_ranks(void **state) {
              "ckpt_every: 0\n"
              "threads: 1\n",
              src);
-    write_file("mpi.yaml", cfg);
-    assert_int_equal(run("OPENBLAS_NUM_THREADS=1 %s train %s/mpi.yaml --quiet --out %s/one > /dev/null", bin, tmp, tmp), 0);
-    int rc = run("OPENBLAS_NUM_THREADS=1 %s --allow-run-as-root --oversubscribe -np 2 %s train %s/mpi.yaml --quiet "
-                 "--out %s/two > %s/mpi.log 2>&1",
-                 mpiexec, bin, tmp, tmp, tmp);
+    afx_write_file(tmp, "mpi.yaml", cfg);
+    assert_int_equal(sh_run("OPENBLAS_NUM_THREADS=1 %s train %s/mpi.yaml --quiet --out %s/one > /dev/null", bin, tmp, tmp), 0);
+    int rc = sh_run("OPENBLAS_NUM_THREADS=1 %s --allow-run-as-root --oversubscribe -np 2 %s train %s/mpi.yaml --quiet "
+                    "--out %s/two > %s/mpi.log 2>&1",
+                    mpiexec, bin, tmp, tmp, tmp);
     if (rc != 0) {
-        char log[1200];
-        snprintf(log, sizeof log, "cat %s/mpi.log", tmp);
-        if (system(log)) {}
+        sh_run("cat %s/mpi.log", tmp);
         fail_msg("mpirun exited with %d", rc);
     }
-    char pa[1200], pb[1200];
-    snprintf(pa, sizeof pa, "%s/one/last.h5", tmp);
-    snprintf(pb, sizeof pb, "%s/two/last.h5", tmp);
     agent_ckpt_state sa, sb;
-    nn_params *a = load(pa, &sa), *b = load(pb, &sb);
-    assert_int_equal(sa.step, 4);
-    assert_int_equal(sb.step, 4);
+    nn_params *a = afx_load_run(tmp, "one", 4, &sa), *b = afx_load_run(tmp, "two", 4, &sb);
     assert_true(sa.episodes == sb.episodes);
     assert_int_equal(a->total, b->total);
     double maxd = 0, moved = 0;

@@ -41,19 +41,11 @@
 #include "env/place.h"
 #include "harness.h"
 #include "nets/params.h"
+#include "tests/agent_fixture.h"
 
 static char tmp[1024], bin[1024], src[1024];
 
 static void path_in(char *out, size_t len, const char *name) { snprintf(out, len, "%s/%s", tmp, name); }
-
-static void write_file(const char *name, const char *text) {
-    char p[1200];
-    path_in(p, sizeof p, name);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
 
 static const char *SMALL_CLUSTER =
     "model: v1\n"
@@ -132,30 +124,17 @@ static int setup(void **state) {
     (void)state;
     const char *t = getenv("STRATA_TMP"), *b = getenv("STRATA_BIN"), *s = getenv("STRATA_SRC");
     if (!t || !b || !s) return -1;
-    snprintf(tmp, sizeof tmp, "%s/agent_train", t);
-    mkdir(t, 0777);
-    mkdir(tmp, 0777);
+    afx_scratch(tmp, sizeof tmp, t, "agent_train");
     snprintf(bin, sizeof bin, "%s", b);
     snprintf(src, sizeof src, "%s", s);
     char buf[4096];
     snprintf(buf, sizeof buf, "%s%s", SMALL_CLUSTER, SMALL_JOB);
-    write_file("small.yaml", buf);
+    afx_write_file(tmp, "small.yaml", buf);
     snprintf(buf, sizeof buf, "%s%s%s", SMALL_CLUSTER, NODES, SMALL_JOB);
-    write_file("small_nodes.yaml", buf);
-    write_file("gen.yaml", GEN);
-    write_file("general.yaml", GENERAL);
+    afx_write_file(tmp, "small_nodes.yaml", buf);
+    afx_write_file(tmp, "gen.yaml", GEN);
+    afx_write_file(tmp, "general.yaml", GENERAL);
     return 0;
-}
-
-/* run executes a shell command line; returns its exit status. */
-static int run(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 static char *slurp(const char *path) {
@@ -177,7 +156,7 @@ static char *slurp(const char *path) {
 
 static void expect_conf_error(const char *text, const char *want) {
     char p[1200], err[2048];
-    write_file("bad.yaml", text);
+    afx_write_file(tmp, "bad.yaml", text);
     path_in(p, sizeof p, "bad.yaml");
     agent_trainconf *tc = agent_trainconf_load(p, err, sizeof err);
     if (tc) fail_msg("accepted: %s", text);
@@ -214,7 +193,7 @@ static void test_trainconf(void **state) {
 
 static void expect_gen_error(const char *text, const char *want) {
     char p[1200], err[2048];
-    write_file("badgen.yaml", text);
+    afx_write_file(tmp, "badgen.yaml", text);
     path_in(p, sizeof p, "badgen.yaml");
     agent_gen *g = agent_gen_load(p, err, sizeof err);
     if (g) fail_msg("accepted: %s", text);
@@ -354,7 +333,7 @@ static void test_absurd_figures(void **state) {
     path_in(p, sizeof p, "absurd.yaml");
     for (size_t i = 0; i < sizeof CONF_FIGURES / sizeof *CONF_FIGURES; i++) {
         snprintf(text, sizeof text, "mode: search\nproblem: small.yaml\n%s\n", CONF_FIGURES[i].line);
-        write_file("absurd.yaml", text);
+        afx_write_file(tmp, "absurd.yaml", text);
         snprintf(want, sizeof want, "%s:%s", p, CONF_FIGURES[i].want);
         agent_trainconf *tc = agent_trainconf_load(p, err, sizeof err);
         if (tc) fail_msg("accepted: %s", CONF_FIGURES[i].line);
@@ -363,16 +342,16 @@ static void test_absurd_figures(void **state) {
     }
     /* the same slots with sane figures make a spec that loads */
     snprintf(text, sizeof text, GEN_SLOTS, "1GFLOP", "1ms", "2");
-    write_file("absurd-gen.yaml", text);
+    afx_write_file(tmp, "absurd-gen.yaml", text);
     path_in(p, sizeof p, "absurd-gen.yaml");
     agent_gen *g = agent_gen_load(p, err, sizeof err);
     if (!g) fail_msg("%s", err);
     agent_gen_free(g);
-    write_file("absurd-general.yaml", "mode: general\ngenerator: absurd-gen.yaml\n");
+    afx_write_file(tmp, "absurd-general.yaml", "mode: general\ngenerator: absurd-gen.yaml\n");
     for (size_t i = 0; i < sizeof GEN_FIGURES / sizeof *GEN_FIGURES; i++) {
         snprintf(text, sizeof text, GEN_SLOTS, GEN_FIGURES[i].flops, GEN_FIGURES[i].latency,
                  GEN_FIGURES[i].price);
-        write_file("absurd-gen.yaml", text);
+        afx_write_file(tmp, "absurd-gen.yaml", text);
         snprintf(want, sizeof want, "%s:%s", p, GEN_FIGURES[i].want);
         g = agent_gen_load(p, err, sizeof err);
         if (g) fail_msg("accepted: flops %s, inter_latency %s, price %s", GEN_FIGURES[i].flops,
@@ -391,8 +370,8 @@ static void test_search(void **state) {
     char out[1200], js[1200];
     path_in(out, sizeof out, "search");
     path_in(js, sizeof js, "search.json");
-    assert_int_equal(run("%s train --search %s/small.yaml --steps 15 --samples 16 --threads 2 --quiet --json --out %s > %s",
-                         bin, tmp, out, js), 0);
+    assert_int_equal(sh_run("%s train --search %s/small.yaml --steps 15 --samples 16 --threads 2 --quiet --json --out %s > %s",
+                            bin, tmp, out, js), 0);
     json_error_t je;
     json_t *o = json_load_file(js, 0, &je);
     assert_non_null(o);
@@ -423,19 +402,6 @@ static void test_search(void **state) {
  * Exact resume
  * ------------------------------------------------------------------------ */
 
-static nn_params *load_params(const char *path, agent_ckpt_state *st) {
-    char err[2048];
-    agent_net_dims d;
-    if (agent_ckpt_peek(path, &d, st, err, sizeof err)) fail_msg("%s", err);
-    agent_ckpt_state_clear(st);
-    nn_tensor_spec t[AN_N_TENSORS];
-    agent_net_table(&d, t);
-    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
-    assert_non_null(p);
-    if (agent_ckpt_read(path, p, &d, st, err, sizeof err)) fail_msg("%s", err);
-    return p;
-}
-
 /* csv_without_time drops the time columns (2 and 3: time_s, samples_per_s). */
 static void csv_without_time(char *text) {
     char *w = text;
@@ -458,16 +424,11 @@ static void test_resume_exact(void **state) {
     char cfg[1200];
     path_in(cfg, sizeof cfg, "general.yaml");
     /* A: 6 steps at once; B: interrupted after 3, then resumed */
-    assert_int_equal(run("%s train %s --quiet --out %s/A > /dev/null", bin, cfg, tmp), 0);
-    assert_int_equal(run("%s train %s --quiet --stop-at 3 --out %s/B > /dev/null", bin, cfg, tmp), 0);
-    assert_int_equal(run("%s train %s --quiet --resume %s/B/last.h5 --out %s/B > /dev/null", bin, cfg, tmp, tmp), 0);
-    char pa[1200], pb[1200];
-    snprintf(pa, sizeof pa, "%s/A/last.h5", tmp);
-    snprintf(pb, sizeof pb, "%s/B/last.h5", tmp);
+    assert_int_equal(sh_run("%s train %s --quiet --out %s/A > /dev/null", bin, cfg, tmp), 0);
+    assert_int_equal(sh_run("%s train %s --quiet --stop-at 3 --out %s/B > /dev/null", bin, cfg, tmp), 0);
+    assert_int_equal(sh_run("%s train %s --quiet --resume %s/B/last.h5 --out %s/B > /dev/null", bin, cfg, tmp, tmp), 0);
     agent_ckpt_state sa, sb;
-    nn_params *a = load_params(pa, &sa), *b = load_params(pb, &sb);
-    assert_int_equal(sa.step, 6);
-    assert_int_equal(sb.step, 6);
+    nn_params *a = afx_load_run(tmp, "A", 6, &sa), *b = afx_load_run(tmp, "B", 6, &sb);
     assert_int_equal(a->total, b->total);
     assert_memory_equal(a->params, b->params, a->total * sizeof(float));
     assert_memory_equal(a->m, b->m, a->total * sizeof(float));
@@ -479,6 +440,7 @@ static void test_resume_exact(void **state) {
     csv_without_time(sa.metrics_csv);
     csv_without_time(sb.metrics_csv);
     assert_string_equal(sa.metrics_csv, sb.metrics_csv);
+    char pa[1200], pb[1200];
     snprintf(pa, sizeof pa, "%s/A/metrics.csv", tmp);
     snprintf(pb, sizeof pb, "%s/B/metrics.csv", tmp);
     char *ta = slurp(pa), *tb = slurp(pb);
@@ -511,10 +473,10 @@ static void test_resume_exact(void **state) {
     nn_params_free(a);
     nn_params_free(b);
     /* a checkpoint of another network is refused, naming the difference */
-    write_file("other.yaml", "mode: general\ngenerator: gen.yaml\nembed: 9\nhidden: 8\ndecoder: 8\nscorer: 8\n");
+    afx_write_file(tmp, "other.yaml", "mode: general\ngenerator: gen.yaml\nembed: 9\nhidden: 8\ndecoder: 8\nscorer: 8\n");
     char err_out[1200];
     path_in(err_out, sizeof err_out, "resume_err.txt");
-    assert_int_equal(run("%s train %s/other.yaml --quiet --resume %s/A/last.h5 --out %s/C 2> %s", bin, tmp, tmp, tmp, err_out), 2);
+    assert_int_equal(sh_run("%s train %s/other.yaml --quiet --resume %s/A/last.h5 --out %s/C 2> %s", bin, tmp, tmp, tmp, err_out), 2);
     char *msg = slurp(err_out);
     assert_non_null(strstr(msg, "embed 8"));
     assert_non_null(strstr(msg, "asks for 9"));
@@ -598,7 +560,7 @@ static void test_policy(void **state) {
     cfg_free(run_cfg);
     agent_policy_free(pol);
     /* bad files are named in the message */
-    write_file("junk.h5", "this is not HDF5\n");
+    afx_write_file(tmp, "junk.h5", "this is not HDF5\n");
     path_in(p, sizeof p, "junk.h5");
     assert_null(agent_policy_load(p, err, sizeof err));
     assert_non_null(strstr(err, "junk.h5"));

@@ -51,57 +51,22 @@ static const char *BODY =
 
 static char dir[1024], good[1100], live[1100];
 
-static int sh(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static int setup(void **state) {
     (void)state;
     snprintf(dir, sizeof dir, "%s/faults-reload-%d", sv_tmp(), (int)getpid());
-    if (sh("rm -rf '%s' && mkdir -p '%s'", dir, dir)) return -1;
-    char yaml[1100];
+    if (sh_run("rm -rf '%s' && mkdir -p '%s'", dir, dir)) return -1;
+    char yaml[1100], out[1100];
     snprintf(yaml, sizeof yaml, "%s/tiny.yaml", dir);
-    FILE *f = fopen(yaml, "w");
-    if (!f) return -1;
-    fputs(TINY_YAML, f);
-    fclose(f);
-    if (sh("'%s' train --search '%s' --steps 3 --seed 1 --out '%s/run' --quiet >/dev/null 2>&1",
-           getenv("STRATA_BIN"), yaml, dir))
-        return -1;
+    snprintf(out, sizeof out, "%s/run", dir);
+    if (sv_write_file(yaml, TINY_YAML) || sv_train_search(yaml, 3, 1, out)) return -1;
     snprintf(good, sizeof good, "%s/run/last.h5", dir);
     snprintf(live, sizeof live, "%s/live.h5", dir);
-    return sh("cp '%s' '%s'", good, live);
+    return sh_run("cp '%s' '%s'", good, live);
 }
 
 static int teardown(void **state) {
     (void)state;
-    sh("rm -rf '%s'", dir);
-    return 0;
-}
-
-static double series(const char *page, const char *name) {
-    size_t n = strlen(name);
-    for (const char *l = page; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-        if (!strncmp(l, name, n) && l[n] == ' ') return atof(l + n + 1);
-    return -1;
-}
-
-static int wait_series(int port, const char *name, double value) {
-    double until = sv_now() + 10.0;
-    while (sv_now() < until) {
-        sv_resp r;
-        int ok = sv_http(port, "GET", "/metrics", NULL, NULL, 0, &r) == 200 &&
-                 series(r.body, name) == value;
-        sv_resp_free(&r);
-        if (ok) return 1;
-        usleep(20000);
-    }
+    sh_run("rm -rf '%s'", dir);
     return 0;
 }
 
@@ -153,18 +118,18 @@ static void test_bad_reloads(void **state) {
     for (int i = 0; i < n; i++) {
         char cmd[4096];
         snprintf(cmd, sizeof cmd, bad[i].cmd, good, half, live);
-        assert_int_equal(sh("%s", cmd), 0);
+        assert_int_equal(sh_run("%s", cmd), 0);
         kill(p.pid, SIGHUP);
-        if (!wait_series(p.port, "strata_policy_loads_total{result=\"error\"}", i + 1))
+        if (!sv_wait_series(p.port, "strata_policy_loads_total{result=\"error\"}", i + 1))
             fail_msg("the %s reload was not counted as failed", bad[i].what);
         assert_int_equal(ready_policy(p.port, hash, sizeof hash), 1);
         assert_string_equal(hash, hash0);
         place_ok(p.port, bad[i].what);
     }
     /* The good file back: it loads. */
-    assert_int_equal(sh("rmdir '%s' && cp '%s' '%s'", live, good, live), 0);
+    assert_int_equal(sh_run("rmdir '%s' && cp '%s' '%s'", live, good, live), 0);
     kill(p.pid, SIGHUP);
-    assert_true(wait_series(p.port, "strata_policy_loads_total{result=\"ok\"}", 2));
+    assert_true(sv_wait_series(p.port, "strata_policy_loads_total{result=\"ok\"}", 2));
     assert_int_equal(ready_policy(p.port, hash, sizeof hash), 2);
     assert_string_equal(hash, hash0);
     place_ok(p.port, "good");

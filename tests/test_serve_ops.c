@@ -117,42 +117,17 @@ static void test_keep_alive(void **state) {
 
 /* ---- SIGHUP under load ---------------------------------------------------------------- */
 
-typedef struct {
-    int port;
-    int n;
-    const char *body;
-    int ok, failed;
-    char first_error[256];
-} load_arg;
-
-static void *load_thread(void *v) {
-    load_arg *a = v;
-    for (int i = 0; i < a->n; i++) {
-        sv_resp r;
-        int st = sv_http(a->port, "POST", "/v1/place", NULL, a->body, strlen(a->body), &r);
-        if (st == 200 && strstr(r.body, "\"cost\":7.2")) a->ok++;
-        else {
-            if (!a->failed)
-                snprintf(a->first_error, sizeof a->first_error, "status %d: %.200s", st,
-                         r.body ? r.body : "(no answer)");
-            a->failed++;
-        }
-        sv_resp_free(&r);
-    }
-    return NULL;
-}
-
 static void test_sighup_under_load(void **state) {
     (void)state;
     sv_proc p;
     assert_int_equal(sv_start(&p, "sighup", NULL), 0);
     char *body = tiny_place_body("\"plan_method\": \"greedy\", \"placement\": \"pack\"");
     enum { THREADS = 4, PER = 150, HUPS = 40 };
-    load_arg args[THREADS];
+    sv_load args[THREADS];
     pthread_t th[THREADS];
     for (int t = 0; t < THREADS; t++) {
-        args[t] = (load_arg){p.port, PER, body, 0, 0, ""};
-        pthread_create(&th[t], NULL, load_thread, &args[t]);
+        args[t] = (sv_load){.port = p.port, .body = body, .want = "\"cost\":7.2", .n = PER};
+        pthread_create(&th[t], NULL, sv_load_thread, &args[t]);
     }
     /* Reload signals while the requests run. */
     for (int i = 0; i < HUPS; i++) {

@@ -85,16 +85,10 @@ typedef struct {
     char why[512];
 } fixture;
 
-static int run(const char *cmd) {
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
+/* Copies from to to through a temporary file renamed into place (the
+ * daemon never reads half a file); returns the shell's exit status. */
 static int copy_file(const char *from, const char *to) {
-    char tmp[1200], cmd[5120];
-    snprintf(tmp, sizeof tmp, "%s.tmp", to);
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && mv '%s' '%s'", from, tmp, tmp, to);
-    return run(cmd);
+    return sh_run("cp '%s' '%s.tmp' && mv '%s.tmp' '%s'", from, to, to, to);
 }
 
 static int setup(void **state) {
@@ -103,36 +97,26 @@ static int setup(void **state) {
     *state = &fx;
     const char *bin = getenv("STRATA_BIN");
     snprintf(fx.dir, sizeof fx.dir, "%s/serve-policy-%d", sv_tmp(), (int)getpid());
-    char cmd[4096], yaml[1100];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", fx.dir);
-    if (run(cmd) != 0) return -1;
+    char yaml[1100], out[1100];
+    if (sh_run("mkdir -p '%s'", fx.dir) != 0) return -1;
     snprintf(yaml, sizeof yaml, "%s/tiny.yaml", fx.dir);
-    FILE *f = fopen(yaml, "w");
-    if (!f) return -1;
-    fputs(TINY_YAML, f);
-    fclose(f);
+    if (sv_write_file(yaml, TINY_YAML) != 0) return -1;
     for (int k = 0; k < 2; k++) {
-        snprintf(cmd, sizeof cmd,
-                 "'%s' train --search '%s' --steps %d --seed %d --out '%s/run%d' --quiet "
-                 ">/dev/null 2>&1", bin, yaml, 3 + 2 * k, 1 + k, fx.dir, k);
-        if (run(cmd) != 0) {
-            fprintf(stderr, "strata train --search did not make a checkpoint: %s\n", cmd);
-            return -1;
-        }
+        snprintf(out, sizeof out, "%s/run%d", fx.dir, k);
+        if (sv_train_search(yaml, 3 + 2 * k, 1 + k, out) != 0) return -1;
     }
     snprintf(fx.a, sizeof fx.a, "%s/run0/last.h5", fx.dir);
     snprintf(fx.b, sizeof fx.b, "%s/run1/last.h5", fx.dir);
     snprintf(fx.live, sizeof fx.live, "%s/live.h5", fx.dir);
     if (copy_file(fx.a, fx.live) != 0) return -1;
     /* Can the daemon load it at all? */
-    snprintf(cmd, sizeof cmd, "'%s' serve --listen 127.0.0.1:0 --policy '%s' </dev/null "
-             ">/dev/null 2>'%s/probe.err' & pid=$!; sleep 0.5; "
-             "if kill -0 $pid 2>/dev/null; then kill -TERM $pid; wait $pid; exit 0; fi; exit 1",
-             bin, fx.live, fx.dir);
-    if (run(cmd) != 0) {
+    if (sh_run("'%s' serve --listen 127.0.0.1:0 --policy '%s' </dev/null "
+               ">/dev/null 2>'%s/probe.err' & pid=$!; sleep 0.5; "
+               "if kill -0 $pid 2>/dev/null; then kill -TERM $pid; wait $pid; exit 0; fi; exit 1",
+               bin, fx.live, fx.dir) != 0) {
         char err[1200];
         snprintf(err, sizeof err, "%s/probe.err", fx.dir);
-        f = fopen(err, "r");
+        FILE *f = fopen(err, "r");
         size_t n = f ? fread(fx.why, 1, sizeof fx.why - 1, f) : 0;
         fx.why[n] = '\0';
         if (f) fclose(f);
@@ -148,9 +132,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fixture *fx = *state;
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->dir);
-    run(cmd);
+    sh_run("rm -rf '%s'", fx->dir);
     return 0;
 }
 
@@ -169,13 +151,6 @@ static json_t *get_json(int port, const char *path, int want) {
     json_t *o = sv_body_json(&r);
     sv_resp_free(&r);
     return o;
-}
-
-static double series(const char *page, const char *name) {
-    size_t n = strlen(name);
-    for (const char *l = page; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-        if (!strncmp(l, name, n) && l[n] == ' ') return atof(l + n + 1);
-    return -1;
 }
 
 static int close_to(double got, double want) {
@@ -276,44 +251,15 @@ static void test_place_with_policy(void **state) {
 
     /* The metrics carry the policy. */
     assert_int_equal(sv_http(p.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
-    assert_true(series(r.body, "strata_policy_loaded") == 1);
-    assert_true(series(r.body, "strata_policy_step") == (double)step);
-    assert_true(series(r.body, "strata_policy_load_duration_seconds") > 0);
-    assert_true(series(r.body, "strata_policy_loads_total{result=\"ok\"}") == 1);
-    assert_true(series(r.body, "strata_decode_memo_total{result=\"hit\"}") == 1);
-    assert_true(series(r.body, "strata_decode_memo_total{result=\"miss\"}") == 1);
+    assert_true(sv_series(r.body, "strata_policy_loaded") == 1);
+    assert_true(sv_series(r.body, "strata_policy_step") == (double)step);
+    assert_true(sv_series(r.body, "strata_policy_load_duration_seconds") > 0);
+    assert_true(sv_series(r.body, "strata_policy_loads_total{result=\"ok\"}") == 1);
+    assert_true(sv_series(r.body, "strata_decode_memo_total{result=\"hit\"}") == 1);
+    assert_true(sv_series(r.body, "strata_decode_memo_total{result=\"miss\"}") == 1);
     sv_resp_free(&r);
     json_decref(ready);
     assert_int_equal(sv_stop(&p), 0);
-}
-
-typedef struct {
-    int port, ok, failed;
-    int with_a, with_other; /* answers by the first policy, by another */
-    const char *body, *hash_a;
-    atomic_int *stop;
-    char first_error[256];
-} load_arg;
-
-/* Posts until *stop (and at least 20 times), counting answers by policy. */
-static void *load_thread(void *v) {
-    load_arg *a = v;
-    for (int i = 0; i < 20 || !atomic_load(a->stop); i++) {
-        sv_resp r;
-        int st = sv_http(a->port, "POST", "/v1/place", NULL, a->body, strlen(a->body), &r);
-        if (st == 200 && strstr(r.body, "\"plan_from\":\"policy\"")) {
-            a->ok++;
-            if (strstr(r.body, a->hash_a)) a->with_a++;
-            else a->with_other++;
-        } else {
-            if (!a->failed)
-                snprintf(a->first_error, sizeof a->first_error, "%d %.200s", st,
-                         r.body ? r.body : "(none)");
-            a->failed++;
-        }
-        sv_resp_free(&r);
-    }
-    return NULL;
 }
 
 /* Polls /readyz until the policy's generation is gen (10 s at most). */
@@ -337,20 +283,6 @@ static int wait_generation(int port, json_int_t gen) {
     return 0;
 }
 
-/* Polls /metrics until series `name` reads value (10 s at most). */
-static int wait_series(int port, const char *name, double value) {
-    double until = sv_now() + 10.0;
-    while (sv_now() < until) {
-        sv_resp r;
-        int ok = sv_http(port, "GET", "/metrics", NULL, NULL, 0, &r) == 200 &&
-                 series(r.body, name) == value;
-        sv_resp_free(&r);
-        if (ok) return 1;
-        usleep(20000);
-    }
-    return 0;
-}
-
 static void test_reload_under_load(void **state) {
     fixture *fx = *state;
     NEED_POLICY(fx);
@@ -367,11 +299,14 @@ static void test_reload_under_load(void **state) {
     char *body = tiny_body(NULL);
     enum { THREADS = 4 };
     atomic_int stop = 0;
-    load_arg la[THREADS];
+    sv_load la[THREADS];
     pthread_t th[THREADS];
+    /* Each posts at least 20 times and until stop, counting answers by
+     * policy: marked, by the first (its hash in the answer). */
     for (int t = 0; t < THREADS; t++) {
-        la[t] = (load_arg){p.port, 0, 0, 0, 0, body, hash_a, &stop, ""};
-        pthread_create(&th[t], NULL, load_thread, &la[t]);
+        la[t] = (sv_load){.port = p.port, .body = body, .want = "\"plan_from\":\"policy\"",
+                          .mark = hash_a, .n = 20, .stop = &stop};
+        pthread_create(&th[t], NULL, sv_load_thread, &la[t]);
     }
     usleep(100000);
     /* A good file: the second checkpoint (renamed into place, so that the
@@ -388,7 +323,7 @@ static void test_reload_under_load(void **state) {
     fclose(f);
     assert_int_equal(copy_file(junk, fx->live), 0);
     kill(p.pid, SIGHUP);
-    assert_true(wait_series(p.port, "strata_policy_loads_total{result=\"error\"}", 1));
+    assert_true(sv_wait_series(p.port, "strata_policy_loads_total{result=\"error\"}", 1));
     usleep(100000);
     atomic_store(&stop, 1);
     int ok = 0, with_a = 0, with_other = 0;
@@ -398,8 +333,8 @@ static void test_reload_under_load(void **state) {
             fail_msg("thread %d: %d requests failed, first: %s", t, la[t].failed,
                      la[t].first_error);
         ok += la[t].ok;
-        with_a += la[t].with_a;
-        with_other += la[t].with_other;
+        with_a += la[t].marked;
+        with_other += la[t].ok - la[t].marked;
     }
     /* Requests ran on both policies: the reload happened under load, and
      * none was lost. */
@@ -414,8 +349,8 @@ static void test_reload_under_load(void **state) {
     json_decref(ready);
     sv_resp r;
     assert_int_equal(sv_http(p.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
-    assert_true(series(r.body, "strata_policy_loads_total{result=\"ok\"}") == 2);
-    assert_true(series(r.body, "strata_policy_loads_total{result=\"error\"}") == 1);
+    assert_true(sv_series(r.body, "strata_policy_loads_total{result=\"ok\"}") == 2);
+    assert_true(sv_series(r.body, "strata_policy_loads_total{result=\"error\"}") == 1);
     sv_resp_free(&r);
     assert_int_equal(sv_stop(&p), 0);
     assert_int_equal(sv_log_count(&p, "SIGHUP: reloaded", NULL), 1);

@@ -3,7 +3,8 @@
  *
  * The exact solver must equal brute force (every one of the T^L
  * assignments scored through model_eval) on a set of 60 random instances
- * of up to 10 layers and 4 types, generated here from a fixed seed. The
+ * of up to 10 layers and 4 types, drawn from a fixed seed by the generator
+ * of tests/random_instance.h (which bench_solvers shares). The
  * generator is tuned so that capacity binds on many of them (the optimum
  * with unlimited units is cheaper), memory binds on many (the optimum with
  * unlimited memory is cheaper) and some have no feasible assignment at
@@ -31,70 +32,9 @@
 #include "solvers/solve.h"
 #include "tests/fixture.h"
 #include "tests/harness.h"
+#include "tests/random_instance.h"
 
-/* ---- random instances ------------------------------------------------- */
-
-#define MAX_L 64
-#define MAX_T 6
-
-typedef struct {
-    model_type types[MAX_T];
-    model_layer layers[MAX_L];
-    model_cluster cl;
-    model_job job;
-} instance;
-
-static uint64_t mix(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-static double unit(uint64_t *x) { return (double)(mix(x) >> 11) * 0x1.0p-53; }
-static double logu(uint64_t *x, double lo, double hi) {
-    return lo * pow(hi / lo, unit(x));
-}
-
-/* Fills inst with L layers and T types drawn from seed. Magnitudes follow
- * real hardware loosely (0.2-20 TFLOP/s, 8-80 GB, $0.2-4/h, 1-6 free units
- * per type); the target R is a random multiple (0.3x-8x) of what the
- * median type does alone, so most plans need several units and counts
- * bind. */
-static void make_instance(instance *in, int L, int T, uint64_t seed) {
-    memset(in, 0, sizeof *in);
-    uint64_t x = seed;
-    double med_flops = 0;
-    for (int t = 0; t < T; t++) {
-        model_type *ty = &in->types[t];
-        snprintf(ty->name, sizeof ty->name, "t%d", t);
-        ty->flops = logu(&x, 2e11, 2e13);
-        ty->is_gpu = ty->flops > 3e12;
-        ty->io_bw = logu(&x, 1e8, 1e10);
-        ty->net_bw = logu(&x, 1e9, 1.25e10);
-        ty->mem = logu(&x, 8e9, 8e10);
-        ty->price = logu(&x, 0.2, 4.0);
-        ty->count = 1 + (int)(mix(&x) % 6);
-        med_flops += log(ty->flops) / T;
-    }
-    med_flops = exp(med_flops);
-    double sumf = 0;
-    for (int l = 0; l < L; l++) {
-        model_layer *ly = &in->layers[l];
-        snprintf(ly->name, sizeof ly->name, "l%d", l);
-        ly->flops = logu(&x, 1e7, 3e9);
-        ly->io = unit(&x) < 0.3 ? logu(&x, 1e4, 1e6) : 0.0;
-        ly->act = logu(&x, 1e3, 1e6);
-        ly->params = logu(&x, 1e5, 5e7);
-        ly->mem = logu(&x, 1e8, 3e10);
-        sumf += ly->flops;
-    }
-    in->cl = (model_cluster){.n_types = T, .types = in->types};
-    in->job = (model_job){.n_layers = L, .layers = in->layers, .batch = 64,
-                          .samples = 1e7, .alpha = 0.01 + 0.09 * unit(&x),
-                          .shard = MODEL_DEFAULT_SHARD};
-    snprintf(in->job.name, sizeof in->job.name, "rand%llu", (unsigned long long)seed);
-    in->job.min_throughput = logu(&x, 0.3, 8.0) * med_flops / sumf;
-}
+/* ---- brute force over random instances (tests/random_instance.h) ------ */
 
 /* Brute force: the cheapest feasible cost over all T^L assignments
  * (INFINITY when none), its assignment in best[], and whether capacity or
@@ -103,15 +43,15 @@ static void make_instance(instance *in, int L, int T, uint64_t seed) {
  * unlimited units, or unlimited memory). */
 typedef struct {
     double opt;
-    int best[MAX_L];
+    int best[RI_MAX_LAYERS];
     double opt_nocap; /* optimum with unlimited units */
     double opt_nomem; /* optimum with unlimited memory */
     long n;
 } brute;
 
-static void brute_force(const instance *in, brute *b) {
+static void brute_force(const ri_instance *in, brute *b) {
     const int L = in->job.n_layers, T = in->cl.n_types;
-    model_type nocap[MAX_T], nomem[MAX_T];
+    model_type nocap[RI_MAX_TYPES], nomem[RI_MAX_TYPES];
     for (int t = 0; t < T; t++) {
         nocap[t] = nomem[t] = in->types[t];
         nocap[t].count = 1 << 30;
@@ -120,7 +60,7 @@ static void brute_force(const instance *in, brute *b) {
     model_cluster cl_nocap = {.n_types = T, .types = nocap};
     model_cluster cl_nomem = {.n_types = T, .types = nomem};
     model_plan *p = model_plan_create(L);
-    int a[MAX_L] = {0};
+    int a[RI_MAX_LAYERS] = {0};
     b->opt = b->opt_nocap = b->opt_nomem = INFINITY;
     b->n = 0;
     for (;;) {
@@ -155,7 +95,7 @@ static int rel_close(double got, double want, double tol) {
     return fabs(got - want) <= tol * fabs(want);
 }
 
-static int run(const instance *in, solve_method m, long budget_ms, long evals, uint64_t seed,
+static int run(const ri_instance *in, solve_method m, long budget_ms, long evals, uint64_t seed,
                solve_result *res) {
     solve_opts o;
     solve_opts_default(&o);
@@ -168,7 +108,7 @@ static int run(const instance *in, solve_method m, long budget_ms, long evals, u
 
 /* A returned plan must be feasible when scored afresh, match the reported
  * figures, and cost no less than the optimum opt. */
-static void check_plan(const instance *in, const solve_result *res, double opt, const char *what) {
+static void check_plan(const ri_instance *in, const solve_result *res, double opt, const char *what) {
     model_plan *p = model_plan_create(in->job.n_layers);
     int rc = model_eval(&in->job, &in->cl, res->assign, p);
     if (rc != MODEL_FEASIBLE) fail_msg("%s: returned an infeasible plan: %s", what, p->why);
@@ -184,8 +124,8 @@ static void set_size(int i, uint64_t *x, int *L, int *T) {
     if (i < 2) *L = 10, *T = 4;
     else if (i < 4) *L = 9, *T = 4;
     else {
-        *T = 1 + (int)(mix(x) % 4);
-        *L = 1 + (int)(mix(x) % 10);
+        *T = 1 + (int)(ri_mix(x) % 4);
+        *L = 1 + (int)(ri_mix(x) % 10);
         while (pow(*T, *L) > 20000) (*L)--;
     }
 }
@@ -194,19 +134,19 @@ static void set_size(int i, uint64_t *x, int *L, int *T) {
 
 static void test_exact_equals_brute_force(void **state) {
     (void)state;
-    solve_result *res = solve_result_create(MAX_L);
+    solve_result *res = solve_result_create(RI_MAX_LAYERS);
     uint64_t x = 20240611;
     int n_cap = 0, n_mem = 0, n_inf = 0, n_feas = 0, n_curve = 0;
     long total = 0;
     for (int i = 0; i < N_SET; i++) {
         int L, T;
         set_size(i, &x, &L, &T);
-        instance in;
-        make_instance(&in, L, T, 1000 + (uint64_t)i);
+        ri_instance in;
+        ri_make(&in, L, T, 1000 + (uint64_t)i);
         if (i % 6 == 5) {
             /* A fitted Optimus curve (MODEL.md §4): the serial fraction then
              * depends on each stage's ps tasks, with 20 MB shards. */
-            in.job.curve = (model_curve){{1.0, 0.2 * unit(&x), 0.05 * unit(&x), 0.05 * unit(&x)}, 1};
+            in.job.curve = (model_curve){{1.0, 0.2 * ri_unit(&x), 0.05 * ri_unit(&x), 0.05 * ri_unit(&x)}, 1};
             in.job.shard = 2e7;
             n_curve++;
         }
@@ -275,7 +215,7 @@ static void test_baselines_on_fixture(void **state) {
     (void)state;
     fixture fx;
     fixture_init(&fx);
-    instance in;
+    ri_instance in;
     memset(&in, 0, sizeof in);
     in.cl = fx.cl;
     in.job = fx.job;
@@ -303,7 +243,7 @@ static void test_baselines_on_fixture(void **state) {
     assert_int_equal(solve_run(&fx.job, &fx.cl, &o, res), 0);
     assert_true(res->optimal);
     brute b;
-    instance fi;
+    ri_instance fi;
     memset(&fi, 0, sizeof fi);
     memcpy(fi.types, fx.types, sizeof fx.types);
     memcpy(fi.layers, fx.layers, sizeof fx.layers);
@@ -326,14 +266,14 @@ static void test_baselines_on_fixture(void **state) {
 
 static void test_same_seed_same_answer(void **state) {
     (void)state;
-    instance in;
-    make_instance(&in, 24, 5, 77);
+    ri_instance in;
+    ri_make(&in, 24, 5, 77);
     in.job.min_throughput *= 0.5; /* keep plenty of plans feasible */
     for (int t = 0; t < 5; t++) {
         in.types[t].count += 20;
         in.types[t].mem *= 4;
     }
-    solve_result *a = solve_result_create(MAX_L), *b = solve_result_create(MAX_L);
+    solve_result *a = solve_result_create(RI_MAX_LAYERS), *b = solve_result_create(RI_MAX_LAYERS);
     for (int m = SOLVE_HOMOGENEOUS; m < SOLVE_N_METHODS; m++) {
         int ra = run(&in, (solve_method)m, 0, 3000, 42, a);
         int rb = run(&in, (solve_method)m, 0, 3000, 42, b);
@@ -371,9 +311,9 @@ static void test_same_seed_same_answer(void **state) {
  * that an unbounded run proves. */
 static void test_exact_budget_bound(void **state) {
     (void)state;
-    instance in;
-    make_instance(&in, 40, 6, 4242);
-    solve_result *full = solve_result_create(MAX_L), *cut = solve_result_create(MAX_L);
+    ri_instance in;
+    ri_make(&in, 40, 6, 4242);
+    solve_result *full = solve_result_create(RI_MAX_LAYERS), *cut = solve_result_create(RI_MAX_LAYERS);
     int rc = run(&in, SOLVE_EXACT, 0, 0, 1, full);
     assert_int_equal(rc, 0);
     assert_true(full->optimal);
@@ -407,9 +347,9 @@ static void test_exact_budget_bound(void **state) {
 
 static void test_infeasible_everywhere(void **state) {
     (void)state;
-    instance in;
-    solve_result *res = solve_result_create(MAX_L);
-    make_instance(&in, 6, 3, 9);
+    ri_instance in;
+    solve_result *res = solve_result_create(RI_MAX_LAYERS);
+    ri_make(&in, 6, 3, 9);
     /* Plenty of units, memory and headroom on the target... */
     in.job.min_throughput *= 0.01;
     for (int t = 0; t < 3; t++) {
@@ -429,7 +369,7 @@ static void test_infeasible_everywhere(void **state) {
         assert_false(res->infeasible); /* only exact proves it */
     }
     /* Capacity only: every type has a single unit, and R needs more. */
-    make_instance(&in, 4, 2, 10);
+    ri_make(&in, 4, 2, 10);
     for (int t = 0; t < 2; t++) {
         in.types[t].count = 1;
         in.types[t].mem = 1e15;
@@ -448,8 +388,8 @@ static void test_api_edges(void **state) {
     assert_int_equal(solve_method_parse("simplex"), -1);
     assert_int_equal(solve_method_parse(NULL), -1);
     assert_string_equal(solve_method_name(SOLVE_N_METHODS), "?");
-    instance in;
-    make_instance(&in, 8, 2, 5);
+    ri_instance in;
+    ri_make(&in, 8, 2, 5);
     solve_result *small = solve_result_create(4);
     assert_int_equal(run(&in, SOLVE_EXACT, 0, 0, 1, small), SOLVE_ERROR);
     assert_non_null(strstr(small->why, "8 layers"));
@@ -495,7 +435,7 @@ static void test_cli_solve(void **state) {
     /* The optimum by brute force over the 8 plans of the same numbers. */
     fixture fx;
     fixture_init(&fx);
-    instance fi;
+    ri_instance fi;
     memset(&fi, 0, sizeof fi);
     memcpy(fi.types, fx.types, sizeof fx.types);
     memcpy(fi.layers, fx.layers, sizeof fx.layers);
