@@ -5,13 +5,16 @@
  * the same cluster and job over and over (a scheduler asking about the
  * pods of one job, a client retrying with another seed... ). This cache
  * maps (kind, body bytes) to what a handler parsed from them, so that a
- * body seen before skips both parsers. Only the parse is cached, never an
- * answer: the policy, the solvers and the placers run on every request.
+ * body seen before skips both parsers. The cache holds what a handler
+ * parsed; /v1/place also keeps, inside its parsed value, the memo of a
+ * deterministic policy answer (service/api.c), while solvers and placers
+ * run on every request.
  *
  * Keys are compared byte for byte (the 64-bit hash only picks candidates),
  * so two bodies share an entry only when they are identical. The cache
  * holds at most `capacity` entries and `max_bytes` of keys; the least
- * recently used entry goes first. Values are immutable once inserted and
+ * recently used entry goes first. Values are immutable once inserted (but for
+ * what a value guards with a lock of its own, like /v1/place's memo) and
  * refcounted: an entry evicted while a request still uses it is freed when
  * that request releases it.
  *
