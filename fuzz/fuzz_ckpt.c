@@ -4,7 +4,11 @@
  * exists) and loads it twice, as strata does: ckpt_load for the metadata
  * (the layer of nets/ that train --resume and `strata serve` go through),
  * then agent_policy_load (the daemon's --policy and its reload on SIGHUP).
- * Any file must load or be refused with a message, never crash or leak.
+ * Any file must load or be refused with a message, never crash or leak:
+ * memory (LeakSanitizer) nor HDF5 files or objects left open (groups,
+ * datasets, attributes), which a daemon reloading a bad policy again and
+ * again would pile up: their count after each input must be what it was
+ * before.
  *
  * Seeds: fuzz/corpus/ckpt/ (small real checkpoints written by nets/ckpt's
  * tests, a 93 KB policy trained by `strata train` with the smallest
@@ -15,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <hdf5.h>
 
 #include "agent/policy.h"
 #include "nets/ckpt.h"
@@ -34,7 +40,15 @@ static const char *scratch_path(void) {
     return scratch;
 }
 
+/* open_ids returns how many HDF5 files and objects in them (groups,
+ * datasets, named datatypes, attributes) are open in the process. */
+static ssize_t open_ids(void) {
+    return H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (H5open() < 0) abort();
+    ssize_t before = open_ids();
     const char *path = scratch_path();
     FILE *f = fopen(path, "wb");
     if (!f) abort();
@@ -50,5 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     agent_policy *p = agent_policy_load(path, err, sizeof err);
     agent_policy_free(p);
     unlink(path);
+    ssize_t now = open_ids();
+    if (now != before) {
+        fprintf(stderr, "fuzz_ckpt: %zd HDF5 files or objects left open (were %zd)\n", now, before);
+        abort();
+    }
     return 0;
 }
