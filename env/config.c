@@ -389,6 +389,21 @@ static int scalar_text(cfg_ctx *c, yaml_node_t *v, const char *path, const char 
     return 0;
 }
 
+/* short_text reads scalar v as non-empty text shorter than max bytes
+ * (`what` names it in "expected ...", `noun` in "... is longer than"),
+ * pointing *text into the document. Returns 0 or -1 with the message set. */
+static int short_text(cfg_ctx *c, yaml_node_t *v, const char *path, const char *what,
+                      const char *noun, size_t max, const char **text)
+{
+    if (scalar_text(c, v, path, what, text))
+        return -1;
+    if (!**text)
+        return fail(c, v, path, "expected %s, got an empty value", what);
+    if (strlen(*text) >= max)
+        return fail(c, v, path, "%s is longer than %d characters", noun, (int)max - 1);
+    return 0;
+}
+
 /* parse_field checks value node v of field f (key path `path`) and, for
  * scalar fields and ranges, stores it into obj. A range's ends are checked
  * as CFG_FT_DOUBLE values (key path `path[0]`, `path[1]`), so they meet the
@@ -446,12 +461,8 @@ static int parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const cha
         return 0;
     }
     case CFG_FT_NAME: {
-        if (scalar_text(c, v, path, "a name", &text))
+        if (short_text(c, v, path, "a name", "name", MODEL_NAME_MAX, &text))
             return -1;
-        if (!*text)
-            return fail(c, v, path, "expected a name, got an empty value");
-        if (strlen(text) >= MODEL_NAME_MAX)
-            return fail(c, v, path, "name is longer than %d characters", MODEL_NAME_MAX - 1);
         for (const char *p = text; *p; p++)
             if (*p == ',' || (unsigned char)*p < 0x20 || *p == 0x7f)
                 return fail(c, v, path,
@@ -528,12 +539,8 @@ static int parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const cha
         return 0;
     }
     case CFG_FT_TEXT: {
-        if (scalar_text(c, v, path, "text", &text))
+        if (short_text(c, v, path, "text", "text", CFG_TEXT_MAX, &text))
             return -1;
-        if (!*text)
-            return fail(c, v, path, "expected text, got an empty value");
-        if (strlen(text) >= CFG_TEXT_MAX)
-            return fail(c, v, path, "text is longer than %d characters", CFG_TEXT_MAX - 1);
         memcpy((char *)obj + f->off, text, strlen(text) + 1);
         return 0;
     }
@@ -1481,46 +1488,45 @@ cfg_run *cfg_load(const char *path, char *err, size_t errlen)
     return run;
 }
 
-cfg_run *cfg_load_buffer(const char *name, const char *text, size_t len, char *err,
-                         size_t errlen)
+/* load_in_memory loads a run that has no file behind it, from text[len]
+ * when doc is NULL, else from *doc (taken over: deleted in every case and
+ * zeroed). `include:` is refused, so that a request never names a file. */
+static cfg_run *load_in_memory(const char *name, const char *text, size_t len,
+                               yaml_document_t *doc, char *err, size_t errlen)
 {
     cfg_ctx c;
     ctx_init(&c, err, errlen);
     c.no_include = 1;
-    if (!name)
-        name = "<buffer>";
     cfg_run *run = NULL;
-    int idx = add_file(&c, name);
-    if (idx < 0)
+    int idx = add_file(&c, name), ok = idx >= 0;
+    if (!ok) {
         say(&c, "%s: out of memory", name);
-    else if (parse_doc(&c, idx, text ? text : "", text ? len : 0) == 0 &&
-             load_top(&c, idx) == 0)
+        if (doc)
+            yaml_document_delete(doc);
+    } else if (doc) {
+        c.files[idx]->doc = *doc; /* the context deletes it from here on */
+        c.files[idx]->has_doc = 1;
+    } else {
+        ok = parse_doc(&c, idx, text, len) == 0;
+    }
+    if (doc)
+        memset(doc, 0, sizeof *doc);
+    if (ok && load_top(&c, idx) == 0)
         run = build_run(&c, name);
     ctx_free(&c);
     return run;
 }
 
+cfg_run *cfg_load_buffer(const char *name, const char *text, size_t len, char *err,
+                         size_t errlen)
+{
+    return load_in_memory(name ? name : "<buffer>", text ? text : "", text ? len : 0, NULL, err,
+                          errlen);
+}
+
 cfg_run *cfg_load_document(const char *name, yaml_document_t *doc, char *err, size_t errlen)
 {
-    cfg_ctx c;
-    ctx_init(&c, err, errlen);
-    c.no_include = 1;
-    if (!name)
-        name = "<document>";
-    cfg_run *run = NULL;
-    int idx = add_file(&c, name);
-    if (idx < 0) {
-        say(&c, "%s: out of memory", name);
-        yaml_document_delete(doc);
-    } else {
-        c.files[idx]->doc = *doc; /* the context deletes it from here on */
-        c.files[idx]->has_doc = 1;
-        if (load_top(&c, idx) == 0)
-            run = build_run(&c, name);
-    }
-    memset(doc, 0, sizeof *doc);
-    ctx_free(&c);
-    return run;
+    return load_in_memory(name ? name : "<document>", NULL, 0, doc, err, errlen);
 }
 
 void cfg_free(cfg_run *run)
