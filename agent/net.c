@@ -115,7 +115,7 @@ struct agent_net_ws {
     size_t inst_cap;
     int *pidx; /* [N,Kp] source row of each packed node row, -1: padding */
     size_t pidx_cap;
-    uint8_t *pmask; /* [N,Kp] packed mask (pidx >= 0) */
+    uint8_t *pmask; /* [N,Kp] packed mask: 1 for a real row, 0 for padding */
     size_t pmask_cap;
     /* rollout geometry of the last encode */
     int T, G, B;
@@ -447,14 +447,15 @@ static int node_pack(agent_net_ws *ws, const float *rows, const uint8_t *mask, i
             if (!mask[(size_t)b * K + k]) continue;
             memcpy(ws->prow.p + ((size_t)b * Kp + j) * AGENT_FN, rows + ((size_t)b * K + k) * AGENT_FN,
                    AGENT_FN * sizeof *rows);
+            ws->pmask[(size_t)b * Kp + j] = 1;
             ws->pidx[(size_t)b * Kp + j++] = k;
         }
         for (; j < Kp; j++) {
             memset(ws->prow.p + ((size_t)b * Kp + j) * AGENT_FN, 0, AGENT_FN * sizeof *rows);
+            ws->pmask[(size_t)b * Kp + j] = 0;
             ws->pidx[(size_t)b * Kp + j] = -1;
         }
     }
-    for (size_t e = 0; e < (size_t)B * Kp; e++) ws->pmask[e] = ws->pidx[e] >= 0;
     return Kp;
 }
 

@@ -344,11 +344,6 @@ static int bench_general(const char *ckpt, int n, const char *src) {
     return 0;
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* ---- decode ---------------------------------------------------------------- */
 
 static int cmp_call(const void *a, const void *b) {
@@ -400,7 +395,7 @@ static int bench_decode(const char *ckpt, const char *config, int reps) {
             nn_gemm_trace_begin(&tr);
             agent_policy_decode(pol, job, &run->cluster, &o, &res, err, sizeof err);
             nn_gemm_trace_end();
-            qsort(t, (size_t)reps, sizeof *t, cmp_dbl);
+            qsort(t, (size_t)reps, sizeof *t, cmp_d);
             printf("decode: job %s (%d layers) on %d nodes, greedy + node head: median %.0f us, min %.0f us "
                    "over %d decodes; %d passes, %s\n",
                    job->name, job->n_layers, run->cluster.n_nodes, 1e6 * t[reps / 2], 1e6 * t[0], reps,

@@ -212,20 +212,14 @@ static void path_key(char *out, size_t len, const char *base, const char *key)
 
 static void path_index(char *out, size_t len, const char *base, int i)
 {
-    char num[16], *d = num + sizeof num;
-    unsigned u = i < 0 ? 0u - (unsigned)i : (unsigned)i;
-    *--d = '\0';
-    *--d = ']';
-    do
-        *--d = (char)('0' + u % 10);
-    while (u /= 10);
-    if (i < 0)
-        *--d = '-';
-    *--d = '[';
+    char num[24] = "[";
+    size_t k = 1 + units_put_long(num + 1, i);
+    num[k] = ']';
+    num[k + 1] = '\0';
     size_t n = 0;
     out[0] = '\0';
     put(out, len, &n, base);
-    put(out, len, &n, d);
+    put(out, len, &n, num);
 }
 
 /* lev returns the case-insensitive edit distance between a and b, or a

@@ -186,7 +186,6 @@ static int match_suffix(units_kind kind, const char *suf, units_scale *sc)
     return SUF_BAD;
 }
 
-
 /* shown_text writes the first 80 characters of s[n] (with "..." when cut)
  * into out[len] for a message, and returns out. */
 static const char *shown_text(char *out, size_t len, const char *s, size_t n)
@@ -195,10 +194,7 @@ static const char *shown_text(char *out, size_t len, const char *s, size_t n)
     return out;
 }
 
-/* put_long writes v in decimal, NUL-terminated, into out (room for 21
- * characters). By hand: a config holds hundreds of figures, and snprintf
- * was a good share of reading them. */
-static void put_long(char *out, long v)
+size_t units_put_long(char *out, long v)
 {
     char tmp[24], *d = tmp + sizeof tmp;
     unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
@@ -208,7 +204,9 @@ static void put_long(char *out, long v)
     while (u /= 10);
     if (v < 0)
         *--d = '-';
-    memcpy(out, d, (size_t)(tmp + sizeof tmp - d));
+    size_t n = (size_t)(tmp + sizeof tmp - 1 - d);
+    memcpy(out, d, n + 1);
+    return n;
 }
 
 int units_parse(units_kind kind, const char *text, double *out, char *err,
@@ -241,7 +239,8 @@ int units_parse(units_kind kind, const char *text, double *out, char *err,
     size_t mant;
     size_t len = scan_number(p, kind == UNITS_COUNT, &mant);
     if (len == 0) {
-        snprintf(err, errlen, "expected %s, got \"%s\"", units_expect(kind), shown_text(shown, sizeof shown, s, n));
+        snprintf(err, errlen, "expected %s, got \"%s\"", units_expect(kind),
+                 shown_text(shown, sizeof shown, s, n));
         return -1;
     }
     const char *suf = p + len;
@@ -264,7 +263,8 @@ int units_parse(units_kind kind, const char *text, double *out, char *err,
             return -1;
         }
         if (m != SUF_OK) {
-            snprintf(err, errlen, "expected %s, got \"%s\"", units_expect(kind), shown_text(shown, sizeof shown, s, n));
+            snprintf(err, errlen, "expected %s, got \"%s\"", units_expect(kind),
+                 shown_text(shown, sizeof shown, s, n));
             return -1;
         }
     }
@@ -283,7 +283,7 @@ int units_parse(units_kind kind, const char *text, double *out, char *err,
     char num[300]; /* mantissa (< 256 chars), 'e', exponent */
     memcpy(num, p, mant);
     num[mant] = 'e';
-    put_long(num + mant + 1, e + sc.shift);
+    units_put_long(num + mant + 1, e + sc.shift);
     errno = 0;
     double v = strtod(num, NULL);
     if (errno == ERANGE || !isfinite(v)) {
@@ -296,7 +296,8 @@ int units_parse(units_kind kind, const char *text, double *out, char *err,
         return -1;
     }
     if (kind == UNITS_COUNT && (v > (double)INT_MAX || v < (double)INT_MIN)) {
-        snprintf(err, errlen, "\"%s\" is out of range (at most %d)", shown_text(shown, sizeof shown, s, n), INT_MAX);
+        snprintf(err, errlen, "\"%s\" is out of range (at most %d)",
+                 shown_text(shown, sizeof shown, s, n), INT_MAX);
         return -1;
     }
     *out = v;

@@ -47,6 +47,12 @@ typedef enum {
 int units_parse(units_kind kind, const char *text, double *out, char *err,
                 size_t errlen);
 
+/* units_put_long writes v in decimal, NUL-terminated, into out (room for
+ * 21 characters) and returns the number of digits and sign written. By
+ * hand, for the loaders' hot paths (a figure's exponent, a key path's
+ * index), where snprintf was a good share of reading a config. */
+size_t units_put_long(char *out, long v);
+
 /* units_expect returns a static phrase naming what a kind accepts, with
  * examples, e.g. "a size such as 16GiB or 512MB". */
 const char *units_expect(units_kind kind);

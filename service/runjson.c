@@ -86,7 +86,6 @@ static int add_pair(yaml_document_t *d, int map, const char *key, const json_t *
 static int to_yaml(yaml_document_t *d, const json_t *v) {
     char num[40];
     const char *text = num;
-    yaml_scalar_style_t style = YAML_PLAIN_SCALAR_STYLE;
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         int id = yaml_document_add_mapping(d, NULL, YAML_ANY_MAPPING_STYLE);
@@ -111,7 +110,9 @@ static int to_yaml(yaml_document_t *d, const json_t *v) {
         return yaml_document_add_scalar(d, NULL, (yaml_char_t *)json_string_value(v),
                                         (int)json_string_length(v),
                                         YAML_DOUBLE_QUOTED_SCALAR_STYLE);
-    case JSON_INTEGER: snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+    case JSON_INTEGER:
+        snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        break;
     case JSON_REAL:
         snprintf(num, sizeof num, "%.17g", json_real_value(v));
         if (!strpbrk(num, ".eEni")) strcat(num, ".0");
@@ -120,7 +121,7 @@ static int to_yaml(yaml_document_t *d, const json_t *v) {
     case JSON_FALSE: text = "false"; break;
     default: text = "null"; break;
     }
-    return yaml_document_add_scalar(d, NULL, (yaml_char_t *)text, -1, style);
+    return yaml_document_add_scalar(d, NULL, (yaml_char_t *)text, -1, YAML_PLAIN_SCALAR_STYLE);
 }
 
 /* add_pair appends key: v to mapping node map of d. Returns 1, or 0 when

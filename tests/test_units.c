@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -323,6 +324,25 @@ static void test_format(void **state)
     }
 }
 
+/* units_put_long: the loaders' hand-made decimal writer (exponents, key
+ * path indices), at zero, both signs, one-digit and the extremes. */
+static void test_put_long(void **state)
+{
+    (void)state;
+    static const struct {
+        long v;
+        const char *want;
+    } cases[] = {{0, "0"}, {7, "7"}, {-6, "-6"}, {10, "10"}, {-100000, "-100000"},
+                 {LONG_MAX, "9223372036854775807"}, {LONG_MIN, "-9223372036854775808"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char out[24];
+        memset(out, 'x', sizeof out);
+        size_t n = units_put_long(out, cases[i].v);
+        assert_string_equal(out, cases[i].want);
+        assert_int_equal(n, strlen(cases[i].want));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -334,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_fraction_and_dollars),
         cmocka_unit_test(test_null_and_long),
         cmocka_unit_test(test_format),
+        cmocka_unit_test(test_put_long),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
