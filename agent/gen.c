@@ -59,94 +59,83 @@ struct agent_gen {
  * Tables
  * ------------------------------------------------------------------------ */
 
-/* Row constructors: lop/hop are CFG_B_* bounds, checked on each end of a
- * range; d is the default of an optional key (both ends of a range). */
-#define ROW_NAME(k, T, m) \
-    {k, CFG_FT_NAME, UNITS_NUMBER, 1, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), NULL}
-#define ROW_NUM(k, u, d, lop, lov, hop, hiv, T, m) \
-    {k, CFG_FT_DOUBLE, u, 0, d, lop, lov, hop, hiv, offsetof(T, m), NULL}
-#define ROW_RANGE(k, u, req, d, lop, lov, hop, hiv, T, m) \
-    {k, CFG_FT_RANGE, u, req, d, lop, lov, hop, hiv, offsetof(T, m), NULL}
-#define ROW_BOOL(k, d, T, m) \
-    {k, CFG_FT_BOOL, UNITS_NUMBER, 0, d, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), NULL}
-#define ROW_ENUM(k, ch, T, m) \
-    {k, CFG_FT_ENUM, UNITS_NUMBER, 1, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), ch}
-#define ROW_ANY(k) {k, CFG_FT_ANY, UNITS_NUMBER, 1, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, 0, NULL}
+/* Rows built by env/config.h's CFG_ROW_*: a range's bounds are checked on
+ * each of its ends and its default is both ends. */
 
 enum { T_FAMILIES, T_CLUSTER, N_T };
 static const cfg_field TOP[N_T] = {
-    [T_FAMILIES] = ROW_ANY("families"),
-    [T_CLUSTER] = ROW_ANY("cluster"),
+    [T_FAMILIES] = CFG_ROW_NODE("families", CFG_FT_ANY, 1),
+    [T_CLUSTER] = CFG_ROW_NODE("cluster", CFG_FT_ANY, 1),
 };
 
 enum { F_NAME, F_WEIGHT, F_BATCH, F_SAMPLES, F_ALPHA, F_UNITS, F_ROLES, N_F };
 static const cfg_field FAMILY[N_F] = {
-    [F_NAME] = ROW_NAME("name", gen_family, name),
-    [F_WEIGHT] = ROW_NUM("weight", UNITS_NUMBER, 1, CFG_B_GE, 0, CFG_B_NONE, 0, gen_family,
-                         weight),
-    [F_BATCH] = ROW_RANGE("batch", UNITS_NUMBER, 1, 0, CFG_B_GE, 1, CFG_B_LE, 1e9, gen_family,
-                          batch),
-    [F_SAMPLES] = ROW_RANGE("samples", UNITS_NUMBER, 0, 1e8, CFG_B_GE, 1, CFG_B_LE, 1e18,
-                            gen_family, samples),
-    [F_ALPHA] = ROW_RANGE("alpha", UNITS_NUMBER, 0, 0.05, CFG_B_GE, 0, CFG_B_LE, 0.99,
-                          gen_family, alpha),
-    [F_UNITS] = ROW_RANGE("units", UNITS_NUMBER, 1, 0, CFG_B_GE, 1e-6, CFG_B_LE, 1e6,
-                          gen_family, units),
-    [F_ROLES] = ROW_ANY("roles"),
+    [F_NAME] = CFG_ROW_NAME("name", 1, gen_family, name),
+    [F_WEIGHT] = CFG_ROW_NUM("weight", UNITS_NUMBER, 0, 1, CFG_B_GE, 0, CFG_B_NONE, 0, gen_family,
+                             weight),
+    [F_BATCH] = CFG_ROW_RANGE("batch", UNITS_NUMBER, 1, 0, CFG_B_GE, 1, CFG_B_LE, 1e9, gen_family,
+                              batch),
+    [F_SAMPLES] = CFG_ROW_RANGE("samples", UNITS_NUMBER, 0, 1e8, CFG_B_GE, 1, CFG_B_LE, 1e18,
+                                gen_family, samples),
+    [F_ALPHA] = CFG_ROW_RANGE("alpha", UNITS_NUMBER, 0, 0.05, CFG_B_GE, 0, CFG_B_LE, 0.99,
+                              gen_family, alpha),
+    [F_UNITS] = CFG_ROW_RANGE("units", UNITS_NUMBER, 1, 0, CFG_B_GE, 1e-6, CFG_B_LE, 1e6,
+                              gen_family, units),
+    [F_ROLES] = CFG_ROW_NODE("roles", CFG_FT_ANY, 1),
 };
 
 enum { R_NAME, R_COUNT, R_FLOPS, R_IO, R_ACT, R_PARAMS, R_MEM, R_SAME, R_JITTER, N_R };
 static const cfg_field ROLE[N_R] = {
-    [R_NAME] = ROW_NAME("name", gen_role, name),
-    [R_COUNT] = ROW_RANGE("count", UNITS_COUNT, 0, 1, CFG_B_GE, 0, CFG_B_LE, GEN_MAX_LAYERS,
-                          gen_role, count),
-    [R_FLOPS] = ROW_RANGE("flops", UNITS_FLOP, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role,
-                          flops),
-    [R_IO] = ROW_RANGE("io", UNITS_BYTES, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role, io),
-    [R_ACT] = ROW_RANGE("act", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role, act),
-    [R_PARAMS] = ROW_RANGE("params", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role,
-                           params),
-    [R_MEM] = ROW_RANGE("mem", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role, mem),
-    [R_SAME] = ROW_BOOL("same", 0, gen_role, same),
-    [R_JITTER] = ROW_NUM("jitter", UNITS_NUMBER, 0, CFG_B_GE, 0, CFG_B_LE, 0.9, gen_role,
-                         jitter),
+    [R_NAME] = CFG_ROW_NAME("name", 1, gen_role, name),
+    [R_COUNT] = CFG_ROW_RANGE("count", UNITS_COUNT, 0, 1, CFG_B_GE, 0, CFG_B_LE, GEN_MAX_LAYERS,
+                              gen_role, count),
+    [R_FLOPS] = CFG_ROW_RANGE("flops", UNITS_FLOP, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role,
+                              flops),
+    [R_IO] = CFG_ROW_RANGE("io", UNITS_BYTES, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role, io),
+    [R_ACT] = CFG_ROW_RANGE("act", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role, act),
+    [R_PARAMS] = CFG_ROW_RANGE("params", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role,
+                               params),
+    [R_MEM] = CFG_ROW_RANGE("mem", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_role, mem),
+    [R_SAME] = CFG_ROW_BOOL("same", 0, 0, gen_role, same),
+    [R_JITTER] = CFG_ROW_NUM("jitter", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 0.9, gen_role,
+                             jitter),
 };
 
 enum { C_TYPES, C_COUNT, C_ZONES, C_NODES, C_BAD, C_IBW, C_ILAT, C_POOL, N_C };
 static const cfg_field CLUSTER[N_C] = {
-    [C_TYPES] = ROW_RANGE("types", UNITS_COUNT, 1, 0, CFG_B_GE, 1, CFG_B_LE, 64, gen_cluster,
-                          types),
-    [C_COUNT] = ROW_RANGE("count", UNITS_COUNT, 1, 0, CFG_B_GE, 1, CFG_B_LE, 4096, gen_cluster,
-                          count),
-    [C_ZONES] = ROW_RANGE("zones", UNITS_COUNT, 0, 1, CFG_B_GE, 1, CFG_B_LE, 16, gen_cluster,
-                          zones),
-    [C_NODES] = ROW_BOOL("nodes", 1, gen_cluster, nodes),
-    [C_BAD] = ROW_NUM("bad_zone", UNITS_FRACTION, 0, CFG_B_GE, 0, CFG_B_LE, 1, gen_cluster,
-                      bad_zone),
-    [C_IBW] = ROW_RANGE("inter_bw", UNITS_RATE_BYTES, 0, 1.25e9, CFG_B_GE, 1, CFG_B_NONE, 0,
-                        gen_cluster, inter_bw),
-    [C_ILAT] = ROW_RANGE("inter_latency", UNITS_SECONDS, 0, 5e-4, CFG_B_GE, 0, CFG_B_LE, 10,
-                         gen_cluster, inter_latency),
-    [C_POOL] = ROW_ANY("pool"),
+    [C_TYPES] = CFG_ROW_RANGE("types", UNITS_COUNT, 1, 0, CFG_B_GE, 1, CFG_B_LE, 64, gen_cluster,
+                              types),
+    [C_COUNT] = CFG_ROW_RANGE("count", UNITS_COUNT, 1, 0, CFG_B_GE, 1, CFG_B_LE, 4096, gen_cluster,
+                              count),
+    [C_ZONES] = CFG_ROW_RANGE("zones", UNITS_COUNT, 0, 1, CFG_B_GE, 1, CFG_B_LE, 16, gen_cluster,
+                              zones),
+    [C_NODES] = CFG_ROW_BOOL("nodes", 0, 1, gen_cluster, nodes),
+    [C_BAD] = CFG_ROW_NUM("bad_zone", UNITS_FRACTION, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1, gen_cluster,
+                          bad_zone),
+    [C_IBW] = CFG_ROW_RANGE("inter_bw", UNITS_RATE_BYTES, 0, 1.25e9, CFG_B_GE, 1, CFG_B_NONE, 0,
+                            gen_cluster, inter_bw),
+    [C_ILAT] = CFG_ROW_RANGE("inter_latency", UNITS_SECONDS, 0, 5e-4, CFG_B_GE, 0, CFG_B_LE, 10,
+                             gen_cluster, inter_latency),
+    [C_POOL] = CFG_ROW_NODE("pool", CFG_FT_ANY, 1),
 };
 
 enum { P_NAME, P_KIND, P_FLOPS, P_IOBW, P_NETBW, P_MEM, P_PRICE, P_UNITS, P_PS, N_P };
 static const cfg_field POOL[N_P] = {
-    [P_NAME] = ROW_NAME("name", gen_type, name),
-    [P_KIND] = ROW_ENUM("kind", "cpu|gpu", gen_type, kind),
-    [P_FLOPS] = ROW_RANGE("flops", UNITS_FLOPS, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_type,
-                          flops),
-    [P_IOBW] = ROW_RANGE("io_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_type,
-                         io_bw),
-    [P_NETBW] = ROW_RANGE("net_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0,
-                          gen_type, net_bw),
-    [P_MEM] = ROW_RANGE("mem", UNITS_BYTES, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_type, mem),
-    [P_PRICE] = ROW_RANGE("price", UNITS_DOLLARS, 1, 0, CFG_B_GE, 1e-9, CFG_B_NONE, 0, gen_type,
-                          price),
-    [P_UNITS] = ROW_RANGE("units", UNITS_COUNT, 0, 1, CFG_B_GE, 1, CFG_B_LE, 64, gen_type,
-                          units),
-    [P_PS] = ROW_RANGE("ps_slots", UNITS_COUNT, 0, 1, CFG_B_GE, 0, CFG_B_LE, 64, gen_type,
-                       ps_slots),
+    [P_NAME] = CFG_ROW_NAME("name", 1, gen_type, name),
+    [P_KIND] = CFG_ROW_ENUM("kind", "cpu|gpu", 1, 0, gen_type, kind),
+    [P_FLOPS] = CFG_ROW_RANGE("flops", UNITS_FLOPS, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_type,
+                              flops),
+    [P_IOBW] = CFG_ROW_RANGE("io_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_type,
+                             io_bw),
+    [P_NETBW] = CFG_ROW_RANGE("net_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0,
+                              gen_type, net_bw),
+    [P_MEM] = CFG_ROW_RANGE("mem", UNITS_BYTES, 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_type, mem),
+    [P_PRICE] = CFG_ROW_RANGE("price", UNITS_DOLLARS, 1, 0, CFG_B_GE, 1e-9, CFG_B_NONE, 0, gen_type,
+                              price),
+    [P_UNITS] = CFG_ROW_RANGE("units", UNITS_COUNT, 0, 1, CFG_B_GE, 1, CFG_B_LE, 64, gen_type,
+                              units),
+    [P_PS] = CFG_ROW_RANGE("ps_slots", UNITS_COUNT, 0, 1, CFG_B_GE, 0, CFG_B_LE, 64, gen_type,
+                           ps_slots),
 };
 
 /* seq_len and seq_at: the length and the i-th item of sequence node n. */

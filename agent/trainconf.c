@@ -88,59 +88,56 @@ enum {
     K_IMITATION, K_FREEZE, N_K
 };
 
-/* Row constructors (bounds: lop/hop are CFG_B_*; defaults are not used,
- * see above). */
-#define ROW_NUM(k, u, lop, lov, hop, hiv, m) \
-    {k, CFG_FT_DOUBLE, u, 0, 0, lop, lov, hop, hiv, offsetof(tc_in, m), NULL}
-#define ROW_INT(k, lop, lov, hop, hiv, m) \
-    {k, CFG_FT_INT, UNITS_COUNT, 0, 0, lop, lov, hop, hiv, offsetof(tc_in, m), NULL}
-#define ROW_BOOL(k, m) \
-    {k, CFG_FT_BOOL, UNITS_NUMBER, 0, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(tc_in, m), NULL}
-#define ROW_TEXT(k, m) \
-    {k, CFG_FT_TEXT, UNITS_NUMBER, 0, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(tc_in, m), NULL}
-#define ROW_ENUM(k, ch, req, m) \
-    {k, CFG_FT_ENUM, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(tc_in, m), ch}
-#define ROW_ANY(k) {k, CFG_FT_ANY, UNITS_NUMBER, 0, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, 0, NULL}
+/* The table (rows built by env/config.h's CFG_ROW_*; defaults are not
+ * used, see above). */
 static const cfg_field FIELDS[N_K] = {
-    [K_MODE] = ROW_ENUM("mode", "search|general", 1, mode),
-    [K_PROBLEM] = ROW_TEXT("problem", problem),
-    [K_GENERATOR] = ROW_TEXT("generator", generator),
-    [K_EVAL] = ROW_ANY("eval"),
-    [K_VALID] = ROW_INT("valid", CFG_B_GE, 0, CFG_B_LE, 100000, valid),
-    [K_SEED] = ROW_INT("seed", CFG_B_GE, 0, CFG_B_NONE, 0, seed),
-    [K_STEPS] = ROW_INT("steps", CFG_B_GE, 1, CFG_B_NONE, 0, steps),
-    [K_SECONDS] = ROW_NUM("seconds", UNITS_SECONDS, CFG_B_GE, 0, CFG_B_NONE, 0, seconds),
-    [K_INSTANCES] = ROW_INT("instances", CFG_B_GE, 1, CFG_B_LE, 65536, instances),
-    [K_SAMPLES] = ROW_INT("samples", CFG_B_GE, 1, CFG_B_LE, 65536, samples),
-    [K_LR] = ROW_NUM("lr", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 1, lr),
-    [K_LR_FINAL] = ROW_NUM("lr_final", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 1, lr_final),
-    [K_WD] = ROW_NUM("weight_decay", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 1, weight_decay),
-    [K_CLIPG] = ROW_NUM("grad_clip", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_NONE, 0, grad_clip),
-    [K_ENT] = ROW_NUM("entropy", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 10, entropy),
-    [K_ENT_FINAL] = ROW_NUM("entropy_final", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 10,
-                            entropy_final),
-    [K_BASELINE] = ROW_ENUM("baseline", "shared|moving", 0, baseline),
-    [K_BDECAY] = ROW_NUM("baseline_decay", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 0.999999,
-                         baseline_decay),
-    [K_ADVNORM] = ROW_BOOL("adv_norm", adv_norm),
-    [K_RISK] = ROW_NUM("risk", UNITS_FRACTION, CFG_B_GE, 0, CFG_B_LE, 1, risk),
-    [K_PENALTY] = ROW_NUM("penalty", UNITS_NUMBER, CFG_B_GT, 1, CFG_B_LE, 1e6, penalty),
-    [K_REFERENCE] = ROW_ENUM("reference", REFERENCES, 0, reference),
-    [K_PLACEMENT] = ROW_ENUM("placement", PLACEMENTS, 0, placement),
-    [K_EMBED] = ROW_INT("embed", CFG_B_GE, 1, CFG_B_LE, 4096, embed),
-    [K_HIDDEN] = ROW_INT("hidden", CFG_B_GE, 1, CFG_B_LE, 4096, hidden),
-    [K_DECODER] = ROW_INT("decoder", CFG_B_GE, 1, CFG_B_LE, 4096, decoder),
-    [K_SCORER] = ROW_INT("scorer", CFG_B_GE, 1, CFG_B_LE, 4096, scorer),
-    [K_CLIP] = ROW_NUM("clip", UNITS_NUMBER, CFG_B_GE, 0.001, CFG_B_LE, 1000, clip),
-    [K_THREADS] = ROW_INT("threads", CFG_B_GE, 0, CFG_B_LE, 1024, threads),
-    [K_LOG] = ROW_INT("log_every", CFG_B_GE, 1, CFG_B_NONE, 0, log_every),
-    [K_EVALEVERY] = ROW_INT("eval_every", CFG_B_GE, 0, CFG_B_NONE, 0, eval_every),
-    [K_EVALSAMPLES] = ROW_INT("eval_samples", CFG_B_GE, 1, CFG_B_LE, 65536, eval_samples),
-    [K_CKPT] = ROW_INT("ckpt_every", CFG_B_GE, 0, CFG_B_NONE, 0, ckpt_every),
-    [K_OUT] = ROW_TEXT("out", out),
-    [K_POLISH] = ROW_BOOL("polish", polish),
-    [K_IMITATION] = ROW_NUM("imitation", UNITS_NUMBER, CFG_B_GE, 0, CFG_B_LE, 1e6, imitation),
-    [K_FREEZE] = ROW_BOOL("freeze_plan", freeze_plan),
+    [K_MODE] = CFG_ROW_ENUM("mode", "search|general", 1, 0, tc_in, mode),
+    [K_PROBLEM] = CFG_ROW_TEXT("problem", 0, tc_in, problem),
+    [K_GENERATOR] = CFG_ROW_TEXT("generator", 0, tc_in, generator),
+    [K_EVAL] = CFG_ROW_NODE("eval", CFG_FT_ANY, 0),
+    [K_VALID] = CFG_ROW_INT("valid", 0, 0, CFG_B_GE, 0, CFG_B_LE, 100000, tc_in, valid),
+    [K_SEED] = CFG_ROW_INT("seed", 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, seed),
+    [K_STEPS] = CFG_ROW_INT("steps", 0, 0, CFG_B_GE, 1, CFG_B_NONE, 0, tc_in, steps),
+    [K_SECONDS] = CFG_ROW_NUM("seconds", UNITS_SECONDS, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in,
+                              seconds),
+    [K_INSTANCES] = CFG_ROW_INT("instances", 0, 0, CFG_B_GE, 1, CFG_B_LE, 65536, tc_in, instances),
+    [K_SAMPLES] = CFG_ROW_INT("samples", 0, 0, CFG_B_GE, 1, CFG_B_LE, 65536, tc_in, samples),
+    [K_LR] = CFG_ROW_NUM("lr", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1, tc_in, lr),
+    [K_LR_FINAL] = CFG_ROW_NUM("lr_final", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1, tc_in,
+                               lr_final),
+    [K_WD] = CFG_ROW_NUM("weight_decay", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1, tc_in,
+                         weight_decay),
+    [K_CLIPG] = CFG_ROW_NUM("grad_clip", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in,
+                            grad_clip),
+    [K_ENT] = CFG_ROW_NUM("entropy", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 10, tc_in, entropy),
+    [K_ENT_FINAL] = CFG_ROW_NUM("entropy_final", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 10,
+                                tc_in, entropy_final),
+    [K_BASELINE] = CFG_ROW_ENUM("baseline", "shared|moving", 0, 0, tc_in, baseline),
+    [K_BDECAY] = CFG_ROW_NUM("baseline_decay", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 0.999999,
+                             tc_in, baseline_decay),
+    [K_ADVNORM] = CFG_ROW_BOOL("adv_norm", 0, 0, tc_in, adv_norm),
+    [K_RISK] = CFG_ROW_NUM("risk", UNITS_FRACTION, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1, tc_in, risk),
+    [K_PENALTY] = CFG_ROW_NUM("penalty", UNITS_NUMBER, 0, 0, CFG_B_GT, 1, CFG_B_LE, 1e6, tc_in,
+                              penalty),
+    [K_REFERENCE] = CFG_ROW_ENUM("reference", REFERENCES, 0, 0, tc_in, reference),
+    [K_PLACEMENT] = CFG_ROW_ENUM("placement", PLACEMENTS, 0, 0, tc_in, placement),
+    [K_EMBED] = CFG_ROW_INT("embed", 0, 0, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in, embed),
+    [K_HIDDEN] = CFG_ROW_INT("hidden", 0, 0, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in, hidden),
+    [K_DECODER] = CFG_ROW_INT("decoder", 0, 0, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in, decoder),
+    [K_SCORER] = CFG_ROW_INT("scorer", 0, 0, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in, scorer),
+    [K_CLIP] = CFG_ROW_NUM("clip", UNITS_NUMBER, 0, 0, CFG_B_GE, 0.001, CFG_B_LE, 1000, tc_in,
+                           clip),
+    [K_THREADS] = CFG_ROW_INT("threads", 0, 0, CFG_B_GE, 0, CFG_B_LE, 1024, tc_in, threads),
+    [K_LOG] = CFG_ROW_INT("log_every", 0, 0, CFG_B_GE, 1, CFG_B_NONE, 0, tc_in, log_every),
+    [K_EVALEVERY] = CFG_ROW_INT("eval_every", 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, eval_every),
+    [K_EVALSAMPLES] = CFG_ROW_INT("eval_samples", 0, 0, CFG_B_GE, 1, CFG_B_LE, 65536, tc_in,
+                                  eval_samples),
+    [K_CKPT] = CFG_ROW_INT("ckpt_every", 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, ckpt_every),
+    [K_OUT] = CFG_ROW_TEXT("out", 0, tc_in, out),
+    [K_POLISH] = CFG_ROW_BOOL("polish", 0, 0, tc_in, polish),
+    [K_IMITATION] = CFG_ROW_NUM("imitation", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6, tc_in,
+                                imitation),
+    [K_FREEZE] = CFG_ROW_BOOL("freeze_plan", 0, 0, tc_in, freeze_plan),
 };
 
 /* resolve writes dir/name into out unless name is absolute; returns 0, or

@@ -329,18 +329,9 @@ static int find_name(const char *name, const void *base, size_t stride, int n)
  * The declarative tables and the generic walker
  * ------------------------------------------------------------------------ */
 
-/* cfg_ftype, cfg_bound and cfg_field are declared in config.h (other
- * loaders reuse the walker through cfg_doc, at the end of this file). */
-
-#define F_NUM(k, u, req, d, lop, lov, hop, hiv, T, m) \
-    {k, CFG_FT_DOUBLE, u, req, d, lop, lov, hop, hiv, offsetof(T, m), NULL}
-#define F_INT(k, req, d, lop, lov, T, m) \
-    {k, CFG_FT_INT, UNITS_COUNT, req, d, lop, lov, CFG_B_NONE, 0, offsetof(T, m), NULL}
-#define F_NAME(k, req, T, m) \
-    {k, CFG_FT_NAME, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), NULL}
-#define F_ENUM(k, ch, req, d, T, m) \
-    {k, CFG_FT_ENUM, UNITS_NUMBER, req, d, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), ch}
-#define F_NODE(k, ft, req) {k, ft, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, 0, NULL}
+/* cfg_ftype, cfg_bound, cfg_field and the CFG_ROW_* row constructors are
+ * declared in config.h (other loaders reuse the walker through cfg_doc, at
+ * the end of this file). */
 
 static const char *bound_op(cfg_bound b)
 {
@@ -638,43 +629,47 @@ typedef struct {
 } top_in;
 
 static const cfg_field TOP_FIELDS[N_TOP] = {
-    [TOP_MODEL] = F_ENUM("model", "v1", 0, 0, top_in, model),
-    [TOP_OBJECTIVE] = F_ENUM("objective", "cost|jct", 0, CFG_OBJECTIVE_COST, top_in, objective),
-    [TOP_INCLUDE] = F_NODE("include", CFG_FT_ANY, 0),
-    [TOP_CLUSTER] = F_NODE("cluster", CFG_FT_MAP, 0),
-    [TOP_JOB] = F_NODE("job", CFG_FT_MAP, 0),
-    [TOP_JOBS] = F_NODE("jobs", CFG_FT_LIST, 0),
+    [TOP_MODEL] = CFG_ROW_ENUM("model", "v1", 0, 0, top_in, model),
+    [TOP_OBJECTIVE] = CFG_ROW_ENUM("objective", "cost|jct", 0, CFG_OBJECTIVE_COST, top_in,
+                                   objective),
+    [TOP_INCLUDE] = CFG_ROW_NODE("include", CFG_FT_ANY, 0),
+    [TOP_CLUSTER] = CFG_ROW_NODE("cluster", CFG_FT_MAP, 0),
+    [TOP_JOB] = CFG_ROW_NODE("job", CFG_FT_MAP, 0),
+    [TOP_JOBS] = CFG_ROW_NODE("jobs", CFG_FT_LIST, 0),
 };
 
 enum { CL_TYPES, CL_ZONES, CL_INTER_BW, CL_INTER_LAT, CL_LINKS, CL_NODES, N_CL };
 static const cfg_field CLUSTER_FIELDS[N_CL] = {
-    [CL_TYPES] = F_NODE("types", CFG_FT_LIST, 1),
-    [CL_ZONES] = F_NODE("zones", CFG_FT_LIST, 0),
-    [CL_INTER_BW] = F_NUM("inter_bw", UNITS_RATE_BYTES, 0, 1.25e9, CFG_B_GT, 0, CFG_B_NONE, 0,
-                          model_cluster, inter_bw),
-    [CL_INTER_LAT] = F_NUM("inter_latency", UNITS_SECONDS, 0, 0.001, CFG_B_GE, 0, CFG_B_NONE, 0,
-                           model_cluster, inter_latency),
-    [CL_LINKS] = F_NODE("links", CFG_FT_LIST, 0),
-    [CL_NODES] = F_NODE("nodes", CFG_FT_LIST, 0),
+    [CL_TYPES] = CFG_ROW_NODE("types", CFG_FT_LIST, 1),
+    [CL_ZONES] = CFG_ROW_NODE("zones", CFG_FT_LIST, 0),
+    [CL_INTER_BW] = CFG_ROW_NUM("inter_bw", UNITS_RATE_BYTES, 0, 1.25e9, CFG_B_GT, 0, CFG_B_NONE, 0,
+                                model_cluster, inter_bw),
+    [CL_INTER_LAT] = CFG_ROW_NUM("inter_latency", UNITS_SECONDS, 0, 0.001, CFG_B_GE, 0, CFG_B_NONE,
+                                 0, model_cluster, inter_latency),
+    [CL_LINKS] = CFG_ROW_NODE("links", CFG_FT_LIST, 0),
+    [CL_NODES] = CFG_ROW_NODE("nodes", CFG_FT_LIST, 0),
 };
 
 enum { TY_NAME, TY_KIND, TY_FLOPS, TY_IO_BW, TY_NET_BW, TY_MEM, TY_PRICE, TY_COUNT, N_TY };
 static const cfg_field TYPE_FIELDS[N_TY] = {
-    [TY_NAME] = F_NAME("name", 1, model_type, name),
-    [TY_KIND] = F_ENUM("kind", "cpu|gpu", 1, 0, model_type, is_gpu),
-    [TY_FLOPS] = F_NUM("flops", UNITS_FLOPS, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_type, flops),
-    [TY_IO_BW] = F_NUM("io_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_type, io_bw),
-    [TY_NET_BW] = F_NUM("net_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_type,
-                        net_bw),
-    [TY_MEM] = F_NUM("mem", UNITS_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_type, mem),
-    [TY_PRICE] = F_NUM("price", UNITS_DOLLARS, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_type, price),
+    [TY_NAME] = CFG_ROW_NAME("name", 1, model_type, name),
+    [TY_KIND] = CFG_ROW_ENUM("kind", "cpu|gpu", 1, 0, model_type, is_gpu),
+    [TY_FLOPS] = CFG_ROW_NUM("flops", UNITS_FLOPS, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_type,
+                             flops),
+    [TY_IO_BW] = CFG_ROW_NUM("io_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0,
+                             model_type, io_bw),
+    [TY_NET_BW] = CFG_ROW_NUM("net_bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0,
+                              model_type, net_bw),
+    [TY_MEM] = CFG_ROW_NUM("mem", UNITS_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_type, mem),
+    [TY_PRICE] = CFG_ROW_NUM("price", UNITS_DOLLARS, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_type,
+                             price),
     /* -1: absent; then derived from the nodes (see build_cluster) */
-    [TY_COUNT] = F_INT("count", 0, -1, CFG_B_GE, 0, model_type, count),
+    [TY_COUNT] = CFG_ROW_INT("count", 0, -1, CFG_B_GE, 0, CFG_B_NONE, 0, model_type, count),
 };
 
 enum { ZO_NAME, N_ZO };
 static const cfg_field ZONE_FIELDS[N_ZO] = {
-    [ZO_NAME] = F_NAME("name", 1, model_zone, name),
+    [ZO_NAME] = CFG_ROW_NAME("name", 1, model_zone, name),
 };
 
 typedef struct {
@@ -683,9 +678,10 @@ typedef struct {
 
 enum { LK_ZONES, LK_BW, LK_LAT, N_LK };
 static const cfg_field LINK_FIELDS[N_LK] = {
-    [LK_ZONES] = F_NODE("zones", CFG_FT_LIST, 1),
-    [LK_BW] = F_NUM("bw", UNITS_RATE_BYTES, 0, -1, CFG_B_GT, 0, CFG_B_NONE, 0, link_in, bw),
-    [LK_LAT] = F_NUM("latency", UNITS_SECONDS, 0, -1, CFG_B_GE, 0, CFG_B_NONE, 0, link_in, lat),
+    [LK_ZONES] = CFG_ROW_NODE("zones", CFG_FT_LIST, 1),
+    [LK_BW] = CFG_ROW_NUM("bw", UNITS_RATE_BYTES, 0, -1, CFG_B_GT, 0, CFG_B_NONE, 0, link_in, bw),
+    [LK_LAT] = CFG_ROW_NUM("latency", UNITS_SECONDS, 0, -1, CFG_B_GE, 0, CFG_B_NONE, 0, link_in,
+                           lat),
 };
 
 typedef struct {
@@ -696,59 +692,65 @@ typedef struct {
 
 enum { NO_NAME, NO_TYPE, NO_UNITS, NO_PS, NO_ZONE, NO_BW, NO_LAT, NO_LOSS, N_NO };
 static const cfg_field NODE_FIELDS[N_NO] = {
-    [NO_NAME] = F_NAME("name", 1, node_in, n.name),
-    [NO_TYPE] = F_NAME("type", 1, node_in, type),
-    [NO_UNITS] = F_INT("units", 1, 0, CFG_B_GE, 0, node_in, n.units),
-    [NO_PS] = F_INT("ps_slots", 0, 1, CFG_B_GE, 0, node_in, n.ps_slots),
-    [NO_ZONE] = F_NAME("zone", 0, node_in, zone),
-    [NO_BW] = F_NUM("bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, node_in, n.bw),
-    [NO_LAT] = F_NUM("latency", UNITS_SECONDS, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, node_in, n.latency),
-    [NO_LOSS] = F_NUM("loss", UNITS_FRACTION, 0, 0, CFG_B_GE, 0, CFG_B_LT, 1, node_in, n.loss),
+    [NO_NAME] = CFG_ROW_NAME("name", 1, node_in, n.name),
+    [NO_TYPE] = CFG_ROW_NAME("type", 1, node_in, type),
+    [NO_UNITS] = CFG_ROW_INT("units", 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, node_in, n.units),
+    [NO_PS] = CFG_ROW_INT("ps_slots", 0, 1, CFG_B_GE, 0, CFG_B_NONE, 0, node_in, n.ps_slots),
+    [NO_ZONE] = CFG_ROW_NAME("zone", 0, node_in, zone),
+    [NO_BW] = CFG_ROW_NUM("bw", UNITS_RATE_BYTES, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, node_in, n.bw),
+    [NO_LAT] = CFG_ROW_NUM("latency", UNITS_SECONDS, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, node_in,
+                           n.latency),
+    [NO_LOSS] = CFG_ROW_NUM("loss", UNITS_FRACTION, 0, 0, CFG_B_GE, 0, CFG_B_LT, 1, node_in,
+                            n.loss),
 };
 
 enum { JO_NAME, JO_BATCH, JO_SAMPLES, JO_MINTP, JO_ALPHA, JO_SHARD, JO_LAYERS, JO_MEAS, N_JO };
 static const cfg_field JOB_FIELDS[N_JO] = {
-    [JO_NAME] = F_NAME("name", 1, model_job, name),
-    [JO_BATCH] = F_NUM("batch", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_job, batch),
-    [JO_SAMPLES] = F_NUM("samples", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_job, samples),
-    [JO_MINTP] = F_NUM("min_throughput", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_job,
-                       min_throughput),
-    [JO_ALPHA] = F_NUM("alpha", UNITS_FRACTION, 0, MODEL_DEFAULT_ALPHA, CFG_B_GE, 0, CFG_B_LT, 1,
-                       model_job, alpha),
-    [JO_SHARD] = F_NUM("shard", UNITS_BYTES, 0, MODEL_DEFAULT_SHARD, CFG_B_GT, 0, CFG_B_NONE, 0,
-                       model_job, shard),
-    [JO_LAYERS] = F_NODE("layers", CFG_FT_LIST, 1),
-    [JO_MEAS] = F_NODE("measurements", CFG_FT_LIST, 0),
+    [JO_NAME] = CFG_ROW_NAME("name", 1, model_job, name),
+    [JO_BATCH] = CFG_ROW_NUM("batch", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_job,
+                             batch),
+    [JO_SAMPLES] = CFG_ROW_NUM("samples", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_job,
+                               samples),
+    [JO_MINTP] = CFG_ROW_NUM("min_throughput", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0,
+                             model_job, min_throughput),
+    [JO_ALPHA] = CFG_ROW_NUM("alpha", UNITS_FRACTION, 0, MODEL_DEFAULT_ALPHA, CFG_B_GE, 0, CFG_B_LT,
+                             1, model_job, alpha),
+    [JO_SHARD] = CFG_ROW_NUM("shard", UNITS_BYTES, 0, MODEL_DEFAULT_SHARD, CFG_B_GT, 0, CFG_B_NONE,
+                             0, model_job, shard),
+    [JO_LAYERS] = CFG_ROW_NODE("layers", CFG_FT_LIST, 1),
+    [JO_MEAS] = CFG_ROW_NODE("measurements", CFG_FT_LIST, 0),
 };
 
 /* One measured throughput (docs/jobs.md): fitted by solvers/fit.h. */
 enum { ME_WORKERS, ME_PS, ME_TP, N_ME };
 static const cfg_field MEAS_FIELDS[N_ME] = {
-    [ME_WORKERS] = F_INT("workers", 1, 0, CFG_B_GE, 1, model_point, workers),
-    [ME_PS] = F_INT("ps", 1, 0, CFG_B_GE, 1, model_point, ps),
-    [ME_TP] = F_NUM("throughput", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_point,
-                    throughput),
+    [ME_WORKERS] = CFG_ROW_INT("workers", 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, model_point, workers),
+    [ME_PS] = CFG_ROW_INT("ps", 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, model_point, ps),
+    [ME_TP] = CFG_ROW_NUM("throughput", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_NONE, 0, model_point,
+                          throughput),
 };
 
 enum { LA_NAME, LA_FLOPS, LA_IO, LA_ACT, LA_PARAMS, LA_MEM, N_LA };
 static const cfg_field LAYER_FIELDS[N_LA] = {
-    [LA_NAME] = F_NAME("name", 1, model_layer, name),
-    [LA_FLOPS] = F_NUM("flops", UNITS_FLOP, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, flops),
-    [LA_IO] = F_NUM("io", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, io),
-    [LA_ACT] = F_NUM("act", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, act),
-    [LA_PARAMS] = F_NUM("params", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, params),
-    [LA_MEM] = F_NUM("mem", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, mem),
+    [LA_NAME] = CFG_ROW_NAME("name", 1, model_layer, name),
+    [LA_FLOPS] = CFG_ROW_NUM("flops", UNITS_FLOP, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer,
+                             flops),
+    [LA_IO] = CFG_ROW_NUM("io", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, io),
+    [LA_ACT] = CFG_ROW_NUM("act", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, act),
+    [LA_PARAMS] = CFG_ROW_NUM("params", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer,
+                              params),
+    [LA_MEM] = CFG_ROW_NUM("mem", UNITS_BYTES, 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, model_layer, mem),
 };
 
 enum { PL_PLACEMENT, N_PL };
 static const cfg_field PLACE_FIELDS[N_PL] = {
-    [PL_PLACEMENT] = F_NODE("placement", CFG_FT_LIST, 1),
+    [PL_PLACEMENT] = CFG_ROW_NODE("placement", CFG_FT_LIST, 1),
 };
 
 enum { PS_WORKERS, PS_PS, N_PS };
 static const cfg_field STAGE_FIELDS[N_PS] = {
-    [PS_WORKERS] = F_NODE("workers", CFG_FT_LIST, 1),
-    [PS_PS] = F_NODE("ps", CFG_FT_LIST, 1),
+    [PS_WORKERS] = CFG_ROW_NODE("workers", CFG_FT_LIST, 1),
+    [PS_PS] = CFG_ROW_NODE("ps", CFG_FT_LIST, 1),
 };
 
 /* check_dup fails when names[i] equals one of names[0..i-1] (struct

@@ -128,6 +128,27 @@ typedef struct {
     const char *choices; /* CFG_FT_ENUM: "a|b|c" */
 } cfg_field;
 
+/* Row constructors for cfg_field tables, one per kind, so that every loader
+ * (runs here, eval specs, train configs, generator specs) writes its rows
+ * alike: k the key, req 1 when required, d the default, lop/lo and hop/hi
+ * the bounds (CFG_B_NONE, 0 for none), T the struct and m its member. */
+#define CFG_ROW_NUM(k, u, req, d, lop, lo, hop, hi, T, m) \
+    {k, CFG_FT_DOUBLE, u, req, d, lop, lo, hop, hi, offsetof(T, m), NULL}
+#define CFG_ROW_RANGE(k, u, req, d, lop, lo, hop, hi, T, m) \
+    {k, CFG_FT_RANGE, u, req, d, lop, lo, hop, hi, offsetof(T, m), NULL}
+#define CFG_ROW_INT(k, req, d, lop, lo, hop, hi, T, m) \
+    {k, CFG_FT_INT, UNITS_COUNT, req, d, lop, lo, hop, hi, offsetof(T, m), NULL}
+#define CFG_ROW_BOOL(k, req, d, T, m) \
+    {k, CFG_FT_BOOL, UNITS_NUMBER, req, d, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), NULL}
+#define CFG_ROW_NAME(k, req, T, m) \
+    {k, CFG_FT_NAME, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), NULL}
+#define CFG_ROW_TEXT(k, req, T, m) \
+    {k, CFG_FT_TEXT, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), NULL}
+#define CFG_ROW_ENUM(k, ch, req, d, T, m) \
+    {k, CFG_FT_ENUM, UNITS_NUMBER, req, d, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), ch}
+/* A key whose value the caller reads itself (a list, a map, any node). */
+#define CFG_ROW_NODE(k, ft, req) {k, ft, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, 0, NULL}
+
 typedef struct cfg_doc cfg_doc;
 
 /* cfg_doc_load parses the one YAML document of the file at path. Returns

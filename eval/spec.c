@@ -22,17 +22,6 @@
 #include "solvers/placers.h"
 #include "solvers/solve.h"
 
-/* Row constructors for the tables (the run loader keeps its own). */
-#define ROW_NUM(k, u, req, d, lop, lov, hop, hiv, T, m) \
-    {k, CFG_FT_DOUBLE, u, req, d, lop, lov, hop, hiv, offsetof(T, m), NULL}
-#define ROW_INT(k, req, d, lop, lov, T, m) \
-    {k, CFG_FT_INT, UNITS_COUNT, req, d, lop, lov, CFG_B_NONE, 0, offsetof(T, m), NULL}
-#define ROW_NAME(k, req, T, m) \
-    {k, CFG_FT_NAME, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), NULL}
-#define ROW_ENUM(k, ch, req, d, T, m) \
-    {k, CFG_FT_ENUM, UNITS_NUMBER, req, d, CFG_B_NONE, 0, CFG_B_NONE, 0, offsetof(T, m), ch}
-#define ROW_NODE(k, ft, req) {k, ft, UNITS_NUMBER, req, 0, CFG_B_NONE, 0, CFG_B_NONE, 0, 0, NULL}
-
 /* ---------------------------------------------------------------------------
  * Tables
  * ------------------------------------------------------------------------ */
@@ -47,16 +36,17 @@ typedef struct {
 enum { TO_NAME, TO_TITLE, TO_SEEDS, TO_REPEATS, TO_BUDGET, TO_EVALS, TO_INSTANCES, TO_METHODS,
        TO_CURVE, N_TO };
 static const cfg_field TOP_FIELDS[N_TO] = {
-    [TO_NAME] = ROW_NAME("name", 0, top_in, name),
-    [TO_TITLE] = ROW_NODE("title", CFG_FT_ANY, 0),
-    [TO_SEEDS] = ROW_NODE("seeds", CFG_FT_ANY, 0),
-    [TO_REPEATS] = ROW_INT("repeats", 0, 1, CFG_B_GE, 1, top_in, repeats),
-    [TO_BUDGET] = ROW_NUM("budget", UNITS_SECONDS, 0, 10.0, CFG_B_GT, 0, CFG_B_NONE, 0, top_in,
-                          budget),
-    [TO_EVALS] = ROW_INT("evals", 0, SOLVE_DEFAULT_EVALS, CFG_B_GE, 1, top_in, evals),
-    [TO_INSTANCES] = ROW_NODE("instances", CFG_FT_LIST, 1),
-    [TO_METHODS] = ROW_NODE("methods", CFG_FT_LIST, 1),
-    [TO_CURVE] = ROW_NODE("learning_curve", CFG_FT_MAP, 0),
+    [TO_NAME] = CFG_ROW_NAME("name", 0, top_in, name),
+    [TO_TITLE] = CFG_ROW_NODE("title", CFG_FT_ANY, 0),
+    [TO_SEEDS] = CFG_ROW_NODE("seeds", CFG_FT_ANY, 0),
+    [TO_REPEATS] = CFG_ROW_INT("repeats", 0, 1, CFG_B_GE, 1, CFG_B_NONE, 0, top_in, repeats),
+    [TO_BUDGET] = CFG_ROW_NUM("budget", UNITS_SECONDS, 0, 10.0, CFG_B_GT, 0, CFG_B_NONE, 0, top_in,
+                              budget),
+    [TO_EVALS] = CFG_ROW_INT("evals", 0, SOLVE_DEFAULT_EVALS, CFG_B_GE, 1, CFG_B_NONE, 0, top_in,
+                             evals),
+    [TO_INSTANCES] = CFG_ROW_NODE("instances", CFG_FT_LIST, 1),
+    [TO_METHODS] = CFG_ROW_NODE("methods", CFG_FT_LIST, 1),
+    [TO_CURVE] = CFG_ROW_NODE("learning_curve", CFG_FT_MAP, 0),
 };
 
 typedef struct {
@@ -65,13 +55,13 @@ typedef struct {
 
 enum { IN_NAME, IN_RUN, IN_CLUSTER, IN_MODELS, IN_BATCH, IN_TARGET, IN_GENERATE, N_IN };
 static const cfg_field INST_FIELDS[N_IN] = {
-    [IN_NAME] = ROW_NAME("name", 0, inst_in, name),
-    [IN_RUN] = ROW_NODE("run", CFG_FT_ANY, 0),
-    [IN_CLUSTER] = ROW_NODE("cluster", CFG_FT_ANY, 0),
-    [IN_MODELS] = ROW_NODE("models", CFG_FT_ANY, 0),
-    [IN_BATCH] = ROW_NODE("batch", CFG_FT_ANY, 0),
-    [IN_TARGET] = ROW_NODE("target", CFG_FT_ANY, 0),
-    [IN_GENERATE] = ROW_NODE("generate", CFG_FT_MAP, 0),
+    [IN_NAME] = CFG_ROW_NAME("name", 0, inst_in, name),
+    [IN_RUN] = CFG_ROW_NODE("run", CFG_FT_ANY, 0),
+    [IN_CLUSTER] = CFG_ROW_NODE("cluster", CFG_FT_ANY, 0),
+    [IN_MODELS] = CFG_ROW_NODE("models", CFG_FT_ANY, 0),
+    [IN_BATCH] = CFG_ROW_NODE("batch", CFG_FT_ANY, 0),
+    [IN_TARGET] = CFG_ROW_NODE("target", CFG_FT_ANY, 0),
+    [IN_GENERATE] = CFG_ROW_NODE("generate", CFG_FT_MAP, 0),
 };
 
 typedef struct {
@@ -82,12 +72,12 @@ typedef struct {
 
 enum { GE_SEED, GE_COUNT, GE_CLUSTER, GE_LAYERS, GE_JOBS, GE_LOAD, N_GE };
 static const cfg_field GEN_FIELDS[N_GE] = {
-    [GE_SEED] = ROW_INT("seed", 1, 0, CFG_B_GE, 0, gen_in, seed),
-    [GE_COUNT] = ROW_INT("count", 1, 0, CFG_B_GE, 1, gen_in, count),
-    [GE_CLUSTER] = ROW_ENUM("cluster", "base|random", 0, 0, gen_in, cluster),
-    [GE_LAYERS] = ROW_NODE("layers", CFG_FT_ANY, 0),
-    [GE_JOBS] = ROW_NODE("jobs", CFG_FT_ANY, 0),
-    [GE_LOAD] = ROW_NODE("load", CFG_FT_ANY, 0),
+    [GE_SEED] = CFG_ROW_INT("seed", 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_in, seed),
+    [GE_COUNT] = CFG_ROW_INT("count", 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_in, count),
+    [GE_CLUSTER] = CFG_ROW_ENUM("cluster", "base|random", 0, 0, gen_in, cluster),
+    [GE_LAYERS] = CFG_ROW_NODE("layers", CFG_FT_ANY, 0),
+    [GE_JOBS] = CFG_ROW_NODE("jobs", CFG_FT_ANY, 0),
+    [GE_LOAD] = CFG_ROW_NODE("load", CFG_FT_ANY, 0),
 };
 
 typedef struct {
@@ -109,22 +99,23 @@ typedef struct {
 enum { ME_METHOD, ME_NAME, ME_PLAN, ME_BUDGET, ME_EVALS, ME_CHECKPOINT, ME_DECODE, ME_SAMPLES,
        ME_PLACEMENT, ME_POINTS, ME_NOISE, ME_TYPE, ME_MAX_PS, ME_TRUTH, N_ME };
 static const cfg_field METHOD_FIELDS[N_ME] = {
-    [ME_METHOD] = ROW_NAME("method", 1, method_in, method),
-    [ME_NAME] = ROW_NAME("name", 0, method_in, name),
-    [ME_PLAN] = ROW_NAME("plan", 0, method_in, plan),
-    [ME_BUDGET] = ROW_NUM("budget", UNITS_SECONDS, 0, -1, CFG_B_GT, 0, CFG_B_NONE, 0, method_in,
-                          budget),
-    [ME_EVALS] = ROW_INT("evals", 0, -1, CFG_B_GE, 1, method_in, evals),
-    [ME_CHECKPOINT] = ROW_NODE("checkpoint", CFG_FT_ANY, 0),
-    [ME_DECODE] = ROW_ENUM("decode", "greedy|sample", 0, AGENT_DECODE_GREEDY, method_in, decode),
-    [ME_SAMPLES] = ROW_INT("samples", 0, 16, CFG_B_GE, 1, method_in, samples),
-    [ME_PLACEMENT] = ROW_NAME("placement", 0, method_in, placement),
-    [ME_POINTS] = ROW_INT("points", 0, 6, CFG_B_GE, 4, method_in, points),
-    [ME_NOISE] = ROW_NUM("noise", UNITS_FRACTION, 0, 0.05, CFG_B_GE, 0, CFG_B_LT, 1, method_in,
-                         noise),
-    [ME_TYPE] = ROW_NAME("type", 0, method_in, type),
-    [ME_MAX_PS] = ROW_INT("max_ps", 0, 8, CFG_B_GE, 1, method_in, max_ps),
-    [ME_TRUTH] = ROW_NAME("truth", 0, method_in, truth),
+    [ME_METHOD] = CFG_ROW_NAME("method", 1, method_in, method),
+    [ME_NAME] = CFG_ROW_NAME("name", 0, method_in, name),
+    [ME_PLAN] = CFG_ROW_NAME("plan", 0, method_in, plan),
+    [ME_BUDGET] = CFG_ROW_NUM("budget", UNITS_SECONDS, 0, -1, CFG_B_GT, 0, CFG_B_NONE, 0, method_in,
+                              budget),
+    [ME_EVALS] = CFG_ROW_INT("evals", 0, -1, CFG_B_GE, 1, CFG_B_NONE, 0, method_in, evals),
+    [ME_CHECKPOINT] = CFG_ROW_NODE("checkpoint", CFG_FT_ANY, 0),
+    [ME_DECODE] = CFG_ROW_ENUM("decode", "greedy|sample", 0, AGENT_DECODE_GREEDY, method_in,
+                               decode),
+    [ME_SAMPLES] = CFG_ROW_INT("samples", 0, 16, CFG_B_GE, 1, CFG_B_NONE, 0, method_in, samples),
+    [ME_PLACEMENT] = CFG_ROW_NAME("placement", 0, method_in, placement),
+    [ME_POINTS] = CFG_ROW_INT("points", 0, 6, CFG_B_GE, 4, CFG_B_NONE, 0, method_in, points),
+    [ME_NOISE] = CFG_ROW_NUM("noise", UNITS_FRACTION, 0, 0.05, CFG_B_GE, 0, CFG_B_LT, 1, method_in,
+                             noise),
+    [ME_TYPE] = CFG_ROW_NAME("type", 0, method_in, type),
+    [ME_MAX_PS] = CFG_ROW_INT("max_ps", 0, 8, CFG_B_GE, 1, CFG_B_NONE, 0, method_in, max_ps),
+    [ME_TRUTH] = CFG_ROW_NAME("truth", 0, method_in, truth),
 };
 
 typedef struct {
@@ -134,11 +125,11 @@ typedef struct {
 
 enum { LC_LOG, LC_X, LC_Y, LC_XLABEL, LC_YLABEL, N_LC };
 static const cfg_field CURVE_FIELDS[N_LC] = {
-    [LC_LOG] = ROW_NODE("log", CFG_FT_ANY, 1),
-    [LC_X] = ROW_NAME("x", 0, curve_in, x),
-    [LC_Y] = ROW_NAME("y", 0, curve_in, y),
-    [LC_XLABEL] = ROW_NODE("x_label", CFG_FT_ANY, 0),
-    [LC_YLABEL] = ROW_NODE("y_label", CFG_FT_ANY, 0),
+    [LC_LOG] = CFG_ROW_NODE("log", CFG_FT_ANY, 1),
+    [LC_X] = CFG_ROW_NAME("x", 0, curve_in, x),
+    [LC_Y] = CFG_ROW_NAME("y", 0, curve_in, y),
+    [LC_XLABEL] = CFG_ROW_NODE("x_label", CFG_FT_ANY, 0),
+    [LC_YLABEL] = CFG_ROW_NODE("y_label", CFG_FT_ANY, 0),
 };
 
 /* Which keys each family accepts besides method and name. */
@@ -272,7 +263,7 @@ typedef struct {
 /* number reads scalar v as a plain number into *out, with bound > lo. */
 static int number(spec_ctx *x, yaml_node_t *v, const char *path, units_kind kind, double lo,
                   double *out) {
-    cfg_field f = ROW_NUM("", kind, 1, 0, CFG_B_GT, lo, CFG_B_NONE, 0, num_in, v);
+    cfg_field f = CFG_ROW_NUM("", kind, 1, 0, CFG_B_GT, lo, CFG_B_NONE, 0, num_in, v);
     num_in tmp;
     if (cfg_doc_value(x->doc, &f, v, path, &tmp, x->err, x->errlen)) return -1;
     *out = tmp.v;
