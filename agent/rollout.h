@@ -19,7 +19,7 @@
  * (agent_node_traj), with room for the advantages the trainer fills in.
  *
  * Type rows: gym's features (docs/gym.md), then AGENT_FX look-ahead
- * features per allowed type k, from the cost model (MODEL.md §2, as
+ * features per allowed type k, from the cost model (docs/model.md §2, as
  * model_eval prices plans) on the decisions made so far, with c* the
  * cheapest of all the completions below:
  *   0  1 if giving k to every remaining layer makes a feasible plan
@@ -34,7 +34,7 @@
  *
  * Rewards (both <= 0; larger is better):
  *   r_type = -min(cost / ref_cost, penalty - 1) for a feasible plan (cost
- *            of MODEL.md §2), -penalty for an infeasible end or a dead end;
+ *            of docs/model.md §2), -penalty for an infeasible end or a dead end;
  *   r_node = -min(cost' / cost, penalty - 1) for a placement that keeps
  *            the throughput (cost' of §3), -penalty otherwise.
  * Clipping at penalty - 1 keeps every feasible end above every infeasible

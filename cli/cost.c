@@ -1,7 +1,7 @@
 /* cost.c -- `strata cost` and `strata check`.
  *
  * `strata cost FILE --assign T1,T2,...` scores one layer-to-type plan by
- * MODEL.md v1 and prints its stage table (or, with --json, one object);
+ * docs/model.md and prints its stage table (or, with --json, one object);
  * with --placement P.yaml it also places the plan's tasks on the named
  * nodes and reports the refined figures and the traffic. `strata check
  * FILE` loads a config and prints a one-line summary, or the first error

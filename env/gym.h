@@ -3,7 +3,7 @@
  * An episode builds one plan for one job on one cluster, a decision at a time,
  * for the policy-gradient agent: it observes fixed-width feature vectors,
  * samples an action under a mask of allowed actions, and gets one reward at
- * the end, the plan's cost scored by model_eval (MODEL.md §2) and, when the
+ * the end, the plan's cost scored by model_eval (docs/model.md §2) and, when the
  * cluster lists nodes, its placement scored by place_eval (§3).
  *
  *   TYPE phase: one decision per layer, in order; the action is a type index.

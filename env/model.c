@@ -1,4 +1,4 @@
-/* model.c -- the stage plan of MODEL.md v1 §2: stages, units, cost.
+/* model.c -- the stage plan of docs/model.md §2: stages, units, cost.
  *
  * model_eval() is the one place where a layer-to-type assignment becomes a
  * cost. It walks the assignment once, closing a stage at every change of
@@ -36,7 +36,7 @@ void model_plan_free(model_plan *plan) {
     free(plan);
 }
 
-/* k_s from MODEL.md §2: with q = R t / B, 1 when q <= 1, none (0) when
+/* k_s from docs/model.md §2: with q = R t / B, 1 when q <= 1, none (0) when
  * alpha q >= 1, else ceil(q (1 - alpha) / (1 - alpha q) - 1e-9). The 1e-9
  * keeps an exact boundary (theta(k) == R in real arithmetic) at k. */
 int model_units(double step, double B, double R, double alpha) {

@@ -1,4 +1,4 @@
-/* model.h -- the placement problem and its cost model (MODEL.md v1, §1-§2).
+/* model.h -- the placement problem and its cost model (docs/model.md, §1-§2).
  *
  * This module holds the plain data that describes a cluster and a job, and
  * scores a layer-to-type assignment: it cuts the assignment into stages,
@@ -77,7 +77,7 @@ typedef struct {
     double *zone_lat;     /* [n_zones * n_zones] or NULL */
 } model_cluster;
 
-/* One measured throughput of a job (Coach, Optimus; MODEL.md §4): the
+/* One measured throughput of a job (Coach, Optimus; docs/jobs.md): the
  * samples/s it ran at with `workers` worker tasks and `ps` ps tasks. */
 typedef struct {
     int workers;       /* w >= 1 */

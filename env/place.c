@@ -1,4 +1,4 @@
-/* place.c -- scoring a task placement (MODEL.md v1 §3).
+/* place.c -- scoring a task placement (docs/model.md §3).
  *
  * Given a feasible stage plan and a node for every task, place_eval checks
  * that the tasks fit the nodes, then replaces the plan's idealised network

@@ -1,4 +1,4 @@
-/* place.h -- scoring a placement of a plan's tasks onto nodes (MODEL.md §3).
+/* place.h -- scoring a placement of a plan's tasks onto nodes (docs/model.md §3).
  *
  * A feasible plan runs, for each stage s, k_s worker tasks (one unit of type
  * t_s each) and g_s ps tasks. A placement maps every task to a node; this

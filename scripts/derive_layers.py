@@ -29,7 +29,7 @@ Usage (pure Python 3 standard library; run from anywhere):
 
   /usr/bin/python3 scripts/derive_layers.py            write configs/models/*.yaml
   /usr/bin/python3 scripts/derive_layers.py --check    also score the all-one-type
-        plans (MODEL.md section 2) of every model on configs/clusters/*.yaml, and
+        plans (docs/model.md §2) of every model on configs/clusters/*.yaml, and
         the best plan of at most three stages, and print the table
   /usr/bin/python3 scripts/derive_layers.py --check --no-write   only the table
 """
@@ -658,7 +658,7 @@ def load_job(path):
 
 
 # --------------------------------------------------------------------------
-# The cost model, MODEL.md section 2, for checking targets.
+# The cost model, docs/model.md §2, for checking targets.
 
 
 def units_needed(step, B, R, alpha):

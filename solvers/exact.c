@@ -1,4 +1,4 @@
-/* exact.c -- a proven minimum-cost plan (MODEL.md v1 §2).
+/* exact.c -- a proven minimum-cost plan (docs/model.md §2).
  *
  * The problem. An assignment is a sequence of stages: segments of
  * consecutive layers, neighbours of different types (stages are maximal

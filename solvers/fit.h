@@ -1,4 +1,4 @@
-/* fit.h -- throughput curves fitted to measurements (Optimus, Coach; MODEL.md §4).
+/* fit.h -- throughput curves fitted to measurements (Optimus, Coach; docs/jobs.md).
  *
  * A job may carry measured throughputs: (workers w, ps p, samples/s f)
  * points. This module fits Optimus's curve

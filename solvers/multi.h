@@ -1,4 +1,4 @@
-/* multi.h -- several jobs sharing one cluster (MODEL.md §4, objective jct).
+/* multi.h -- several jobs sharing one cluster (docs/jobs.md, objective jct).
  *
  * The jobs run at the same time on the cluster's units: units one job takes
  * are gone for the others. Each job j still needs theta_j >= R_j; the

@@ -1,4 +1,4 @@
-/* placers.h -- placing a plan's tasks on the cluster's nodes (MODEL.md §3).
+/* placers.h -- placing a plan's tasks on the cluster's nodes (docs/model.md §3).
  *
  * A feasible stage plan (model_eval) runs, per stage s, k_s worker tasks on
  * units of type t_s and g_s ps tasks anywhere a ps slot is free. A placer

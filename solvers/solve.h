@@ -1,4 +1,4 @@
-/* solve.h -- plan solvers: the layer-to-type plan of MODEL.md v1 §2.
+/* solve.h -- plan solvers: the layer-to-type plan of docs/model.md §2.
  *
  * One entry point, solve_run(), picks a layer-to-type assignment for a job
  * on a cluster by one of several methods: `exact` (a proven optimum, or the

@@ -3,7 +3,7 @@
  * Random instances are written as real YAML files, scored by the real
  * program (`$STRATA_BIN cost FILE --assign ... [--placement P] --json`),
  * and every figure of its JSON is compared, to 1e-9 relative, with an
- * independent implementation of MODEL.md v1 §2-§3 written here from the
+ * independent implementation of docs/model.md §2-§3 written here from the
  * text of the model (it shares no code with env/). Also checked: exit
  * statuses, the table output, and that `strata check` reports a bad file
  * with file:line:column.
@@ -127,7 +127,7 @@ static void sync_counts(inst *x) {
         if (have[t]) x->c[t] = sum[t];
 }
 
-/* ---- the reference: MODEL.md §2-§3 written out directly ---------------------- */
+/* ---- the reference: docs/model.md §2-§3 written out directly ---------------------- */
 
 typedef struct {
     int ns, first[MAXL], last[MAXL], type[MAXL], k[MAXL], g[MAXL];

@@ -16,7 +16,7 @@
  *   n0    cpu   1      1         z0    1e9  0        0
  *   n1    gpu   1      1         z0    1e9  1e-3     0
  *
- * Plan [cpu, gpu] (MODEL.md §2):
+ * Plan [cpu, gpu] (docs/model.md §2):
  *   stage 0 (L0 on cpu): C = 10 * 1e6 / 1e9 = 0.01, X = 2 * 10 * a_0 / 1e9
  *     = 2e-5, P = 0, t = 0.01002, q = R t / B = 0.1002 <= 1 so k = 1;
  *   stage 1 (L1 on gpu): C = 10 * 1e7 / 1e10 = 0.01, X = 2e-5 (a_0 before

@@ -1,4 +1,4 @@
-/* test_model.c -- MODEL.md v1 §2 against figures worked out by hand.
+/* test_model.c -- docs/model.md §2 against figures worked out by hand.
  *
  * Each expected value below is derived in the comment above it from the
  * fixture's numbers (tests/fixture.h), not copied from the program.

@@ -1,4 +1,4 @@
-/* test_place.c -- MODEL.md v1 §3 against figures worked out by hand.
+/* test_place.c -- docs/model.md §3 against figures worked out by hand.
  *
  * The plan is [cpu, gpu, gpu] on the fixture (tests/fixture.h) at R = 1000:
  * stage 0 (emb on cpu) and stage 1 (fc1..fc2 on gpu), one worker and one

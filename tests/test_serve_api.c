@@ -4,7 +4,7 @@
  * policy: the placeholder agent cannot load one, and the policy-free paths
  * are what these tests pin down) and talks HTTP to it (serve_client.h).
  * Figures are checked against the small instance below, worked out by hand
- * from MODEL.md v1.
+ * from docs/model.md.
  *
  *   type gpu: flops 1TFLOPS = 1e12, io_bw 1GB/s, net_bw 8Gbit/s = 1e9 B/s,
  *             mem 10GB, price $3.6/h; nodes n0 (zone a), n1 (zone b), 4 units

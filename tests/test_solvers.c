@@ -144,7 +144,7 @@ static void test_exact_equals_brute_force(void **state) {
         ri_instance in;
         ri_make(&in, L, T, 1000 + (uint64_t)i);
         if (i % 6 == 5) {
-            /* A fitted Optimus curve (MODEL.md §4): the serial fraction then
+            /* A fitted Optimus curve (docs/jobs.md): the serial fraction then
              * depends on each stage's ps tasks, with 20 MB shards. */
             in.job.curve = (model_curve){{1.0, 0.2 * ri_unit(&x), 0.05 * ri_unit(&x), 0.05 * ri_unit(&x)}, 1};
             in.job.shard = 2e7;
