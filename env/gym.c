@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "env/place.h"
 
 #define GYM_LG_SMALL 256
@@ -210,16 +211,10 @@ static int check_instance(const model_job *job, const model_cluster *cl,
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform integer in [0, n), n >= 1. */
+/* Uniform integer in [0, n), n >= 1, from the top 32 bits of a splitmix64
+ * output. */
 static int rng_below(uint64_t *s, int n) {
-    return (int)(((rng_next(s) >> 32) * (uint64_t)n) >> 32);
+    return (int)(((splitmix64_next(s) >> 32) * (uint64_t)n) >> 32);
 }
 
 /* log1p of a non-negative ratio, as a feature. */

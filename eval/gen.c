@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "solvers/solve.h"
 
 /* ---------------------------------------------------------------------------
@@ -28,14 +29,9 @@ void eval_rng_seed(eval_rng *r, uint64_t seed, uint64_t salt) {
     (void)eval_rng_next(r);
 }
 
-uint64_t eval_rng_next(eval_rng *r) {
-    uint64_t z = (r->state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
+uint64_t eval_rng_next(eval_rng *r) { return splitmix64_next(&r->state); }
 
-double eval_rng_uniform(eval_rng *r) { return (double)(eval_rng_next(r) >> 11) * 0x1.0p-53; }
+double eval_rng_uniform(eval_rng *r) { return splitmix64_unit(&r->state); }
 
 double eval_rng_range(eval_rng *r, double lo, double hi) {
     return lo + (hi - lo) * eval_rng_uniform(r);

@@ -9,7 +9,9 @@
  * rng_t is the small cursor (seed, stream, next counter) the network keeps
  * and checkpoints; restoring those three integers resumes the sequence
  * exactly. Verified against the Random123 known-answer vectors
- * (tests/test_nets_rng.c).
+ * (tests/test_nets_rng.c). It is deliberately not base/rng.h's splitmix64:
+ * that one is a sequential stream for the seeded solvers and generators,
+ * this one must give draws addressable by counter.
  */
 #ifndef STRATA_NETS_RNG_H
 #define STRATA_NETS_RNG_H

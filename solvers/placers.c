@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "env/place.h"
 
 static const char *const method_names[PLACER_N_METHODS] = {
@@ -58,16 +59,9 @@ typedef struct {
     uint64_t rng;    /* splitmix64 state */
 } pctx;
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 /* rng_below returns a uniform integer in [0, n), n >= 1. */
 static int rng_below(uint64_t *s, int n) {
-    return (int)(rng_next(s) % (uint64_t)n);
+    return (int)(splitmix64_next(s) % (uint64_t)n);
 }
 
 static int stage_offset(const model_plan *plan, int s) {

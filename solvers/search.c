@@ -20,21 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
+
 /* ---- generator ------------------------------------------------------- */
 
 typedef struct {
     uint64_t s[4];
 } rng_state;
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 static void rng_seed(rng_state *r, uint64_t seed) {
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64_next(&seed);
 }
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "env/model.h"
 
 #define RI_MAX_LAYERS 64
@@ -29,20 +30,9 @@ typedef struct {
     model_job job;
 } ri_instance;
 
-/* ri_mix advances the SplitMix64 state *x and returns its next output. */
-static inline uint64_t ri_mix(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-/* ri_unit draws uniformly from [0, 1) (53 bits). */
-static inline double ri_unit(uint64_t *x) { return (double)(ri_mix(x) >> 11) * 0x1.0p-53; }
-
 /* ri_logu draws log-uniformly from [lo, hi) (lo, hi > 0). */
 static inline double ri_logu(uint64_t *x, double lo, double hi) {
-    return lo * pow(hi / lo, ri_unit(x));
+    return lo * pow(hi / lo, splitmix64_unit(x));
 }
 
 /* ri_make fills in with L <= RI_MAX_LAYERS layers and T <= RI_MAX_TYPES
@@ -65,7 +55,7 @@ static inline void ri_make(ri_instance *in, int L, int T, uint64_t seed) {
         ty->net_bw = ri_logu(&x, 1e9, 1.25e10);
         ty->mem = ri_logu(&x, 8e9, 8e10);
         ty->price = ri_logu(&x, 0.2, 4.0);
-        ty->count = 1 + (int)(ri_mix(&x) % 6);
+        ty->count = 1 + (int)(splitmix64_next(&x) % 6);
         med_flops += log(ty->flops) / T;
     }
     med_flops = exp(med_flops);
@@ -74,7 +64,7 @@ static inline void ri_make(ri_instance *in, int L, int T, uint64_t seed) {
         model_layer *ly = &in->layers[l];
         snprintf(ly->name, sizeof ly->name, "l%d", l);
         ly->flops = ri_logu(&x, 1e7, 3e9);
-        ly->io = ri_unit(&x) < 0.3 ? ri_logu(&x, 1e4, 1e6) : 0.0;
+        ly->io = splitmix64_unit(&x) < 0.3 ? ri_logu(&x, 1e4, 1e6) : 0.0;
         ly->act = ri_logu(&x, 1e3, 1e6);
         ly->params = ri_logu(&x, 1e5, 5e7);
         ly->mem = ri_logu(&x, 1e8, 3e10);
@@ -82,7 +72,7 @@ static inline void ri_make(ri_instance *in, int L, int T, uint64_t seed) {
     }
     in->cl = (model_cluster){.n_types = T, .types = in->types};
     in->job = (model_job){.n_layers = L, .layers = in->layers, .batch = 64,
-                          .samples = 1e7, .alpha = 0.01 + 0.09 * ri_unit(&x),
+                          .samples = 1e7, .alpha = 0.01 + 0.09 * splitmix64_unit(&x),
                           .shard = MODEL_DEFAULT_SHARD};
     snprintf(in->job.name, sizeof in->job.name, "rand%llu", (unsigned long long)seed);
     in->job.min_throughput = ri_logu(&x, 0.3, 8.0) * med_flops / sumf;

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "base/rng.h"
 #include "env/config.h"
 #include "env/place.h"
 #include "solvers/fit.h"
@@ -33,15 +34,6 @@
 
 static const model_curve TRUE_CURVE = {{1.0, 0.25, 0.05, 0.1}, 1};
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) / 9007199254740992.0; }
-
 /* Fills pts[60] from curve, with relative noise uniform in [-noise, noise]. */
 static int make_points(model_point *pts, const model_curve *curve, double noise, uint64_t seed) {
     static const int W[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
@@ -51,7 +43,8 @@ static int make_points(model_point *pts, const model_curve *curve, double noise,
     for (int i = 0; i < 12; i++)
         for (int j = 0; j < 5; j++) {
             double f = model_curve_eval(curve, P[j], W[i]);
-            pts[n++] = (model_point){W[i], P[j], f * (1.0 + noise * (2.0 * uniform(&s) - 1.0))};
+            double u = 2.0 * splitmix64_unit(&s) - 1.0;
+            pts[n++] = (model_point){W[i], P[j], f * (1.0 + noise * u)};
         }
     return n;
 }

@@ -124,8 +124,8 @@ static void set_size(int i, uint64_t *x, int *L, int *T) {
     if (i < 2) *L = 10, *T = 4;
     else if (i < 4) *L = 9, *T = 4;
     else {
-        *T = 1 + (int)(ri_mix(x) % 4);
-        *L = 1 + (int)(ri_mix(x) % 10);
+        *T = 1 + (int)(splitmix64_next(x) % 4);
+        *L = 1 + (int)(splitmix64_next(x) % 10);
         while (pow(*T, *L) > 20000) (*L)--;
     }
 }
@@ -146,7 +146,7 @@ static void test_exact_equals_brute_force(void **state) {
         if (i % 6 == 5) {
             /* A fitted Optimus curve (docs/jobs.md): the serial fraction then
              * depends on each stage's ps tasks, with 20 MB shards. */
-            in.job.curve = (model_curve){{1.0, 0.2 * ri_unit(&x), 0.05 * ri_unit(&x), 0.05 * ri_unit(&x)}, 1};
+            in.job.curve = (model_curve){{1.0, 0.2 * splitmix64_unit(&x), 0.05 * splitmix64_unit(&x), 0.05 * splitmix64_unit(&x)}, 1};
             in.job.shard = 2e7;
             n_curve++;
         }
