@@ -11,13 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agent/ckptio.h"
 #include "agent/decode.h"
 #include "agent/net.h"
 #include "agent/rollout.h"
 #include "agent/trainconf.h"
+#include "base/clock.h"
 #include "env/place.h"
 
 #define DECODE_CHUNK 64 /* samples per batched rollout while sampling */
@@ -85,12 +85,6 @@ int agent_policy_max_tasks(const model_job *job, const model_cluster *cl) {
     return total > 1e9 ? 1000000000 : (int)total;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
 int agent_policy_decode(const agent_policy *pol, const model_job *job, const model_cluster *cl,
                         const agent_decode_opts *opts, agent_decode_result *res, char *err,
                         size_t errlen) {
@@ -139,7 +133,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         return -1;
     }
     agent_instance in = {job, cl, 1.0};
-    double t0 = now_ms(), best = INFINITY;
+    double t0 = clock_now_s(), best = INFINITY;
     int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0;
     /* keep_episode copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \
@@ -173,7 +167,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             }
             for (int b = 0; b < B; b++) KEEP_EPISODE(b);
             used += B;
-            if (opts->budget_ms > 0 && now_ms() - t0 >= opts->budget_ms) break;
+            if (opts->budget_ms > 0 && (clock_now_s() - t0) * 1e3 >= opts->budget_ms) break;
         }
     }
     if (rc == 0) {

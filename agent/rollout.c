@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "env/gym.h"
 #include "env/place.h"
 #include "nets/layers.h"
@@ -75,12 +75,6 @@ struct agent_rollout {
     int failed;      /* a parallel call failed */
     char why[256];
 };
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* grow makes *p hold n elements of `elem` bytes, keeping its contents. */
 static int grow(void *pp, size_t *cap, size_t n, size_t elem) {
@@ -337,9 +331,9 @@ static void type_obs_fn(void *ctx, int b, int w) {
         memset(mk, 0, (size_t)K);
         return;
     }
-    double l0 = now();
+    double l0 = clock_now_s();
     lookahead(r, b, t, ob.n_rows, mk, rw);
-    r->la_sec[w & 63] += now() - l0;
+    r->la_sec[w & 63] += clock_now_s() - l0;
 }
 
 static void type_act_fn(void *ctx, int b, int w) {
@@ -607,7 +601,7 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
         snprintf(err, errlen, "rollout: need G, B >= 1 and penalty > 1");
         return -1;
     }
-    double t0 = now();
+    double t0 = clock_now_s();
     int W = agent_pool_threads(pool) < 64 ? agent_pool_threads(pool) : 64;
     for (int w = 0; w < W; w++) r->la_sec[w] = 0;
     if (setup(r, inst, G, inst_of, B, o, err, errlen)) return -1;
@@ -617,15 +611,15 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
         snprintf(err, errlen, "out of memory in the encoder");
         return -1;
     }
-    double t1 = now();
+    double t1 = clock_now_s();
     r->tm.env += t1 - t0;
     t0 = t1;
     /* TYPE phase */
     for (int t = 0; t < T; t++) {
         r->t = t;
-        double a0 = now();
+        double a0 = clock_now_s();
         agent_pool_for(pool, B, type_obs_fn, r);
-        double a1 = now();
+        double a1 = clock_now_s();
         size_t tb = (size_t)t * B;
         if (agent_net_type_step(r->ws, p, t, r->glob + tb * AGENT_FG, r->rows + tb * K * AGENT_FT,
                                 r->prev + tb * AGENT_FT, r->mask + tb * K, r->active, K, r->probs)) {
@@ -646,9 +640,9 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
                 }
                 r->action[tb + b] = a;
             }
-        double a2 = now();
+        double a2 = clock_now_s();
         agent_pool_for(pool, B, type_act_fn, r);
-        double a3 = now();
+        double a3 = clock_now_s();
         r->tm.env += (a1 - a0) + (a3 - a2);
         r->tm.net += a2 - a1;
     }
@@ -693,9 +687,9 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
             }
             /* every buffer grew from the same capacity by the same rule */
             r->ncap = c1;
-            double a0 = now();
+            double a0 = clock_now_s();
             agent_pool_for(pool, B, node_obs_fn, r);
-            double a1 = now();
+            double a1 = clock_now_s();
             size_t row = (size_t)r->node_phase_steps * B;
             if (agent_net_node_step(r->ws, p, r->nglob + row * AGENT_FG,
                                     r->nrows + row * Kn * AGENT_FN, r->nmask + row * Kn, B, Kn,
@@ -705,9 +699,9 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
             }
             choose(o, r->naction + row, r->probs, r->nmask + row * Kn, B, Kn, 1,
                    (uint64_t)r->node_phase_steps);
-            double a2 = now();
+            double a2 = clock_now_s();
             agent_pool_for(pool, B, node_act_fn, r);
-            double a3 = now();
+            double a3 = clock_now_s();
             r->tm.env += (a1 - a0) + (a3 - a2);
             r->tm.net += a2 - a1;
             r->node_phase_steps++;
@@ -730,9 +724,9 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
             r->n_node = (int)n;
         }
     }
-    double f0 = now();
+    double f0 = clock_now_s();
     agent_pool_for(pool, B, finish_fn, r);
-    r->tm.env += now() - f0;
+    r->tm.env += clock_now_s() - f0;
     double la = 0;
     for (int w = 0; w < W; w++) la += r->la_sec[w];
     r->tm.lookahead += la / W;

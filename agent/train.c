@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #ifdef STRATA_HAVE_MPI
 #include <mpi.h>
@@ -23,6 +22,7 @@
 #include "agent/net.h"
 #include "agent/pool.h"
 #include "agent/rollout.h"
+#include "base/clock.h"
 #include "env/config.h"
 #include "env/gym.h"
 #include "nets/params.h"
@@ -82,12 +82,6 @@ struct agent_trainer {
     char files[3][1200];
     agent_train_times tm;
 };
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---------------------------------------------------------------------------
  * Metrics columns
@@ -579,7 +573,7 @@ static double schedule_lin(double a, double b, long s, long n) {
 
 int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
     const agent_trainconf *tc = t->tc;
-    double t_start = now(), t0 = t_start;
+    double t_start = clock_now_s(), t0 = t_start;
     long s = t->step + 1;
     int G = tc->instances, S = tc->samples, Bg = G * S;
     int Bl = Bg / t->ranks, e0 = t->rank * Bl;
@@ -614,7 +608,7 @@ int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
             t->forced[Bl + nd] = in->exact_assign;
             nd++;
         }
-    double t1 = now();
+    double t1 = clock_now_s();
     t->tm.instances += t1 - t0;
 
     /* rollout */
@@ -627,7 +621,7 @@ int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
     t->tm.env += after->env - before.env;
     t->tm.lookahead += after->lookahead - before.lookahead;
     t->tm.net += after->net - before.net;
-    double t2 = now();
+    double t2 = clock_now_s();
 
     /* outcomes, gathered over ranks */
     for (int b = 0; b < Bl; b++) {
@@ -705,7 +699,7 @@ int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
     } else {
         nn_adam_step(t->p, &ac, s);
     }
-    double t3 = now();
+    double t3 = clock_now_s();
     t->tm.learn += t3 - t2;
 
     /* metrics */
@@ -775,22 +769,22 @@ int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
         m.best_cost = t->best_cost;
         m.best_gap = t->best_cost / t->problem.exact - 1;
     }
-    double t4 = now();
+    double t4 = clock_now_s();
     m.samples_per_s = Bg / (t4 - t_start);
 
     /* evaluation, log, checkpoints (rank 0) */
     if (t->rank == 0) {
         if (tc->mode == AGENT_MODE_GENERAL && tc->eval_every > 0 && s % tc->eval_every == 0) {
-            double e0t = now();
+            double e0t = clock_now_s();
             if (agent_train_eval(t, &m, err, errlen)) return -1;
-            t->tm.eval += now() - e0t;
+            t->tm.eval += clock_now_s() - e0t;
             double v = !isnan(m.valid_gap_greedy) ? m.valid_gap_greedy : m.eval_gap_greedy;
             if (!isnan(v) && v < t->best_valid) {
                 t->best_valid = v;
                 if (agent_train_save(t, t->files[2], err, errlen)) return -1;
             }
         }
-        double io0 = now();
+        double io0 = clock_now_s();
         t->time_s += io0 - t_start;
         m.time_s = t->time_s;
         if (hist_push(t, &m)) {
@@ -805,9 +799,9 @@ int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
             if (agent_train_save(t, t->files[1], err, errlen)) return -1;
             if (tc->mode == AGENT_MODE_SEARCH && agent_train_save(t, t->files[2], err, errlen)) return -1;
         }
-        t->tm.io += now() - io0;
+        t->tm.io += clock_now_s() - io0;
     } else {
-        t->time_s += now() - t_start;
+        t->time_s += clock_now_s() - t_start;
         m.time_s = t->time_s;
         if (hist_push(t, &m)) {
             snprintf(err, errlen, "out of memory");

@@ -31,24 +31,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cblas.h>
 
 #include "agent/gen.h"
 #include "agent/policy.h"
 #include "agent/train.h"
+#include "base/clock.h"
 #include "env/config.h"
 #include "solvers/solve.h"
 #include "agent/trainconf.h"
 #include "bench/shipped.h"
 #include "nets/layers.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int bench_search(const char *src) {
     static const char *cases[][2] = {
@@ -76,26 +70,26 @@ static int bench_search(const char *src) {
             agent_trainconf_free(tc);
             return 1;
         }
-        double t0 = now(), reached = NAN;
+        double t0 = clock_now_s(), reached = NAN;
         const model_job *job;
         const model_cluster *cl;
         const int *assign;
         double cost = INFINITY, exact = NAN;
-        while (now() - t0 < 60.0) {
+        while (clock_now_s() - t0 < 60.0) {
             if (agent_train_step(t, err, sizeof err)) {
                 fprintf(stderr, "%s\n", err);
                 break;
             }
             agent_train_best(t, &job, &cl, &assign, &cost, &exact);
             if (assign && cost <= exact * 1.01) {
-                reached = now() - t0;
+                reached = clock_now_s() - t0;
                 break;
             }
         }
         agent_train_best(t, &job, &cl, &assign, &cost, &exact);
         double gap = cost / exact - 1;
         printf("%-14s %-11s %6d %12.2f %12.2f %7.2f%% %8.1f %7ld%s\n", cases[i][0], cases[i][1], job->n_layers,
-               exact, cost, 100 * gap, isnan(reached) ? now() - t0 : reached, agent_train_step_count(t),
+               exact, cost, 100 * gap, isnan(reached) ? clock_now_s() - t0 : reached, agent_train_step_count(t),
                isnan(reached) ? "  NOT within 1%" : "");
         fflush(stdout);
         ok += !isnan(reached);
@@ -124,13 +118,13 @@ static double replay(const nn_gemm_trace *tr) {
         return NAN;
     }
     for (size_t e = 0; e < cap; e++) A[e] = B[e] = 0.01f * (float)(e % 97);
-    double t0 = now();
+    double t0 = clock_now_s();
     for (int i = 0; i < tr->n; i++) {
         const nn_gemm_call *c = &tr->calls[i];
         cblas_sgemm(CblasRowMajor, c->trans_a ? CblasTrans : CblasNoTrans, c->trans_b ? CblasTrans : CblasNoTrans,
                     c->M, c->N, c->K, c->alpha, A, c->lda, B, c->ldb, c->beta, C, c->ldc);
     }
-    double t = now() - t0;
+    double t = clock_now_s() - t0;
     free(A), free(B), free(C);
     return t;
 }
@@ -162,7 +156,7 @@ static int bench_timers(const char *src) {
     agent_train_times t0 = *agent_train_timing(t);
     nn_gemm_trace tr = {0};
     int steps = 30;
-    double w0 = now();
+    double w0 = clock_now_s();
     nn_gemm_trace_begin(&tr);
     for (int s = 0; s < steps; s++)
         if (agent_train_step(t, err, sizeof err)) {
@@ -170,7 +164,7 @@ static int bench_timers(const char *src) {
             return 1;
         }
     nn_gemm_trace_end();
-    double wall = now() - w0;
+    double wall = clock_now_s() - w0;
     const agent_train_times *t1 = agent_train_timing(t);
     double la = t1->lookahead - t0.lookahead;
     double inst = t1->instances - t0.instances, env = t1->env - t0.env, net = t1->net - t0.net,
@@ -383,12 +377,12 @@ static int bench_decode(const char *ckpt, const char *config, int reps) {
         agent_decode_result res = {assign, task_node, plan, 0};
         double *t = malloc((size_t)reps * sizeof *t);
         for (int r = 0; r < reps && rc == 0 && t; r++) {
-            double t0 = now();
+            double t0 = clock_now_s();
             if (agent_policy_decode(pol, job, &run->cluster, &o, &res, err, sizeof err) < 0) {
                 fprintf(stderr, "bench_agent: %s\n", err);
                 rc = 1;
             }
-            t[r] = now() - t0;
+            t[r] = clock_now_s() - t0;
         }
         if (rc == 0 && t) {
             nn_gemm_trace tr = {0};

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "bench/shipped.h"
 #include "env/config.h"
 #include "env/place.h"
@@ -27,12 +27,6 @@
 #include "solvers/solve.h"
 
 #define SPREAD_SEEDS 20
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void human(char *buf, size_t len, double b) {
     const char *u[] = {"B", "KB", "MB", "GB", "TB"};
@@ -84,10 +78,10 @@ static int bench_model(const char *cluster, const char *model, row *r) {
         int seeds = m == PLACER_SPREAD ? SPREAD_SEEDS : 1;
         double sum = 0.0, zsum = 0.0;
         for (int k = 1; k <= seeds; k++) {
-            double t0 = now();
+            double t0 = clock_now_s();
             int st = placer_run(job, cl, plan, (placer_method)m, (uint64_t)k, tasks, out, err,
                                 sizeof err);
-            if (m == PLACER_BEST) r->best_ms = (now() - t0) * 1e3;
+            if (m == PLACER_BEST) r->best_ms = (clock_now_s() - t0) * 1e3;
             if (st != PLACER_OK && st != PLACER_SLOW) {
                 fprintf(stderr, "bench_place: %s: %s: %s\n", job->name,
                         placer_method_name((placer_method)m), err);

@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "eval/instances.h"
@@ -38,17 +38,11 @@ typedef struct {
     int last_done;
 } progress_state;
 
-static double wall(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The progress bar: redrawn in place on a terminal at most ten times a
  * second; elsewhere one line per tenth of the work. */
 static void progress(void *user, int done, int total) {
     progress_state *p = user;
-    double t = wall();
+    double t = clock_now_s();
     if (p->tty) {
         if (done < total && t - p->last < 0.1) return;
         p->last = t;
@@ -115,7 +109,7 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "strata eval: %s: cannot create: %s\n", dir, strerror(errno));
         goto done;
     }
-    double t0 = wall();
+    double t0 = clock_now_s();
     if (eval_instances_build(spec, dir, &inst, &n_inst, err, sizeof err) < 0) {
         fprintf(stderr, "strata: %s\n", err);
         goto done;
@@ -166,7 +160,7 @@ int cmd_eval(int argc, char **argv) {
             fclose(f);
         }
         fprintf(stderr, "strata eval: %d cells in %.1f s; wrote %s/results.csv, %s/summary.md "
-                        "and %d plots in %s/plots\n", n_rows, wall() - t0, dir, dir, plots.n, dir);
+                        "and %d plots in %s/plots\n", n_rows, clock_now_s() - t0, dir, dir, plots.n, dir);
     }
 done:
     free(rows);

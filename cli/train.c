@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifdef STRATA_HAVE_MPI
@@ -37,6 +36,7 @@
 #include "agent/policy.h"
 #include "agent/train.h"
 #include "agent/trainconf.h"
+#include "base/clock.h"
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "solvers/solve.h"
@@ -47,12 +47,6 @@ static void train_usage(FILE *f) {
             "[--out DIR] [--threads N] [--json] [--quiet]\n"
             "       strata train --search FILE [--seconds N] [--steps N] [--samples N] [--seed S] "
             "[--polish] [--out DIR] [--json] [--quiet] [--compare [--policy CKPT]]\n");
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int parse_num(const char *opt, const char *text, double lo, double *out) {
@@ -352,10 +346,10 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
     int tty = isatty(2) && !quiet;
-    double t0 = now(), last_print = -1e9;
+    double t0 = clock_now_s(), last_print = -1e9;
     status = CLI_OK;
     for (;;) {
-        double el = now() - t0;
+        double el = clock_now_s() - t0;
         int stop = agent_train_done(t) || (tc->seconds > 0 && el >= tc->seconds) ||
                    (stop_at > 0 && agent_train_step_count(t) >= (long)stop_at);
         if (agent_train_agree(t, stop)) break;
@@ -365,13 +359,13 @@ int cmd_train(int argc, char **argv) {
             break;
         }
         const agent_metrics *m = agent_train_last(t);
-        double n = now();
+        double n = clock_now_s();
         if (rank == 0 && !quiet && m && (n - last_print >= (tty ? 0.1 : 5.0))) {
             progress(tc, m, n - t0, tc->seconds, tty, 0);
             last_print = n;
         }
     }
-    double secs = now() - t0;
+    double secs = clock_now_s() - t0;
     if (status == CLI_OK) {
         const agent_metrics *m = agent_train_last(t);
         if (rank == 0 && !quiet && m) progress(tc, m, secs, tc->seconds, tty, 1);
@@ -419,9 +413,9 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
     agent_decode_opts o = {samples > 1 ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY,
                            samples > 1 ? samples : 1, seed, 0, NULL, 0};
     agent_decode_result res = {assign, NULL, plan, 0};
-    double t0 = now();
+    double t0 = clock_now_s();
     int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
-    double secs = now() - t0;
+    double secs = clock_now_s() - t0;
     if (rc < 0) {
         fprintf(stderr, "strata: %s\n", err);
         status = CLI_USAGE;

@@ -21,9 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agent/policy.h"
+#include "base/clock.h"
 #include "env/place.h"
 #include "eval/gen.h"
 #include "solvers/fit.h"
@@ -66,12 +66,6 @@ typedef struct {
     int failed;
     char err[512];
 } run_ctx;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static long budget_ms(double s) { return (long)ceil(s * 1000.0); }
 
@@ -190,13 +184,13 @@ static void cell_place(run_ctx *x, const eval_method *m, eval_row *r) {
         goto done;
     }
     char err[512];
-    double t0 = now();
+    double t0 = clock_now_s();
     int rc = m->placer == PLACER_BEST
                  ? placer_best_run(job, cl, res->plan, r->seed, m->evals, NULL, task_node, out,
                                    err, sizeof err)
                  : placer_run(job, cl, res->plan, (placer_method)m->placer, r->seed, task_node,
                               out, err, sizeof err);
-    r->seconds = now() - t0;
+    r->seconds = clock_now_s() - t0;
     if (rc == PLACER_OK || rc == PLACER_SLOW) {
         plan_figures(r, out);
         r->feasible = rc == PLACER_OK;
@@ -231,9 +225,9 @@ static void cell_policy(run_ctx *x, int mi, const eval_method *m, eval_row *r) {
         goto done;
     }
     char err[512] = "";
-    double t0 = now();
+    double t0 = clock_now_s();
     int rc = agent_policy_decode(x->policies[mi], job, cl, &o, &res, err, sizeof err);
-    r->seconds = now() - t0;
+    r->seconds = clock_now_s() - t0;
     if (rc == 0) {
         r->feasible = 1;
         plan_figures(r, res.plan);
@@ -365,7 +359,7 @@ static void cell_fit(run_ctx *x, const eval_method *m, eval_row *r) {
         if (f > 0) pts[n++] = (model_point){w, p, f * (1.0 + m->noise * u)};
     }
     free(order);
-    double t0 = now();
+    double t0 = clock_now_s();
     int pw = 0, pp = 0;
     char err[256] = "";
     if (m->fit == EVAL_FIT_CURVE) {
@@ -390,7 +384,7 @@ static void cell_fit(run_ctx *x, const eval_method *m, eval_row *r) {
             }
         if (pw == 0) snprintf(err, sizeof err, "no measured point reaches the target");
     }
-    r->seconds = now() - t0;
+    r->seconds = clock_now_s() - t0;
     if (pw == 0) {
         set_note(r, "%s; %d points on %s%s", err, n, cl->types[t].name,
                  bw ? "" : "; no (workers, ps) reaches R at all");
@@ -431,7 +425,7 @@ static void cell_multi(run_ctx *x, const eval_method *m, eval_row *r) {
         set_note(r, "out of memory");
         goto done;
     }
-    double t0 = now();
+    double t0 = clock_now_s();
     if (multi_candidates(c, run->jobs, run->n_jobs, cl, &o, err, sizeof err) < 0 ||
         multi_sequential(run->jobs, run->n_jobs, cl, &o, c, seq, err, sizeof err) < 0) {
         set_note(r, "%s", err);
@@ -448,7 +442,7 @@ static void cell_multi(run_ctx *x, const eval_method *m, eval_row *r) {
         }
         res = smd;
     }
-    r->seconds = now() - t0;
+    r->seconds = clock_now_s() - t0;
     if (multi_brute(run->jobs, cl, c, MULTI_MAX_COMBOS, brute) == 0 && brute->feasible)
         r->reference = brute->sum_time;
     r->feasible = res->feasible;

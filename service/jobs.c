@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "base/clock.h"
 
 struct jobs_registry {
     pthread_mutex_t mu;
@@ -85,9 +86,7 @@ int jobs_put(jobs_registry *r, const char *name, json_t *doc, int n_layers,
     snprintf(e->name, sizeof e->name, "%s", name);
     e->doc = doc;
     e->n_layers = n_layers;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    e->registered_at = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    e->registered_at = clock_wall_s();
     pthread_mutex_init(&e->mu, NULL);
     e->refs = 1;
     jobs_entry *old = NULL;

@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "base/clock.h"
 
 struct pslot {
     pthread_mutex_t mu;
@@ -18,18 +19,6 @@ struct pslot {
     uint64_t generation;
     uint64_t ok, failed;
 };
-
-static double wall_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double mono_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void entry_free(pslot_entry *e) {
     if (!e) return;
@@ -52,7 +41,7 @@ void pslot_free(pslot *s) {
 }
 
 int pslot_load(pslot *s, const char *path, char *err, size_t errlen) {
-    double t0 = mono_seconds();
+    double t0 = clock_now_s();
     pslot_entry *e = calloc(1, sizeof *e);
     if (!e) {
         snprintf(err, errlen, "%s: out of memory", path);
@@ -73,8 +62,8 @@ int pslot_load(pslot *s, const char *path, char *err, size_t errlen) {
     e->step = agent_policy_step(e->policy);
     const char *h = agent_policy_hash(e->policy);
     snprintf(e->hash, sizeof e->hash, "%s", h ? h : "");
-    e->loaded_at = wall_seconds();
-    e->load_seconds = mono_seconds() - t0;
+    e->loaded_at = clock_wall_s();
+    e->load_seconds = clock_now_s() - t0;
     e->refs = 1;
     pthread_mutex_lock(&s->mu);
     e->generation = ++s->generation;

@@ -10,13 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-uint64_t web_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "base/clock.h"
+
+uint64_t web_now_ns(void) { return clock_now_ns(); }
 
 long long web_elapsed_us(const web_request *req) {
     return (long long)((web_now_ns() - req->start_ns) / 1000u);

@@ -41,7 +41,7 @@ typedef struct {
     char note[256]; /* a short word for the log line (an error's gist), or "" */
 } web_reply;
 
-/* web_now_ns returns CLOCK_MONOTONIC in nanoseconds. */
+/* web_now_ns returns CLOCK_MONOTONIC in nanoseconds (clock_now_ns). */
 uint64_t web_now_ns(void);
 
 /* web_reply_json sets status and the body to obj dumped compactly (reals at

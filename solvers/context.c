@@ -7,13 +7,8 @@
 
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
-double solve_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "base/clock.h"
 
 int solve_ctx_eval(solve_ctx *ctx, const int *assign) {
     int rc = model_eval(ctx->job, ctx->cl, assign, ctx->scratch);
@@ -27,7 +22,7 @@ int solve_ctx_eval(solve_ctx *ctx, const int *assign) {
 }
 
 int solve_ctx_time_out(const solve_ctx *ctx) {
-    return isfinite(ctx->deadline) && solve_now() >= ctx->deadline;
+    return isfinite(ctx->deadline) && clock_now_s() >= ctx->deadline;
 }
 
 int solve_ctx_spent(const solve_ctx *ctx) {

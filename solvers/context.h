@@ -24,9 +24,6 @@ typedef struct {
     double best_cost;    /* cost of res->assign, INFINITY while none */
 } solve_ctx;
 
-/* solve_now returns the monotonic clock in seconds. */
-double solve_now(void);
-
 /* solve_ctx_eval scores assign[n_layers] into ctx->scratch through
  * model_eval, counts it in res->evaluations and, when it is feasible and
  * strictly cheaper than the best so far, copies it into res->assign.

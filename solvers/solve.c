@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "solvers/context.h"
 #include "solvers/exact.h"
 #include "solvers/heuristics.h"
@@ -120,7 +121,7 @@ int solve_run(const model_job *job, const model_cluster *cl, const solve_opts *o
         .opts = opts,
         .res = res,
         .scratch = model_plan_create(job->n_layers),
-        .t0 = solve_now(),
+        .t0 = clock_now_s(),
         .deadline = INFINITY,
         .max_evals = opts->max_evals > 0 ? opts->max_evals : SOLVE_DEFAULT_EVALS,
         .best_cost = INFINITY,
@@ -133,7 +134,7 @@ int solve_run(const model_job *job, const model_cluster *cl, const solve_opts *o
 
     int rc = methods[opts->method].run(&ctx);
     model_plan_free(ctx.scratch);
-    res->seconds = solve_now() - ctx.t0;
+    res->seconds = clock_now_s() - ctx.t0;
     if (rc != 0) {
         res->found = 0;
         return SOLVE_ERROR;

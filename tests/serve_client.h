@@ -42,6 +42,7 @@
 
 #include <jansson.h>
 
+#include "base/clock.h"
 #include "tests/shell.h"
 
 typedef struct {
@@ -56,12 +57,6 @@ typedef struct {
     char *body;      /* NUL-terminated */
     size_t body_len;
 } sv_resp;
-
-static inline double sv_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static inline const char *sv_tmp(void) {
     const char *t = getenv("STRATA_TMP");
@@ -126,8 +121,8 @@ static inline int sv_start(sv_proc *p, const char *tag, const char *const *extra
     sv_track(pid, 1);
     char buf[512];
     size_t got = 0;
-    double until = sv_now() + 10.0;
-    while (sv_now() < until && got < sizeof buf - 1) {
+    double until = clock_now_s() + 10.0;
+    while (clock_now_s() < until && got < sizeof buf - 1) {
         struct pollfd pf = {fds[0], POLLIN, 0};
         if (poll(&pf, 1, 100) <= 0) continue;
         ssize_t n = read(fds[0], buf + got, sizeof buf - 1 - got);
@@ -156,9 +151,9 @@ static inline int sv_start(sv_proc *p, const char *tag, const char *const *extra
  * after 30 s. */
 static inline int sv_wait(sv_proc *p, int sig, double timeout) {
     if (sig) kill(p->pid, sig);
-    double until = sv_now() + timeout;
+    double until = clock_now_s() + timeout;
     int st;
-    while (sv_now() < until) {
+    while (clock_now_s() < until) {
         pid_t r = waitpid(p->pid, &st, WNOHANG);
         if (r == p->pid) {
             sv_track(p->pid, 0);
@@ -359,8 +354,8 @@ static inline double sv_series(const char *page, const char *name) {
 /* Polls /metrics until series `name` reads value (10 s at most); returns 1
  * when it did, 0 when time ran out. */
 static inline int sv_wait_series(int port, const char *name, double value) {
-    double until = sv_now() + 10.0;
-    while (sv_now() < until) {
+    double until = clock_now_s() + 10.0;
+    while (clock_now_s() < until) {
         sv_resp r;
         int ok = sv_http(port, "GET", "/metrics", NULL, NULL, 0, &r) == 200 &&
                  sv_series(r.body, name) == value;

@@ -4,15 +4,18 @@
  * The splitmix64 outputs are those of the reference C implementation
  * (Vigna's splitmix64.c) for seeds 0 and 1234567, as published with it
  * and in other ports' test vectors; every seeded solver draws from this
- * stream, so a changed constant would move every golden answer.
+ * stream, so a changed constant would move every golden answer. The
+ * clock is checked against direct readings of CLOCK_MONOTONIC.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "base/rng.h"
 
 static void test_splitmix64_reference(void **state) {
@@ -49,10 +52,49 @@ static void test_splitmix64_unit(void **state) {
     }
 }
 
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Each reading lies between two direct readings of CLOCK_MONOTONIC taken
+ * around it (so it is that clock, in seconds or nanoseconds), successive
+ * readings never go back, and a 20 ms sleep shows as at least 20 ms. */
+static void test_clock(void **state) {
+    (void)state;
+    double a = mono(), s = clock_now_s(), b = mono();
+    assert_true(a <= s && s <= b);
+    a = mono();
+    double ns = (double)clock_now_ns() * 1e-9;
+    b = mono();
+    assert_true(a - 1e-6 <= ns && ns <= b + 1e-6); /* rounding of the double forms */
+    double last_s = clock_now_s();
+    uint64_t last_ns = clock_now_ns();
+    for (int i = 0; i < 100000; i++) {
+        double t = clock_now_s();
+        uint64_t tn = clock_now_ns();
+        assert_true(t >= last_s && tn >= last_ns);
+        last_s = t;
+        last_ns = tn;
+    }
+    double t0 = clock_now_s();
+    uint64_t n0 = clock_now_ns();
+    struct timespec nap = {0, 20000000};
+    while (nanosleep(&nap, &nap) != 0) {
+    }
+    assert_true(clock_now_s() - t0 >= 0.020);
+    assert_true(clock_now_ns() - n0 >= 20000000u);
+    /* The wall clock is the epoch clock, not the monotonic one. */
+    double w = clock_wall_s(), tw = (double)time(NULL);
+    assert_true(w >= tw - 1.0 && w <= tw + 2.0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_splitmix64_reference),
         cmocka_unit_test(test_splitmix64_unit),
+        cmocka_unit_test(test_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -177,9 +177,9 @@ static void job_with(char *buf, size_t len, const char *samples) {
 static void expect(int port, const char *method, const char *path, const char *body, int want,
                    const char *needle) {
     sv_resp r;
-    double t0 = sv_now();
+    double t0 = clock_now_s();
     int st = sv_http(port, method, path, NULL, body, strlen(body), &r);
-    double dt = sv_now() - t0;
+    double dt = clock_now_s() - t0;
     json_t *o = sv_body_json(&r);
     const char *msg = json_string_value(json_object_get(o, "error"));
     if (st != want || (needle && (!msg || !strstr(msg, needle))) || dt > 5.0)
@@ -261,9 +261,9 @@ static void test_requests_figures(void **state) {
                  " \"status\": {\"allocatable\": {\"nvidia.com/gpu\": \"4\"}}}]}}",
                  annots[i]);
         sv_resp r;
-        double t0 = sv_now();
+        double t0 = clock_now_s();
         int st = sv_http(p.port, "POST", "/k8s/filter", NULL, body, strlen(body), &r);
-        if (st != 200 || sv_now() - t0 > 5.0 || !strstr(r.body, "\"FailedNodes\":{\"n0\":") ||
+        if (st != 200 || clock_now_s() - t0 > 5.0 || !strstr(r.body, "\"FailedNodes\":{\"n0\":") ||
             !strstr(r.body, "annotation strata.io/"))
             fail_msg("filter with %s: expected 200 failing n0, got %d: %s", annots[i], st, r.body);
         sv_resp_free(&r);

@@ -29,12 +29,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "agent/policy.h"
+#include "base/clock.h"
 #include "nets/ckpt.h"
 
 #define KILLS 25
@@ -64,12 +64,6 @@ static int setup(void **state) {
     char cmd[1400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
     return system(cmd) == 0 ? 0 : -1;
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Starts `strata train cfg [--resume last] --out out [--stop-at N] --quiet`
@@ -128,9 +122,9 @@ static void test_kill_during_checkpoints(void **state) {
         pid_t pid = start_train(resume, 0);
         /* kill somewhere in the first 0.1 to 0.6 s: start-up, then steps
          * whose time is mostly checkpointing */
-        double wait = 0.1 + 0.5 * (double)rand() / RAND_MAX, until = now() + wait;
+        double wait = 0.1 + 0.5 * (double)rand() / RAND_MAX, until = clock_now_s() + wait;
         int st = 0, exited = 0;
-        while (now() < until) {
+        while (clock_now_s() < until) {
             if (waitpid(pid, &st, WNOHANG) == pid) {
                 exited = 1;
                 break;
@@ -164,9 +158,9 @@ static void test_kill_during_checkpoints(void **state) {
     /* A last resume runs three more steps and stops cleanly. */
     pid_t pid = start_train(1, (long)step + 3);
     int st;
-    double t0 = now();
+    double t0 = clock_now_s();
     while (waitpid(pid, &st, WNOHANG) != pid) {
-        if (now() - t0 > 120) {
+        if (clock_now_s() - t0 > 120) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
             fail_msg("the final resume did not finish in 120 s");
