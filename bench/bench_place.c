@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bytes.h"
 #include "base/clock.h"
 #include "bench/shipped.h"
 #include "env/config.h"
@@ -28,12 +29,10 @@
 
 #define SPREAD_SEEDS 20
 
-static void human(char *buf, size_t len, double b) {
-    const char *u[] = {"B", "KB", "MB", "GB", "TB"};
-    int i = 0;
-    while (b >= 1000.0 && i < 4) b /= 1000.0, i++;
-    snprintf(buf, len, "%.3g %s", b, u[i]);
-}
+/* Byte counts up to TB, 3 significant digits even under a kilobyte. */
+static const bytes_style BENCH_BYTES = {1000.0, {"B", "KB", "MB", "GB", "TB", NULL}, 3, 0};
+
+static void human(char *buf, size_t len, double b) { bytes_format(buf, len, b, &BENCH_BYTES); }
 
 typedef struct {
     char model[64];

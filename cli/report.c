@@ -11,15 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-static void human_bytes(char *buf, size_t len, double b) {
-    const char *u[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-    int i = 0;
-    while (fabs(b) >= 1000.0 && i < 5) {
-        b /= 1000.0;
-        i++;
-    }
-    snprintf(buf, len, i ? "%.3g %s" : "%.0f %s", b, u[i]);
-}
+#include "base/bytes.h"
 
 static void human_seconds(char *buf, size_t len, double s) {
     if (s >= 86400.0) snprintf(buf, len, "%.2f days", s / 86400.0);
@@ -64,8 +56,8 @@ void report_plan_table(FILE *f, const model_job *job, const model_cluster *cl,
             plan->throughput, job->min_throughput, tbuf, plan->unit_price, plan->cost);
     if (plan->placed) {
         char nb[32], zb[32];
-        human_bytes(nb, sizeof nb, plan->cross_node_bytes);
-        human_bytes(zb, sizeof zb, plan->cross_zone_bytes);
+        bytes_format(nb, sizeof nb, plan->cross_node_bytes, &BYTES_SI);
+        bytes_format(zb, sizeof zb, plan->cross_zone_bytes, &BYTES_SI);
         fprintf(f, "traffic per step: %s across nodes, %s across zones\n", nb, zb);
         if (plan->reason != MODEL_FEASIBLE) fprintf(f, "infeasible: %s\n", plan->why);
     }

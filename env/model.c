@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bytes.h"
+
 model_plan *model_plan_create(int max_layers) {
     if (max_layers < 1) max_layers = 1;
     model_plan *plan = calloc(1, sizeof(*plan));
@@ -106,16 +108,6 @@ void model_stage_fill(const model_job *job, const model_cluster *cl, int t,
         ? model_stage_throughput(st->step, B, st->units, alpha) : 0.0;
 }
 
-static void fmt_bytes(char *buf, size_t len, double b) {
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int i = 0;
-    while (b >= 1024.0 && i < 5) {
-        b /= 1024.0;
-        i++;
-    }
-    snprintf(buf, len, "%.4g %s", b, u[i]);
-}
-
 int model_eval(const model_job *job, const model_cluster *cl,
                const int *assign, model_plan *plan) {
     assert(plan->cap >= job->n_layers);
@@ -144,8 +136,8 @@ int model_eval(const model_job *job, const model_cluster *cl,
         const model_type *ty = &cl->types[st->type];
         if (st->mem > ty->mem) {
             char need[32], have[32];
-            fmt_bytes(need, sizeof need, st->mem);
-            fmt_bytes(have, sizeof have, ty->mem);
+            bytes_format(need, sizeof need, st->mem, &BYTES_IEC);
+            bytes_format(have, sizeof have, ty->mem, &BYTES_IEC);
             snprintf(plan->why, sizeof plan->why,
                      "memory: stage %d (layers %s..%s on %s) needs %s, a unit has %s",
                      s, job->layers[st->first].name, job->layers[st->last].name,

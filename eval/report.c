@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bytes.h"
 #include "solvers/placers.h"
 
 static const char *CSV_HEADER =
@@ -207,19 +208,11 @@ static void fmt_pct(char *buf, size_t len, double v) {
     else snprintf(buf, len, "%+.2f%%", 100.0 * v);
 }
 
-static void fmt_bytes(char *buf, size_t len, double b) {
-    if (!isfinite(b)) {
-        snprintf(buf, len, "-");
-        return;
-    }
-    const char *u[] = {"B", "kB", "MB", "GB", "TB"};
-    int i = 0;
-    while (fabs(b) >= 1000.0 && i < 4) {
-        b /= 1000.0;
-        i++;
-    }
-    snprintf(buf, len, i ? "%.3g %s" : "%.0f %s", b, u[i]);
-}
+/* Byte counts as the report has always written them: lower-case kB, up
+ * to TB, "-" when not finite. */
+static const bytes_style REPORT_BYTES = {1000.0, {"B", "kB", "MB", "GB", "TB", NULL}, 3, 1};
+
+static void fmt_bytes(char *buf, size_t len, double b) { bytes_format(buf, len, b, &REPORT_BYTES); }
 
 static void fmt_seconds(char *buf, size_t len, double s) {
     if (!isfinite(s)) snprintf(buf, len, "-");

@@ -5,16 +5,20 @@
  * (Vigna's splitmix64.c) for seeds 0 and 1234567, as published with it
  * and in other ports' test vectors; every seeded solver draws from this
  * stream, so a changed constant would move every golden answer. The
- * clock is checked against direct readings of CLOCK_MONOTONIC.
+ * clock is checked against direct readings of CLOCK_MONOTONIC. The byte
+ * formatter's figures are worked out by hand at the unit boundaries.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include <cmocka.h>
 
+#include "base/bytes.h"
 #include "base/clock.h"
 #include "base/rng.h"
 
@@ -90,11 +94,82 @@ static void test_clock(void **state) {
     assert_true(w >= tw - 1.0 && w <= tw + 2.0);
 }
 
+typedef struct {
+    double b;
+    const char *want;
+} bytes_case;
+
+static void check_bytes(const bytes_style *st, const bytes_case *c, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char out[64];
+        int len = bytes_format(out, sizeof out, c[i].b, st);
+        if (strcmp(out, c[i].want))
+            fail_msg("case %zu (%.17g): got \"%s\", want \"%s\"", i, c[i].b, out, c[i].want);
+        assert_int_equal(len, (int)strlen(c[i].want));
+    }
+}
+
+/* IEC: 1024 per step up to PiB, 4 significant digits at every step. */
+static void test_bytes_iec(void **state) {
+    (void)state;
+    static const bytes_case c[] = {
+        {0.0, "0 B"},
+        {1023.0, "1023 B"},           /* the last count in bytes */
+        {1024.0, "1 KiB"},            /* the first in KiB */
+        {1536.0, "1.5 KiB"},
+        {1048575.0, "1024 KiB"},      /* 1023.999 KiB rounds to 4 digits */
+        {1048576.0, "1 MiB"},
+        {85899345920.0, "80 GiB"},    /* 80 * 2^30 */
+        {1.5e9, "1.397 GiB"},         /* 1.5e9 / 2^30 = 1.39698 */
+        {1125899906842624.0, "1 PiB"},/* 2^50 */
+        {1152921504606846976.0, "1024 PiB"}, /* 2^60: no unit above PiB */
+        {INFINITY, "-"},
+        {NAN, "-"},
+    };
+    check_bytes(&BYTES_IEC, c, sizeof c / sizeof *c);
+}
+
+/* SI: 1000 per step up to PB, 3 significant digits, whole bytes under
+ * a kilobyte, negative counts scaled by their magnitude. */
+static void test_bytes_si(void **state) {
+    (void)state;
+    static const bytes_case c[] = {
+        {0.0, "0 B"},
+        {12.5, "12 B"},         /* %.0f rounds half to even */
+        {999.0, "999 B"},
+        {999.6, "1000 B"},      /* still under one step: whole bytes */
+        {1000.0, "1 KB"},
+        {1234567.0, "1.23 MB"},
+        {999999.0, "1e+03 KB"}, /* 999.999 KB to 3 digits */
+        {-2500.0, "-2.5 KB"},
+        {1e15, "1 PB"},
+        {1e18, "1e+03 PB"},     /* no unit above PB */
+        {-INFINITY, "-"},
+    };
+    check_bytes(&BYTES_SI, c, sizeof c / sizeof *c);
+    /* A style with fewer units stops at its last; without whole bytes a
+     * small count keeps its digits. */
+    static const bytes_style to_tb = {1000.0, {"B", "kB", "MB", "GB", "TB", NULL}, 3, 0};
+    static const bytes_case d[] = {
+        {12.5, "12.5 B"},
+        {1500.0, "1.5 kB"},
+        {1e12, "1 TB"},
+        {1e15, "1e+03 TB"},
+    };
+    check_bytes(&to_tb, d, sizeof d / sizeof *d);
+    /* Truncated as snprintf truncates; the return is the full length. */
+    char small[4];
+    assert_int_equal(bytes_format(small, sizeof small, 1536.0, &BYTES_IEC), 7);
+    assert_string_equal(small, "1.5");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_splitmix64_reference),
         cmocka_unit_test(test_splitmix64_unit),
         cmocka_unit_test(test_clock),
+        cmocka_unit_test(test_bytes_iec),
+        cmocka_unit_test(test_bytes_si),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
