@@ -9,7 +9,7 @@
 #include <yaml.h>
 
 #include "agent/rollout.h"
-#include "env/config.h"
+#include "env/schema.h"
 #include "solvers/placers.h"
 #include "solvers/solve.h"
 

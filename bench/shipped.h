@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "env/config.h"
+#include "solvers/runload.h"
 
 /* shipped_src_default returns the source tree named on the command line
  * (arg, NULL when none was given), else $STRATA_SRC, else ".." (a
@@ -88,7 +88,7 @@ static inline cfg_run *shipped_load(const char *prog, const char *cluster, const
     }
     fprintf(f, "model: v1\ninclude: [\"%s\", \"%s\"]\n", cluster, model);
     fclose(f);
-    cfg_run *run = cfg_load(path, err, sizeof err);
+    cfg_run *run = run_load(path, err, sizeof err);
     unlink(path);
     if (!run) fprintf(stderr, "%s: %s\n", prog, err);
     return run;
