@@ -15,16 +15,15 @@
 #include "env/schema.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <yaml.h>
 
+#include "base/file.h"
 #include "env/model.h"
 #include "env/schema_ctx.h"
 #include "env/units.h"
@@ -597,57 +596,6 @@ int cfg_check_dup(cfg_ctx *c, const void *base, size_t stride, int i,
  * Reading and parsing files
  * ------------------------------------------------------------------------ */
 
-/* read_whole reads the file at path into a malloc'd buffer (*text, *len)
- * and its identity into *st. Returns 0, or an errno value. */
-static int read_whole(const char *path, char **text, size_t *len, struct stat *st)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return errno ? errno : EIO;
-    if (fstat(fileno(fp), st) != 0) {
-        int e = errno;
-        fclose(fp);
-        return e;
-    }
-    if (S_ISDIR(st->st_mode)) {
-        fclose(fp);
-        return EISDIR;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(fp);
-        return ENOMEM;
-    }
-    for (;;) {
-        if (n == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(fp);
-                return ENOMEM;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, fp);
-        n += got;
-        if (got == 0) {
-            if (ferror(fp)) {
-                int e = errno ? errno : EIO;
-                free(buf);
-                fclose(fp);
-                return e;
-            }
-            break;
-        }
-    }
-    fclose(fp);
-    *text = buf;
-    *len = n;
-    return 0;
-}
-
 /* add_file appends a file record named path; returns its index or -1. */
 int cfg_add_file(cfg_ctx *c, const char *path)
 {
@@ -667,12 +615,51 @@ int cfg_add_file(cfg_ctx *c, const char *path)
     return c->n_files++;
 }
 
+/* too_deep scans the events of text[len] (file f) and fails at the first
+ * list or mapping nested more than CFG_MAX_NESTING deep. libyaml spends
+ * time proportional to the nesting on every token, so a 200 KB file of
+ * "[[[[..." would take the document loader half a minute; this scan stops
+ * at the offending event, having spent at most CFG_MAX_NESTING per token.
+ * Syntax errors are left to the loader (which reports them the same way).
+ * Returns 1 with the message set, else 0. */
+static int too_deep(cfg_ctx *c, const cfg_file *f, const char *text, size_t len)
+{
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return 0;
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int depth = 0, deep = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev))
+            break;
+        yaml_event_type_t t = ev.type;
+        if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
+            if (++depth > CFG_MAX_NESTING) {
+                cfg_say(c, "%s:%lu:%lu: lists and mappings nested more than %d deep",
+                        f->path, (unsigned long)ev.start_mark.line + 1,
+                        (unsigned long)ev.start_mark.column + 1, CFG_MAX_NESTING);
+                deep = 1;
+            }
+        } else if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+        yaml_event_delete(&ev);
+        if (deep || t == YAML_STREAM_END_EVENT)
+            break;
+    }
+    yaml_parser_delete(&p);
+    return deep;
+}
+
 /* parse_doc parses text[len] into file idx's document. A syntax error is
  * reported at libyaml's problem mark; a second document in the stream is
  * refused. Returns 0 or -1. */
 int cfg_parse_doc(cfg_ctx *c, int idx, const char *text, size_t len)
 {
     cfg_file *f = c->files[idx];
+    if (too_deep(c, f, text, len))
+        return -1;
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
         cfg_say(c, "%s: out of memory", f->path);
@@ -749,25 +736,42 @@ yaml_node_t *cfg_root_of(cfg_ctx *c, int idx, const char *what)
  * index, node) names the include that asked for it, or from < 0 for the
  * top file. Refuses include cycles. Returns the index or -1. */
 int cfg_open_file(cfg_ctx *c, const char *path, int from, yaml_node_t *from_node,
-                     const char *from_key)
+                  const char *from_key)
 {
-    char *text = NULL;
+    /* Bounds on one load, whatever its includes: a file included from
+     * several places (a "diamond", each file including the next twice) is
+     * no cycle but is loaded once per path to it, 2^N times for N levels. */
+    if (from >= 0 && ++c->n_includes > CFG_MAX_INCLUDES) {
+        c->cur = from;
+        return cfg_fail(c, from_node, from_key,
+                        "more than %d includes in one load (a file included from several "
+                        "places counts each time): %s",
+                        CFG_MAX_INCLUDES, path);
+    }
+    char *text = NULL, why[256];
     size_t len = 0;
-    struct stat st;
-    int e = read_whole(path, &text, &len, &st);
-    if (e) {
+    file_info st;
+    if (file_read(path, FILE_MAX_CONFIG, &text, &len, &st, why, sizeof why)) {
         if (from < 0) {
-            cfg_say(c, "%s: cannot open: %s", path, strerror(e));
+            cfg_say(c, "%s: %s", path, why);
         } else {
             char pos[CFG_PATH_MAX + 64];
             cfg_where(c, from, from_node, pos, sizeof pos);
-            cfg_say(c, "%s: cannot open: %s (included from %s)", path, strerror(e), pos);
+            cfg_say(c, "%s: %s (included from %s)", path, why, pos);
         }
         return -1;
     }
+    c->bytes += len;
+    if (from >= 0 && c->bytes > CFG_MAX_LOAD_BYTES) {
+        free(text);
+        c->cur = from;
+        return cfg_fail(c, from_node, from_key,
+                        "the files of this load exceed %d MiB in total with %s",
+                        (int)(CFG_MAX_LOAD_BYTES >> 20), path);
+    }
     for (int i = 0; i < c->depth; i++) {
         cfg_file *g = c->files[c->stack[i]];
-        if (g->dev == st.st_dev && g->ino == st.st_ino) {
+        if (g->dev == st.dev && g->ino == st.ino) {
             char chain[2048];
             size_t used = 0;
             chain[0] = '\0';
@@ -792,8 +796,8 @@ int cfg_open_file(cfg_ctx *c, const char *path, int from, yaml_node_t *from_node
         cfg_say(c, "%s: out of memory", path);
         return -1;
     }
-    c->files[idx]->dev = st.st_dev;
-    c->files[idx]->ino = st.st_ino;
+    c->files[idx]->dev = st.dev;
+    c->files[idx]->ino = st.ino;
     int rc = cfg_parse_doc(c, idx, text, len);
     free(text);
     return rc ? -1 : idx;

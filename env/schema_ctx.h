@@ -20,6 +20,14 @@
 #define CFG_MAX_DEPTH 64  /* include nesting */
 #define CFG_PATH_MAX 4096 /* a file name, NUL included */
 
+/* Bounds on one load (docs/reliability.md): how many includes in all, how
+ * many bytes all its files hold together (each one is also limited to
+ * FILE_MAX_CONFIG, base/file.h), and how deep lists and mappings may nest
+ * in one file (libyaml's time grows with the square of the nesting). */
+#define CFG_MAX_INCLUDES 256
+#define CFG_MAX_LOAD_BYTES ((size_t)16 << 20)
+#define CFG_MAX_NESTING 64
+
 typedef struct {
     char *path; /* as shown in messages */
     yaml_document_t doc;
@@ -36,6 +44,8 @@ typedef struct {
     int cur; /* file whose nodes are being walked (for messages) */
     char *err;
     size_t errlen;
+    int n_includes; /* includes opened so far (CFG_MAX_INCLUDES) */
+    size_t bytes;   /* bytes of every file read so far (CFG_MAX_LOAD_BYTES) */
 } cfg_ctx;
 
 /* cfg_ctx_init empties c and points its messages at err[errlen] (which it
@@ -102,7 +112,8 @@ int cfg_walk_map(cfg_ctx *c, yaml_node_t *map, const char *path, const char *wha
 int cfg_add_file(cfg_ctx *c, const char *path);
 
 /* cfg_parse_doc parses text[len] into file idx's document: one YAML
- * document, syntax errors at their mark. Returns 0 or -1. */
+ * document, syntax errors at their mark, lists and mappings nested at most
+ * CFG_MAX_NESTING deep. Returns 0 or -1. */
 int cfg_parse_doc(cfg_ctx *c, int idx, const char *text, size_t len);
 
 /* cfg_root_of makes file idx current and returns its root, which must be a
@@ -111,8 +122,10 @@ yaml_node_t *cfg_root_of(cfg_ctx *c, int idx, const char *what);
 
 /* cfg_open_file reads and parses path into a new file record. `from` (file
  * index, node, key path) names the include that asks for it, or from < 0
- * for the top file; a file already on c->stack is an include cycle.
- * Returns the new file's index, or -1. */
+ * for the top file; a file already on c->stack is an include cycle. The
+ * file is read with file_read (a regular file of at most FILE_MAX_CONFIG
+ * bytes); an include beyond CFG_MAX_INCLUDES or CFG_MAX_LOAD_BYTES is
+ * refused at the include's node. Returns the new file's index, or -1. */
 int cfg_open_file(cfg_ctx *c, const char *path, int from, yaml_node_t *from_node,
                   const char *from_key);
 
