@@ -226,9 +226,9 @@ static int load_top(run_ctx *r, int idx)
         if (other >= 0 && r->top[other].file >= 0) {
             cfg_where(c, r->top[other].file, r->top[other].key, first, sizeof first);
             return cfg_fail(c, keys[k], TOP_FIELDS[k].key,
-                        "'job' and 'jobs' cannot both be given ('%s' at %s); use jobs: for "
-                        "several jobs",
-                        TOP_FIELDS[other].key, first);
+                            "'job' and 'jobs' cannot both be given ('%s' at %s); use jobs: for "
+                            "several jobs",
+                            TOP_FIELDS[other].key, first);
         }
         r->top[k].file = idx;
         r->top[k].key = keys[k];
@@ -241,8 +241,8 @@ static int load_top(run_ctx *r, int idx)
         return 0;
     if (r->no_include)
         return cfg_fail(c, keys[TOP_INCLUDE], "include",
-                    "not allowed here: a request cannot name files to read; send the whole "
-                    "run in one document");
+                        "not allowed here: a request cannot name files to read; send the whole "
+                        "run in one document");
     if (c->depth >= CFG_MAX_DEPTH)
         return cfg_fail(c, inc, "include", "includes nested more than %d deep", CFG_MAX_DEPTH);
     c->stack[c->depth++] = idx;
@@ -280,7 +280,7 @@ static int build_types(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, yaml_no
         return cfg_fail(c, list, "cluster.types", "must list at least one type");
     if (n > MODEL_MAX_TYPES)
         return cfg_fail(c, list, "cluster.types", "at most %d types are supported, got %d",
-                    MODEL_MAX_TYPES, n);
+                        MODEL_MAX_TYPES, n);
     cl->types = calloc((size_t)n, sizeof *cl->types);
     if (!cl->types)
         return cfg_fail(c, list, "cluster.types", "out of memory");
@@ -311,7 +311,7 @@ static int build_zones(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, int *de
     *declared = n > 0;
     if (n > MODEL_MAX_ZONES)
         return cfg_fail(c, list, "cluster.zones", "at most %d zones are supported, got %d",
-                    MODEL_MAX_ZONES, n);
+                        MODEL_MAX_ZONES, n);
     cl->zones = calloc((size_t)(n > 0 ? n : 1), sizeof *cl->zones);
     if (!cl->zones)
         return cfg_fail(c, list, "cluster.zones", "out of memory");
@@ -326,8 +326,8 @@ static int build_zones(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, int *de
         char p[64], np[96];
         yaml_node_t *keys[N_ZO], *vals[N_ZO];
         cfg_path_index(p, sizeof p, "cluster.zones", i);
-        if (cfg_walk_map(c, cfg_seq_at(c, list, i), p, "a mapping", ZONE_FIELDS, N_ZO, &cl->zones[i],
-                     keys, vals))
+        if (cfg_walk_map(c, cfg_seq_at(c, list, i), p, "a mapping", ZONE_FIELDS, N_ZO,
+                         &cl->zones[i], keys, vals))
             return -1;
         names[i] = vals[ZO_NAME];
         cfg_path_key(np, sizeof np, p, "name");
@@ -344,7 +344,7 @@ static int zone_ref(cfg_ctx *c, const model_cluster *cl, yaml_node_t *v, const c
     int z = cfg_find_name(name, cl->zones, sizeof *cl->zones, cl->n_zones);
     if (z < 0)
         return cfg_unknown_name(c, v, path, "zone", name, cl->zones, sizeof *cl->zones,
-                            cl->n_zones);
+                                cl->n_zones);
     *out = z;
     return 0;
 }
@@ -356,7 +356,7 @@ static int build_nodes(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, int zon
         return 0;
     if (n > MODEL_MAX_NODES)
         return cfg_fail(c, list, "cluster.nodes", "at most %d nodes are supported, got %d",
-                    MODEL_MAX_NODES, n);
+                        MODEL_MAX_NODES, n);
     cl->nodes = calloc((size_t)n, sizeof *cl->nodes);
     yaml_node_t **names = calloc((size_t)n, sizeof *names);
     if (!cl->nodes || !names) {
@@ -388,7 +388,7 @@ static int build_nodes(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, int zon
         nd->type = cfg_find_name(in.type, cl->types, sizeof *cl->types, cl->n_types);
         if (nd->type < 0) {
             rc = cfg_unknown_name(c, vals[NO_TYPE], kp, "type", in.type, cl->types,
-                              sizeof *cl->types, cl->n_types);
+                                  sizeof *cl->types, cl->n_types);
             break;
         }
         cfg_path_key(kp, sizeof kp, p, "zone");
@@ -430,7 +430,7 @@ static int build_links(cfg_ctx *c, yaml_node_t *list, model_cluster *cl)
         link_in in;
         cfg_path_index(p, sizeof p, "cluster.links", i);
         if (cfg_walk_map(c, cfg_seq_at(c, list, i), p, "a mapping", LINK_FIELDS, N_LK, &in, keys,
-                     vals)) {
+                         vals)) {
             rc = -1;
             break;
         }
@@ -453,14 +453,14 @@ static int build_links(cfg_ctx *c, yaml_node_t *list, model_cluster *cl)
             break;
         if (z[0] == z[1]) {
             rc = cfg_fail(c, zl, zp, "a link joins two different zones, got '%s' twice",
-                      cl->zones[z[0]].name);
+                          cl->zones[z[0]].name);
             break;
         }
         if (seen[z[0] * nz + z[1]]) {
             char first[CFG_PATH_MAX + 64];
             cfg_where(c, c->cur, seen[z[0] * nz + z[1]], first, sizeof first);
             rc = cfg_fail(c, zl, zp, "the link between '%s' and '%s' is already given (at %s)",
-                      cl->zones[z[0]].name, cl->zones[z[1]].name, first);
+                          cl->zones[z[0]].name, cl->zones[z[1]].name, first);
             break;
         }
         seen[z[0] * nz + z[1]] = seen[z[1] * nz + z[0]] = zl;
@@ -503,16 +503,16 @@ static int build_cluster(cfg_ctx *c, yaml_node_t *map, model_cluster *cl)
         if (!counts[t]) {
             if (cl->n_nodes == 0)
                 return cfg_fail(c, maps[t], p,
-                            "missing required key (needed when the cluster lists no nodes)");
+                                "missing required key (needed when the cluster lists no nodes)");
             if (sum[t] > 2147483647LL)
                 return cfg_fail(c, maps[t], p, "the nodes of type '%s' hold %lld units, too many",
-                            ty->name, sum[t]);
+                                ty->name, sum[t]);
             ty->count = (int)sum[t];
         } else if (has[t] && sum[t] != ty->count) {
             return cfg_fail(c, counts[t], p,
-                        "count %d disagrees with the nodes of type '%s', which hold %lld "
-                        "units in total",
-                        ty->count, ty->name, sum[t]);
+                            "count %d disagrees with the nodes of type '%s', which hold %lld "
+                            "units in total",
+                            ty->count, ty->name, sum[t]);
         }
     }
     return 0;
@@ -540,7 +540,7 @@ static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *
         return cfg_fail(c, list, lp, "must list at least one layer");
     if (n > MODEL_MAX_LAYERS)
         return cfg_fail(c, list, lp, "at most %d layers are supported, got %d", MODEL_MAX_LAYERS,
-                    n);
+                        n);
     job->layers = calloc((size_t)n, sizeof *job->layers);
     if (!job->layers)
         return cfg_fail(c, list, lp, "out of memory");
@@ -556,7 +556,7 @@ static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *
         model_layer *l = &job->layers[i];
         cfg_path_index(p, sizeof p, lp, i);
         if (cfg_walk_map(c, cfg_seq_at(c, list, i), p, "a mapping", LAYER_FIELDS, N_LA, l, lkeys,
-                     lvals))
+                         lvals))
             return -1;
         names[i] = lvals[LA_NAME];
         cfg_path_key(kp, sizeof kp, p, "name");
@@ -568,8 +568,8 @@ static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *
             units_format(UNITS_BYTES, cl->types[big].mem, have, sizeof have);
             cfg_path_key(kp, sizeof kp, p, "mem");
             return cfg_fail(c, lvals[LA_MEM], kp,
-                        "layer '%s' needs %s, more than any type's mem (largest: %s on %s)",
-                        l->name, need, have, cl->types[big].name);
+                            "layer '%s' needs %s, more than any type's mem (largest: %s on %s)",
+                            l->name, need, have, cl->types[big].name);
         }
     }
     yaml_node_t *meas = vals[JO_MEAS];
@@ -579,7 +579,7 @@ static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *
         int m = cfg_seq_len(meas);
         if (m < 4)
             return cfg_fail(c, meas, lp, "the throughput curve has four coefficients: give at "
-                        "least 4 measurements, got %d", m);
+                            "least 4 measurements, got %d", m);
         job->points = calloc((size_t)m, sizeof *job->points);
         if (!job->points)
             return cfg_fail(c, meas, lp, "out of memory");
@@ -589,7 +589,7 @@ static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *
             yaml_node_t *mkeys[N_ME], *mvals[N_ME];
             cfg_path_index(p, sizeof p, lp, i);
             if (cfg_walk_map(c, cfg_seq_at(c, meas, i), p, "a mapping", MEAS_FIELDS, N_ME,
-                         &job->points[i], mkeys, mvals))
+                             &job->points[i], mkeys, mvals))
                 return -1;
         }
     }
@@ -642,13 +642,13 @@ static cfg_run *build_run(run_ctx *r, const char *path)
     c->cur = 0;
     if (r->top[TOP_CLUSTER].file < 0) {
         cfg_fail(c, root, "cluster",
-             "missing required key (neither this file nor its includes give it)");
+                 "missing required key (neither this file nor its includes give it)");
         return NULL;
     }
     if (r->top[TOP_JOB].file < 0 && r->top[TOP_JOBS].file < 0) {
         cfg_fail(c, root, "job",
-             "missing required key: give job: (one job) or jobs: (a list), here or in an "
-             "included file");
+                 "missing required key: give job: (one job) or jobs: (a list), here or in an "
+                 "included file");
         return NULL;
     }
     cfg_run *run = calloc(1, sizeof *run);
@@ -760,7 +760,7 @@ static int place_list(cfg_ctx *c, yaml_node_t *list, const char *path, int count
         int n = cfg_find_name(name, cl->nodes, sizeof *cl->nodes, cl->n_nodes);
         if (n < 0)
             return cfg_unknown_name(c, v, p, "node", name, cl->nodes, sizeof *cl->nodes,
-                                cl->n_nodes);
+                                    cl->n_nodes);
         out[i] = n;
     }
     return 0;
@@ -786,18 +786,18 @@ int cfg_load_placement(const char *path, const cfg_run *run, const model_plan *p
         goto out;
     if (plan->reason != MODEL_FEASIBLE) {
         cfg_fail(&c, vals[PL_PLACEMENT], "placement",
-             "the plan is infeasible (%s); there is nothing to place", plan->why);
+                 "the plan is infeasible (%s); there is nothing to place", plan->why);
         goto out;
     }
     if (cl->n_nodes == 0) {
         cfg_fail(&c, vals[PL_PLACEMENT], "placement",
-             "the cluster lists no nodes (cluster.nodes) to place tasks on");
+                 "the cluster lists no nodes (cluster.nodes) to place tasks on");
         goto out;
     }
     yaml_node_t *list = vals[PL_PLACEMENT];
     if (cfg_seq_len(list) != plan->n_stages) {
         cfg_fail(&c, list, "placement", "expected one entry per stage of the plan (%d), got %d",
-             plan->n_stages, cfg_seq_len(list));
+                 plan->n_stages, cfg_seq_len(list));
         goto out;
     }
     int off = 0;
@@ -806,8 +806,8 @@ int cfg_load_placement(const char *path, const cfg_run *run, const model_plan *p
         char p[64], wp[96], what[256];
         yaml_node_t *skeys[N_PS], *svals[N_PS];
         cfg_path_index(p, sizeof p, "placement", s);
-        if (cfg_walk_map(&c, cfg_seq_at(&c, list, s), p, "a mapping", STAGE_FIELDS, N_PS, NULL, skeys,
-                     svals))
+        if (cfg_walk_map(&c, cfg_seq_at(&c, list, s), p, "a mapping", STAGE_FIELDS, N_PS, NULL,
+                         skeys, svals))
             goto out;
         const char *tname = st->type >= 0 && st->type < cl->n_types ? cl->types[st->type].name
                                                                     : "?";
@@ -826,7 +826,7 @@ int cfg_load_placement(const char *path, const cfg_run *run, const model_plan *p
     }
     if (off != place_task_count(plan)) {
         cfg_fail(&c, list, "placement", "internal error: %d tasks read, the plan has %d", off,
-             place_task_count(plan));
+                 place_task_count(plan));
         goto out;
     }
     rc = 0;

@@ -265,7 +265,7 @@ static void list_names(const void *base, size_t stride, int n, char *buf, size_t
 /* unknown_name fails at node `at` with "unknown <what> 'x'" and either a
  * suggestion or the list of declared names. */
 int cfg_unknown_name(cfg_ctx *c, const yaml_node_t *at, const char *path, const char *what,
-                        const char *word, const void *base, size_t stride, int n)
+                     const char *word, const void *base, size_t stride, int n)
 {
     const char *s = suggest_name(word, base, stride, n);
     if (s)
@@ -320,7 +320,7 @@ static int bound_ok(cfg_bound b, double lim, double v)
  * scalars (with "expected <what>") and embedded NUL characters. Empty and
  * null scalars give "". */
 int cfg_scalar_text(cfg_ctx *c, yaml_node_t *v, const char *path, const char *what,
-                       const char **text)
+                    const char **text)
 {
     char d[96];
     if (v->type != YAML_SCALAR_NODE) {
@@ -353,7 +353,7 @@ static int short_text(cfg_ctx *c, yaml_node_t *v, const char *path, const char *
  * as CFG_FT_DOUBLE values (key path `path[0]`, `path[1]`), so they meet the
  * row's bounds and the figure guard. Returns 0 or -1 (message set). */
 int cfg_parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const char *path,
-                       void *obj)
+                    void *obj)
 {
     char d[96], msg[512];
     const char *text;
@@ -396,8 +396,8 @@ int cfg_parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const char *
         if (f->type == CFG_FT_DOUBLE && x != 0.0 && (fabs(x) > CFG_MAX_FIGURE ||
                                                     fabs(x) < CFG_MIN_FIGURE))
             return cfg_fail(c, v, path, "\"%s\" is absurdly %s: figures must lie between %g "
-                        "and %g (or be 0)", text, fabs(x) > CFG_MAX_FIGURE ? "large" : "small",
-                        CFG_MIN_FIGURE, CFG_MAX_FIGURE);
+                            "and %g (or be 0)", text, fabs(x) > CFG_MAX_FIGURE ? "large" : "small",
+                            CFG_MIN_FIGURE, CFG_MAX_FIGURE);
         if (f->type == CFG_FT_INT)
             *(int *)((char *)obj + f->off) = (int)x;
         else
@@ -410,8 +410,8 @@ int cfg_parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const char *
         for (const char *p = text; *p; p++)
             if (*p == ',' || (unsigned char)*p < 0x20 || *p == 0x7f)
                 return cfg_fail(c, v, path,
-                            "a name cannot contain commas or control characters, got \"%s\"",
-                            text);
+                                "a name cannot contain commas or control characters, got \"%s\"",
+                                text);
         memcpy((char *)obj + f->off, text, strlen(text) + 1);
         return 0;
     }
@@ -477,7 +477,7 @@ int cfg_parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const char *
         } else {
             cfg_describe(v, d, sizeof d);
             return cfg_fail(c, v, path, "expected %s, or a pair [low, high] of them, got %s",
-                        units_expect(f->units), d);
+                            units_expect(f->units), d);
         }
         memcpy((char *)obj + f->off, r, sizeof r);
         return 0;
@@ -514,8 +514,8 @@ static __attribute__((noinline)) void set_default(const cfg_field *f, char *at)
  * at the mapping. `what` names the expected node ("a mapping"). Returns 0
  * or -1 with the message set. */
 int cfg_walk_map(cfg_ctx *c, yaml_node_t *map, const char *path, const char *what,
-                    const cfg_field *f, int nf, void *obj, yaml_node_t **keys,
-                    yaml_node_t **vals)
+                 const cfg_field *f, int nf, void *obj, yaml_node_t **keys,
+                 yaml_node_t **vals)
 {
     char d[96], kpath[1024];
     if (map->type != YAML_MAPPING_NODE) {
@@ -581,7 +581,7 @@ int cfg_walk_map(cfg_ctx *c, yaml_node_t *map, const char *path, const char *wha
 /* check_dup fails when names[i] equals one of names[0..i-1] (struct
  * stride), pointing at name node nodes[i] and naming nodes[j]. */
 int cfg_check_dup(cfg_ctx *c, const void *base, size_t stride, int i,
-                     yaml_node_t *const *nodes, const char *path, const char *what)
+                  yaml_node_t *const *nodes, const char *path, const char *what)
 {
     const char *name = (const char *)base + (size_t)i * stride;
     int j = cfg_find_name(name, base, stride, i);
@@ -677,8 +677,8 @@ int cfg_parse_doc(cfg_ctx *c, int idx, const char *text, size_t len)
             if (r) {
                 extra_root = 1;
                 cfg_say(c, "%s:%lu:%lu: only one YAML document per file is supported", f->path,
-                    (unsigned long)r->start_mark.line + 1,
-                    (unsigned long)r->start_mark.column + 1);
+                        (unsigned long)r->start_mark.line + 1,
+                        (unsigned long)r->start_mark.column + 1);
             }
             yaml_document_delete(&extra);
         }
@@ -697,16 +697,19 @@ int cfg_parse_doc(cfg_ctx *c, int idx, const char *text, size_t len)
                     col++;
             }
             cfg_say(c, "%s:%lu:%lu: syntax error: %s", f->path, (unsigned long)line,
-                (unsigned long)col, p.problem ? p.problem : "cannot read");
+                    (unsigned long)col, p.problem ? p.problem : "cannot read");
         } else if (p.context) {
             cfg_say(c, "%s:%lu:%lu: syntax error: %s (%s at %lu:%lu)", f->path,
-                (unsigned long)p.problem_mark.line + 1, (unsigned long)p.problem_mark.column + 1,
-                p.problem ? p.problem : "invalid YAML", p.context,
-                (unsigned long)p.context_mark.line + 1, (unsigned long)p.context_mark.column + 1);
+                    (unsigned long)p.problem_mark.line + 1,
+                    (unsigned long)p.problem_mark.column + 1,
+                    p.problem ? p.problem : "invalid YAML", p.context,
+                    (unsigned long)p.context_mark.line + 1,
+                    (unsigned long)p.context_mark.column + 1);
         } else {
             cfg_say(c, "%s:%lu:%lu: syntax error: %s", f->path,
-                (unsigned long)p.problem_mark.line + 1, (unsigned long)p.problem_mark.column + 1,
-                p.problem ? p.problem : "invalid YAML");
+                    (unsigned long)p.problem_mark.line + 1,
+                    (unsigned long)p.problem_mark.column + 1,
+                    p.problem ? p.problem : "invalid YAML");
         }
     }
     yaml_parser_delete(&p);
