@@ -2,10 +2,10 @@
  *
  * Every instance goes through a file: composed (include of the cluster,
  * the jobs written out by eval_write_run) or generated, then loaded with
- * cfg_load, so the figures a row was computed from are exactly those a
- * user gets by loading OUT/instances/NAME.yaml. A cluster file alone is
- * not a complete run (it has no job); to read one, a probe file includes
- * it beside a one-layer job and is removed once loaded.
+ * run_load (config, then fits), so the figures a row was computed from
+ * are exactly those a user gets by loading OUT/instances/NAME.yaml. A
+ * cluster file alone is not a complete run (it has no job); to read one, a
+ * probe file includes it beside a one-layer job and is removed once loaded.
  */
 #include "eval/instances.h"
 
