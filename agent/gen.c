@@ -11,7 +11,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "env/config.h"
+#include "env/schema.h"
 #include "nets/rng.h"
 
 #define GEN_MAX_LAYERS 256

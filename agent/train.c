@@ -26,6 +26,7 @@
 #include "env/config.h"
 #include "env/gym.h"
 #include "nets/params.h"
+#include "solvers/runload.h"
 #include "solvers/solve.h"
 
 #define VALID_INDEX_BASE (1ULL << 40) /* generator indices of validation instances */
@@ -294,7 +295,7 @@ static int solve_costs(tr_inst *in, int reference) {
 /* load_inst loads a config file (one job, objective cost) as an instance. */
 static int load_inst(tr_inst *in, const char *path, int reference, char *err, size_t errlen) {
     memset(in, 0, sizeof *in);
-    in->run = cfg_load(path, err, errlen);
+    in->run = run_load(path, err, errlen);
     if (!in->run) return -1;
     if (in->run->n_jobs != 1 || in->run->objective != CFG_OBJECTIVE_COST) {
         snprintf(err, errlen, "%s: the agent solves one job with objective cost (it has %d jobs)", path,

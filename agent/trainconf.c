@@ -9,7 +9,8 @@
 #include <yaml.h>
 
 #include "agent/rollout.h"
-#include "env/config.h"
+#include "base/file.h"
+#include "env/schema.h"
 #include "solvers/placers.h"
 #include "solvers/solve.h"
 
@@ -151,31 +152,6 @@ static int resolve(char *out, size_t len, const char *dir, const char *name) {
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *s = malloc(cap);
-    while (s) {
-        size_t k = fread(s + n, 1, cap - n - 1, f);
-        n += k;
-        if (k == 0) break;
-        if (n + 1 >= cap) {
-            char *q = realloc(s, cap * 2);
-            if (!q) {
-                free(s);
-                s = NULL;
-                break;
-            }
-            s = q;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (s) s[n] = '\0';
-    return s;
-}
-
 agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen) {
     cfg_doc *d = cfg_doc_load(path, err, errlen);
     if (!d) return NULL;
@@ -301,9 +277,10 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
                      "the shared baseline needs at least 2 samples per instance");
         goto fail;
     }
-    tc->text = read_text(path);
-    if (!tc->text) {
-        snprintf(err, errlen, "%s: cannot read", path);
+    char why[256];
+    size_t tlen;
+    if (file_read(path, FILE_MAX_CONFIG, &tc->text, &tlen, NULL, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", path, why);
         goto fail;
     }
     cfg_doc_free(d);

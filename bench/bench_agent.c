@@ -41,6 +41,7 @@
 #include "env/config.h"
 #include "solvers/solve.h"
 #include "agent/trainconf.h"
+#include "solvers/runload.h"
 #include "bench/shipped.h"
 #include "nets/layers.h"
 
@@ -276,7 +277,7 @@ static int bench_general(const char *ckpt, int n, const char *src) {
     double sg = 0, ss = 0;
     for (size_t i = 0; i < sizeof evals / sizeof *evals; i++) {
         snprintf(path, sizeof path, "%s/configs/train/eval/%s.yaml", src, evals[i]);
-        cfg_run *run = cfg_load(path, err, sizeof err);
+        cfg_run *run = run_load(path, err, sizeof err);
         if (!run) {
             fprintf(stderr, "%s\n", err);
             continue;
@@ -303,7 +304,7 @@ static int bench_general(const char *ckpt, int n, const char *src) {
     printf("\n");
     for (size_t i = 0; i < sizeof evals / sizeof *evals; i++) {
         snprintf(path, sizeof path, "%s/configs/train/eval/%s.yaml", src, evals[i]);
-        cfg_run *run = cfg_load(path, err, sizeof err);
+        cfg_run *run = run_load(path, err, sizeof err);
         if (!run) continue;
         const model_job *job = &run->jobs[0];
         int *as = malloc((size_t)job->n_layers * sizeof *as);
@@ -355,7 +356,7 @@ static int cmp_call(const void *a, const void *b) {
 static int bench_decode(const char *ckpt, const char *config, int reps) {
     char err[2048];
     agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
-    cfg_run *run = pol ? cfg_load(config, err, sizeof err) : NULL;
+    cfg_run *run = pol ? run_load(config, err, sizeof err) : NULL;
     if (!run) {
         fprintf(stderr, "bench_agent: %s\n", err);
         agent_policy_free(pol);

@@ -4,7 +4,7 @@
  * of SRC_DIR/configs/models) on one shipped cluster (by default
  * SRC_DIR/configs/clusters/aws-mixed.yaml): they resolve the source tree
  * and the cluster from their command line, list the models, and compose
- * each model with the cluster through cfg_load (a temporary run file that
+ * each model with the cluster through run_load (a temporary run file that
  * includes both). bench_agent finds the source tree the way the tests do.
  * These helpers do that once for all of them. Each prints its own error to
  * stderr prefixed with the benchmark's name (prog). Header-only (static
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "env/config.h"
+#include "solvers/runload.h"
 
 /* shipped_src_default returns the source tree named on the command line
  * (arg, NULL when none was given), else $STRATA_SRC, else ".." (a
@@ -72,7 +72,7 @@ static inline const char *shipped_name(const char *path) {
 }
 
 /* shipped_load composes model with cluster (both absolute paths): writes a
- * run file including the two to $TMPDIR (or /tmp), loads it with cfg_load
+ * run file including the two to $TMPDIR (or /tmp), loads it with run_load
  * and removes it. Returns the run (free with cfg_free), or NULL after
  * printing why. */
 static inline cfg_run *shipped_load(const char *prog, const char *cluster, const char *model) {
@@ -88,7 +88,7 @@ static inline cfg_run *shipped_load(const char *prog, const char *cluster, const
     }
     fprintf(f, "model: v1\ninclude: [\"%s\", \"%s\"]\n", cluster, model);
     fclose(f);
-    cfg_run *run = cfg_load(path, err, sizeof err);
+    cfg_run *run = run_load(path, err, sizeof err);
     unlink(path);
     if (!run) fprintf(stderr, "%s: %s\n", prog, err);
     return run;

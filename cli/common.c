@@ -9,20 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solvers/fit.h"
+#include "solvers/runload.h"
 
 cfg_run *cli_load_run(const char *path) {
     char err[2048];
-    cfg_run *run = cfg_load(path, err, sizeof err);
-    if (!run) {
-        fprintf(stderr, "strata: %s\n", err);
-        return NULL;
-    }
-    if (fit_run(run, err, sizeof err) < 0) { /* jobs with measurements: solvers/fit.h */
-        fprintf(stderr, "strata: %s: %s\n", run->path, err);
-        cfg_free(run);
-        return NULL;
-    }
+    cfg_run *run = run_load(path, err, sizeof err); /* fits measured jobs: solvers/fit.h */
+    if (!run) fprintf(stderr, "strata: %s\n", err);
     return run;
 }
 

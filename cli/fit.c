@@ -23,6 +23,7 @@
 #include "cli/report.h"
 #include "env/config.h"
 #include "solvers/fit.h"
+#include "solvers/runload.h"
 
 #define FIT_USAGE                                                                    \
     "usage: strata fit FILE [--job NAME] [--max-speed] [--max-workers N] [--max-ps N]\n" \
@@ -66,7 +67,7 @@ int cmd_fit(int argc, char **argv) {
         return CLI_USAGE;
     }
     char err[1024];
-    cfg_run *run = cfg_load(argv[optind], err, sizeof err);
+    cfg_run *run = run_load(argv[optind], err, sizeof err);
     if (!run) {
         fprintf(stderr, "strata: %s\n", err);
         return CLI_USAGE;

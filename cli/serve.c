@@ -38,6 +38,7 @@
 
 #include <cblas.h>
 
+#include "base/file.h"
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "cli/report.h"
@@ -77,39 +78,36 @@ static void log_line(void *ud, const char *line) {
     (void)w;
 }
 
-/* Reads the bearer token from path into a new string; NULL with a message. */
+/* The longest token file read (docs/reliability.md). */
+#define TOKEN_FILE_MAX 4096
+
+/* Reads the bearer token from path into a new string; NULL with a message.
+ * The file must be a regular file (a FIFO is refused, not waited on) of at
+ * most TOKEN_FILE_MAX bytes. */
 static char *read_token(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "strata: --token-file %s: %s\n", path, strerror(errno));
+    char *buf, why[256];
+    size_t n;
+    if (file_read(path, TOKEN_FILE_MAX, &buf, &n, NULL, why, sizeof why)) {
+        fprintf(stderr, "strata: --token-file %s: %s\n", path, why);
         return NULL;
     }
-    char buf[4097];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    int big = !feof(f) && fgetc(f) != EOF;
-    fclose(f);
-    buf[n] = '\0';
-    if (big) {
-        fprintf(stderr, "strata: --token-file %s: longer than 4096 bytes\n", path);
-        return NULL;
-    }
-    char *t = buf;
+    char *t = buf, *tok = NULL;
     while (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r') t++;
     size_t len = strlen(t);
     while (len > 0 && (t[len - 1] == ' ' || t[len - 1] == '\t' || t[len - 1] == '\n' ||
                        t[len - 1] == '\r'))
         t[--len] = '\0';
-    if (len == 0) {
+    int bad = 0;
+    for (size_t i = 0; i < len; i++) bad |= (unsigned char)t[i] <= ' ' || t[i] == 0x7f;
+    if (len == 0)
         fprintf(stderr, "strata: --token-file %s: the file holds no token\n", path);
-        return NULL;
-    }
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)t[i] <= ' ' || t[i] == 0x7f) {
-            fprintf(stderr, "strata: --token-file %s: the token may not contain spaces or "
-                    "control characters\n", path);
-            return NULL;
-        }
-    return strdup(t);
+    else if (bad)
+        fprintf(stderr, "strata: --token-file %s: the token may not contain spaces or "
+                "control characters\n", path);
+    else
+        tok = strdup(t);
+    free(buf);
+    return tok;
 }
 
 int cmd_serve(int argc, char **argv) {

@@ -28,7 +28,7 @@
 #include "cli/common.h"
 #include "cli/report.h"
 #include "env/config.h"
-#include "solvers/fit.h"
+#include "solvers/runload.h"
 #include "solvers/multi.h"
 #include "solvers/solve.h"
 
@@ -182,7 +182,7 @@ int cmd_solve_jobs(int argc, char **argv) {
     }
 
     char err[1024];
-    cfg_run *run = cfg_load(argv[file_at], err, sizeof err);
+    cfg_run *run = run_load(argv[file_at], err, sizeof err);
     if (!run) return CLI_NOT_JOBS; /* cmd_solve reports the error */
     if (run->n_jobs == 1 && run->objective != CFG_OBJECTIVE_JCT && !multi_named && !plan_method) {
         cfg_free(run);
@@ -208,10 +208,6 @@ int cmd_solve_jobs(int argc, char **argv) {
         (seed && cli_solve_budget('s', seed, &mo.plan)))
         goto done;
     int want_seq = multi_named && !strcmp(method, "sequential");
-    if (fit_run(run, err, sizeof err) < 0) {
-        fprintf(stderr, "strata: %s: %s\n", run->path, err);
-        goto done;
-    }
     const model_cluster *cl = &run->cluster;
     int n = run->n_jobs;
     cands = multi_cands_create(n, cl->n_types);

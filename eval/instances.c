@@ -2,10 +2,10 @@
  *
  * Every instance goes through a file: composed (include of the cluster,
  * the jobs written out by eval_write_run) or generated, then loaded with
- * cfg_load, so the figures a row was computed from are exactly those a
- * user gets by loading OUT/instances/NAME.yaml. A cluster file alone is
- * not a complete run (it has no job); to read one, a probe file includes
- * it beside a one-layer job and is removed once loaded.
+ * run_load (config, then fits), so the figures a row was computed from
+ * are exactly those a user gets by loading OUT/instances/NAME.yaml. A
+ * cluster file alone is not a complete run (it has no job); to read one, a
+ * probe file includes it beside a one-layer job and is removed once loaded.
  */
 #include "eval/instances.h"
 
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "eval/gen.h"
-#include "solvers/fit.h"
+#include "solvers/runload.h"
 
 #define ERRLEN 4096
 
@@ -115,18 +115,10 @@ static eval_instance *push(build_ctx *b, const char *name, const char *cluster, 
  * place` and the daemon (solvers/fit.h). */
 static int load_into(build_ctx *b, eval_instance *in) {
     char msg[ERRLEN];
-    in->run = cfg_load(in->file, msg, sizeof msg);
+    in->run = run_load(in->file, msg, sizeof msg);
     if (!in->run) {
         snprintf(b->err, b->errlen, "%s: instances[%d]: %s", b->spec->path, in->entry, msg);
         return -1;
-    }
-    for (int j = 0; j < in->run->n_jobs; j++) {
-        fit_result fr;
-        if (fit_job(&in->run->jobs[j], &fr, msg, sizeof msg) < 0) {
-            snprintf(b->err, b->errlen, "%s: instances[%d]: %s: %s", b->spec->path, in->entry,
-                     in->file, msg);
-            return -1;
-        }
     }
     return 0;
 }
@@ -152,7 +144,7 @@ static cfg_run *load_pair(build_ctx *b, int entry, const char *cluster_abs, cons
                    " layers: [{name: l, flops: 0, io: 0, act: 0, params: 0, mem: 0}]}\n",
                 cluster_abs);
     fclose(f);
-    cfg_run *run = cfg_load(tmp, msg, sizeof msg);
+    cfg_run *run = run_load(tmp, msg, sizeof msg);
     unlink(tmp);
     if (!run)
         snprintf(b->err, b->errlen, "%s: instances[%d]: %s", b->spec->path, entry, msg);

@@ -1,7 +1,7 @@
 /* instances.h -- turning an eval config's `instances:` into problems.
  *
  * Every problem an evaluation solves is written as a run file under
- * OUT/instances/ and loaded back with cfg_load, so that each row of
+ * OUT/instances/ and loaded back with run_load, so that each row of
  * results.csv points at a file `strata solve` or `strata cost` accepts:
  *
  *   run:          the file itself (copied as a small include when a target

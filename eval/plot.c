@@ -17,6 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/file.h"
+
+#define PLOT_LOG_MAX ((size_t)64 << 20) /* the longest learning-curve log read */
 #define MAX_GROUPS 60 /* bars per histogram: more are cut, and the title says so */
 
 typedef struct {
@@ -369,21 +372,24 @@ static int is_number(const char *s) {
 static int curve(plot_ctx *p) {
     const eval_curve_spec *cs = &p->spec->curve;
     const char *name = "learning_curve";
-    FILE *in = fopen(cs->file, "r");
-    if (!in) {
-        snprintf(p->err, p->errlen, "learning_curve.log: %s: cannot open: %s", cs->file,
-                 strerror(errno));
+    char *in, why[256];
+    size_t in_len;
+    if (file_read(cs->file, PLOT_LOG_MAX, &in, &in_len, NULL, why, sizeof why)) {
+        snprintf(p->err, p->errlen, "learning_curve.log: %s: %s", cs->file, why);
         return -1;
     }
     FILE *d = open_in(p, name, "dat");
     if (!d) {
-        fclose(in);
+        free(in);
         return -1;
     }
     char line[8192], head_x[64] = "", head_y[64] = "";
     char sep = 0;
     int cx = 0, cy = 1, have_head = 0, points = 0;
-    while (fgets(line, sizeof line, in)) {
+    for (const char *at = in; *at;) { /* line by line, each cut at 8191 bytes */
+        size_t l = strcspn(at, "\n");
+        snprintf(line, sizeof line, "%.*s", (int)(l < sizeof line ? l : sizeof line - 1), at);
+        at += l + (at[l] == '\n');
         line[strcspn(line, "\r\n")] = '\0';
         char *s = line;
         while (*s == ' ' || *s == '#') s++;
@@ -401,7 +407,7 @@ static int curve(plot_ctx *p) {
             if ((cs->x[0] && strcmp(f[cx], cs->x)) || (cs->y[0] && strcmp(f[cy], cs->y))) {
                 snprintf(p->err, p->errlen, "learning_curve: %s has no column '%s'", cs->file,
                          cs->x[0] && strcmp(f[cx], cs->x) ? cs->x : cs->y);
-                fclose(in);
+                free(in);
                 fclose(d);
                 return -1;
             }
@@ -415,7 +421,7 @@ static int curve(plot_ctx *p) {
             points++;
         }
     }
-    fclose(in);
+    free(in);
     fclose(d);
     if (points == 0) {
         snprintf(p->err, p->errlen, "learning_curve: %s holds no data rows", cs->file);

@@ -18,7 +18,7 @@
 #include <yaml.h>
 
 #include "agent/policy.h"
-#include "env/config.h"
+#include "env/schema.h"
 #include "solvers/placers.h"
 #include "solvers/solve.h"
 

@@ -1,7 +1,7 @@
 /* spec.h -- eval configs: what `strata eval` runs (docs/eval.md).
  *
  * An eval config is YAML, read with the run loader's declarative tables
- * (env/config.h, cfg_doc): every object has one table of keys, and every
+ * (env/schema.h, cfg_doc): every object has one table of keys, and every
  * error reads "file:line:col: key.path: message". It names
  *
  *   instances  where the problems come from: complete run files or globs,

@@ -14,7 +14,7 @@
 
 #include <yaml.h>
 
-#include "solvers/fit.h"
+#include "solvers/runload.h"
 
 void rj_describe(const json_t *v, char *buf, size_t len) {
     switch (json_typeof(v)) {
@@ -168,17 +168,10 @@ cfg_run *rj_load_run(const json_t *cluster, const json_t *job, const json_t *mod
         goto oom;
     }
     char msg[2048];
-    cfg_run *run = cfg_load_document("request", &doc, msg, sizeof msg);
+    cfg_run *run = run_load_document("request", &doc, msg, sizeof msg);
     if (!run) {
         strip_position(msg);
         snprintf(err, errlen, "%s", msg);
-        return NULL;
-    }
-    fit_result fr;
-    if (fit_job(&run->jobs[0], &fr, msg, sizeof msg) < 0) {
-        snprintf(err, errlen, "%s", msg);
-        cfg_free(run);
-        return NULL;
     }
     return run;
 oom:

@@ -53,8 +53,8 @@ int fit_curve(const model_point *pts, int n, fit_result *out, char *err, size_t 
 int fit_job(model_job *job, fit_result *out, char *err, size_t errlen);
 
 /* fit_run fits every job of run that carries measurements (fit_job), so
- * that the plan solvers and every report use the fitted curves. Commands
- * call it right after cfg_load. Returns 0, or -1 with the first job's
+ * that the plan solvers and every report use the fitted curves. Loaders
+ * call it through run_load (solvers/runload.h). Returns 0, or -1 with the first job's
  * error in err. */
 int fit_run(cfg_run *run, char *err, size_t errlen);
 
