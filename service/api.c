@@ -22,235 +22,7 @@
 /* Cache kinds: one per body schema. */
 enum { KIND_PLACE = 1, KIND_COST = 2, KIND_SOLVE = 3 };
 
-/* ---- options ----------------------------------------------------------------- */
-
-static const char *const PLACE_OPTION_KEYS[] = {"decode", "samples", "seed", "placement",
-                                                "plan_method", "budget_ms"};
-
-/* Names of placements accepted, for messages. */
-static void placement_names(char *buf, size_t len, int with_policy) {
-    size_t used = (size_t)snprintf(buf, len, "%s", with_policy ? "policy, " : "");
-    for (int m = 0; m < PLACER_N_METHODS && used < len; m++)
-        used += (size_t)snprintf(buf + used, len - used, "%s, ",
-                                 placer_method_name((placer_method)m));
-    if (used < len) snprintf(buf + used, len - used, "none");
-}
-
-static void method_names(char *buf, size_t len) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int m = 0; m < SOLVE_N_METHODS && used < len; m++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", m ? ", " : "",
-                                 solve_method_name((solve_method)m));
-}
-
-int api_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, api_opts *o,
-                   char *err, size_t errlen) {
-    memset(o, 0, sizeof *o);
-    o->from_policy = 1;
-    o->decode = AGENT_DECODE_GREEDY;
-    o->samples = 1;
-    o->seed = 1;
-    o->placement = has_nodes ? API_PLACE_POLICY : API_PLACE_NONE;
-    if (!options) return 0;
-    if (!json_is_object(options)) {
-        char d[96];
-        rj_describe(options, d, sizeof d);
-        snprintf(err, errlen, "options: expected an object, got %s", d);
-        return -1;
-    }
-    if (rj_check_keys(options, "options", PLACE_OPTION_KEYS,
-                      (int)(sizeof PLACE_OPTION_KEYS / sizeof *PLACE_OPTION_KEYS), err, errlen))
-        return -1;
-    const char *decode = NULL, *placement = NULL, *plan_method = NULL;
-    long long samples = -1, seed = 1, budget = 0;
-    if (rj_opt_string(options, "options", "decode", &decode, err, errlen) ||
-        rj_opt_string(options, "options", "placement", &placement, err, errlen) ||
-        rj_opt_string(options, "options", "plan_method", &plan_method, err, errlen) ||
-        rj_opt_int(options, "options", "samples", 1, API_MAX_SAMPLES, &samples, err, errlen) ||
-        rj_opt_int(options, "options", "seed", 0, 9007199254740991LL, &seed, err, errlen) ||
-        rj_opt_int(options, "options", "budget_ms", 0, max_budget_ms, &budget, err, errlen))
-        return -1;
-    if (decode) {
-        if (!strcmp(decode, "greedy")) o->decode = AGENT_DECODE_GREEDY;
-        else if (!strcmp(decode, "sample")) o->decode = AGENT_DECODE_SAMPLE;
-        else {
-            snprintf(err, errlen, "options.decode: expected \"greedy\" or \"sample\", got \"%.60s\"",
-                     decode);
-            return -1;
-        }
-    }
-    if (samples > 0) {
-        if (o->decode != AGENT_DECODE_SAMPLE && samples > 1) {
-            snprintf(err, errlen, "options.samples: only with \"decode\": \"sample\"");
-            return -1;
-        }
-        o->samples = (int)samples;
-    } else if (o->decode == AGENT_DECODE_SAMPLE) {
-        o->samples = 8;
-    }
-    o->seed = (uint64_t)seed;
-    o->budget_ms = (long)budget;
-    if (plan_method && strcmp(plan_method, "policy") != 0) {
-        int m = solve_method_parse(plan_method);
-        if (m < 0) {
-            char names[256];
-            method_names(names, sizeof names);
-            snprintf(err, errlen, "options.plan_method: unknown method \"%.60s\" (policy, %s)",
-                     plan_method, names);
-            return -1;
-        }
-        o->from_policy = 0;
-        o->plan_method = (solve_method)m;
-        if (decode || samples > 0) {
-            snprintf(err, errlen, "options.%s: only when the policy plans (plan_method policy)",
-                     decode ? "decode" : "samples");
-            return -1;
-        }
-        if (!placement) o->placement = has_nodes ? PLACER_ZONE : API_PLACE_NONE;
-    }
-    if (placement) {
-        char names[160];
-        if (!strcmp(placement, "none")) {
-            o->placement = API_PLACE_NONE;
-        } else if (!strcmp(placement, "policy")) {
-            if (!o->from_policy) {
-                snprintf(err, errlen, "options.placement: \"policy\" places the policy's own "
-                         "plan; with plan_method \"%s\" name a placer (spread, pack, "
-                         "aggregate, zone, best)", plan_method);
-                return -1;
-            }
-            o->placement = API_PLACE_POLICY;
-        } else {
-            int m = placer_method_parse(placement);
-            if (m < 0) {
-                placement_names(names, sizeof names, o->from_policy);
-                snprintf(err, errlen, "options.placement: unknown placement \"%.60s\" (%s)",
-                         placement, names);
-                return -1;
-            }
-            o->placement = m;
-        }
-        if (o->placement != API_PLACE_NONE && !has_nodes) {
-            snprintf(err, errlen, "options.placement: the cluster lists no nodes to place "
-                     "tasks on (send cluster.nodes, or \"placement\": \"none\")");
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* ---- deciding ------------------------------------------------------------------ */
-
-void api_decision_free(api_decision *d) {
-    if (!d) return;
-    free(d->assign);
-    free(d->task_node);
-    model_plan_free(d->plan);
-    model_plan_free(d->placed);
-    memset(d, 0, sizeof *d);
-}
-
-#define API_MAX_TASKS (1 << 22) /* task_node buffers beyond this are refused */
-
-int api_decide(const model_job *job, const model_cluster *cl, const api_opts *o,
-               const pslot_entry *pol, api_decision *d, char *err, size_t errlen) {
-    memset(d, 0, sizeof *d);
-    int L = job->n_layers;
-    /* The policy writes tasks while it decodes: its own bound sizes the
-     * buffer. The solver path sizes it once the plan is known. */
-    int cap = o->from_policy && pol ? agent_policy_max_tasks(job, cl) : 0;
-    if (cap < 0 || cap > API_MAX_TASKS) {
-        snprintf(err, errlen, "cluster: plans on this cluster may have %d tasks, more than the "
-                 "daemon places (%d)", cap, API_MAX_TASKS);
-        return 400;
-    }
-    d->task_cap = cap;
-    d->assign = malloc((size_t)L * sizeof *d->assign);
-    d->task_node = malloc((size_t)(cap + 1) * sizeof *d->task_node);
-    d->plan = model_plan_create(L);
-    d->placed = model_plan_create(L);
-    if (!d->assign || !d->task_node || !d->plan || !d->placed) {
-        snprintf(err, errlen, "out of memory");
-        return 500;
-    }
-    d->final = d->plan;
-    if (o->from_policy) {
-        agent_decode_opts ao = {o->decode, o->samples, o->seed,
-                                o->placement != API_PLACE_NONE,
-                                o->placement >= 0 ? placer_method_name((placer_method)o->placement)
-                                                  : NULL,
-                                (int)o->budget_ms};
-        agent_decode_result res = {d->assign, ao.place ? d->task_node : NULL, d->plan, 0};
-        char msg[1024] = "";
-        int rc = agent_policy_decode(pol->policy, job, cl, &ao, &res, msg, sizeof msg);
-        if (rc < 0) {
-            snprintf(err, errlen, "options: %s", msg);
-            return 400;
-        }
-        d->samples_used = res.samples_used;
-        snprintf(d->plan_from, sizeof d->plan_from, "policy");
-        if (ao.place && d->plan->placed)
-            snprintf(d->placement_by, sizeof d->placement_by, "%s",
-                     ao.placement ? ao.placement : "policy");
-        d->found = d->plan->n_stages > 0;
-        if (!d->found) snprintf(d->why, sizeof d->why, "%s", d->plan->why);
-        return 0;
-    }
-    solve_result *res = solve_result_create(L);
-    if (!res) {
-        snprintf(err, errlen, "out of memory");
-        return 500;
-    }
-    solve_opts so;
-    solve_opts_default(&so);
-    so.method = o->plan_method;
-    so.seed = o->seed;
-    so.budget_ms = o->budget_ms > 0 ? o->budget_ms : API_DEFAULT_SOLVE_BUDGET_MS;
-    int rc = solve_run(job, cl, &so, res);
-    snprintf(d->plan_from, sizeof d->plan_from, "%s", solve_method_name(so.method));
-    if (rc == SOLVE_ERROR) {
-        snprintf(err, errlen, "plan_method %s: %s", solve_method_name(so.method), res->why);
-        solve_result_free(res);
-        return 400;
-    }
-    if (rc != 0) {
-        snprintf(d->why, sizeof d->why, "plan_method %s found no feasible plan: %.900s",
-                 solve_method_name(so.method), res->why);
-        solve_result_free(res);
-        return 0;
-    }
-    memcpy(d->assign, res->assign, (size_t)L * sizeof *d->assign);
-    solve_result_free(res);
-    d->found = 1;
-    model_eval(job, cl, d->assign, d->plan);
-    if (o->placement == API_PLACE_NONE || d->plan->reason != MODEL_FEASIBLE) return 0;
-    int tasks = place_task_count(d->plan);
-    if (tasks > API_MAX_TASKS) {
-        snprintf(d->why, sizeof d->why, "the plan has %d tasks, more than the daemon places (%d)",
-                 tasks, API_MAX_TASKS);
-        return 0;
-    }
-    int *tn = realloc(d->task_node, (size_t)(tasks + 1) * sizeof *tn);
-    if (!tn) {
-        snprintf(err, errlen, "out of memory");
-        return 500;
-    }
-    d->task_node = tn;
-    d->task_cap = tasks;
-    char msg[1024] = "";
-    int pr = placer_run(job, cl, d->plan, (placer_method)o->placement, o->seed, d->task_node,
-                        d->placed, msg, sizeof msg);
-    if (pr == PLACER_OK || pr == PLACER_SLOW) {
-        d->final = d->placed;
-        snprintf(d->placement_by, sizeof d->placement_by, "%s",
-                 placer_method_name((placer_method)o->placement));
-    } else {
-        snprintf(d->why, sizeof d->why, "placement %s: %.900s",
-                 placer_method_name((placer_method)o->placement), msg);
-    }
-    return 0;
-}
+/* ---- rendering ------------------------------------------------------------------------ */
 
 json_t *api_tasks_json(const model_cluster *cl, const model_plan *plan, const int *task_node) {
     json_t *arr = json_array();
@@ -282,7 +54,7 @@ json_t *api_policy_json(const pslot_entry *pol) {
  * decoded it. The parse is immutable; the memo is guarded by memo_lock. */
 typedef struct {
     cfg_run *run;
-    api_opts opts;
+    decide_opts opts;
     pthread_mutex_t memo_lock;
     uint64_t memo_gen; /* 0: no memo */
     char *memo;        /* malloc'd, memo_len bytes, no NUL needed */
@@ -312,7 +84,7 @@ static place_body *parse_place(const api_env *env, const web_request *req, char 
     b->run = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
                          json_object_get(root, "model"), &env->limits, err, errlen);
     if (!b->run) goto fail;
-    if (api_opts_parse(json_object_get(root, "options"), b->run->cluster.n_nodes > 0,
+    if (decide_opts_parse(json_object_get(root, "options"), b->run->cluster.n_nodes > 0,
                        env->max_budget_ms, &b->opts, err, errlen))
         goto fail;
     json_decref(root);
@@ -350,7 +122,7 @@ static void *parse_place_v(const api_env *env, const web_request *req, char *err
 /* A policy decode is memoised when it is a function of the body and the
  * policy alone: greedy, or sampling with no time budget (the seed is in
  * the body). Solvers and placers are cheap and always run. */
-static int memoisable(const api_opts *o) {
+static int memoisable(const decide_opts *o) {
     return o->from_policy && (o->decode == AGENT_DECODE_GREEDY || o->budget_ms == 0);
 }
 
@@ -404,7 +176,7 @@ static void memo_keep(place_body *b, uint64_t gen, const char *text, size_t len,
 /* place_answer renders d as the /v1/place answer, without elapsed_us and
  * cached. Returns a new reference (NULL when out of memory). */
 static json_t *place_answer(const api_env *env, const place_body *b, const pslot_entry *pol,
-                            const api_decision *d, int *feasible_out) {
+                            const decide_result *d, int *feasible_out) {
     const model_job *job = &b->run->jobs[0];
     const model_cluster *cl = &b->run->cluster;
     const model_plan *p = d->final;
@@ -451,9 +223,9 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         return;
     }
     if (memo && env->counters) env->counters->memo_misses++;
-    api_decision d;
+    decide_result d;
     char err[1024];
-    int rc = api_decide(&b->run->jobs[0], &b->run->cluster, &b->opts,
+    int rc = decide_run(&b->run->jobs[0], &b->run->cluster, &b->opts,
                         b->opts.from_policy ? pol : NULL, &d, err, sizeof err);
     if (rc != 0) {
         web_reply_error(rep, rc, "%s", err);
@@ -470,7 +242,7 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         }
         free(text);
     }
-    api_decision_free(&d);
+    decide_result_free(&d);
     pslot_release(env->policy, pol);
     rc_release(env->cache, ref);
 }
@@ -711,7 +483,7 @@ done:
 typedef struct {
     cfg_run *run;
     solve_opts so;
-    int placement; /* API_PLACE_NONE or a placer_method */
+    int placement; /* DECIDE_PLACE_NONE or a placer_method */
 } solve_body;
 
 static void solve_body_free(void *p) {
@@ -742,7 +514,7 @@ static void *parse_solve_v(const api_env *env, const web_request *req, char *err
     }
     if (opt && rj_check_keys(opt, "options", okeys, 5, err, errlen)) goto fail;
     solve_opts_default(&b->so);
-    b->so.budget_ms = API_DEFAULT_SOLVE_BUDGET_MS;
+    b->so.budget_ms = DECIDE_DEFAULT_SOLVE_BUDGET_MS;
     if (b->so.budget_ms > env->max_budget_ms) b->so.budget_ms = env->max_budget_ms;
     const char *method = NULL, *placement = NULL;
     long long budget = b->so.budget_ms, evals = 0, seed = 1;
@@ -756,7 +528,7 @@ static void *parse_solve_v(const api_env *env, const web_request *req, char *err
         int m = solve_method_parse(method);
         if (m < 0) {
             char names[256];
-            method_names(names, sizeof names);
+            decide_method_names(names, sizeof names);
             snprintf(err, errlen, "options.method: unknown method \"%.60s\" (%s)", method, names);
             goto fail;
         }
@@ -765,12 +537,12 @@ static void *parse_solve_v(const api_env *env, const web_request *req, char *err
     b->so.budget_ms = (long)budget;
     if (evals > 0) b->so.max_evals = (long)evals;
     b->so.seed = (uint64_t)seed;
-    b->placement = API_PLACE_NONE;
+    b->placement = DECIDE_PLACE_NONE;
     if (placement && strcmp(placement, "none") != 0) {
         int m = placer_method_parse(placement);
         if (m < 0) {
             char names[160];
-            placement_names(names, sizeof names, 0);
+            decide_placement_names(names, sizeof names, 0);
             snprintf(err, errlen, "options.placement: unknown placement \"%.60s\" (%s)",
                      placement, names);
             goto fail;
@@ -814,7 +586,7 @@ void api_solve(const api_env *env, const web_request *req, web_reply *rep) {
     json_t *tasks = json_null();
     const char *place_err = NULL;
     char perr[1024] = "";
-    if (rc == 0 && b->placement != API_PLACE_NONE) {
+    if (rc == 0 && b->placement != DECIDE_PLACE_NONE) {
         task_node = malloc((size_t)(place_task_count(res->plan) + 1) * sizeof *task_node);
         if (!task_node) {
             json_decref(o);
@@ -862,42 +634,6 @@ done:
 
 /* ---- registered jobs ------------------------------------------------------------------ */
 
-cfg_run *api_load_registered(const api_env *env, const json_t *doc, const json_t *nodes,
-                             const json_t *zones, char *err, size_t errlen) {
-    const json_t *cl = json_object_get(doc, "cluster");
-    if (!json_is_object(cl)) return rj_load_run(cl, json_object_get(doc, "job"), NULL,
-                                                &env->limits, err, errlen);
-    /* A shallow copy of the cluster with its own types (counts removed or
-     * defaulted) and, when given, the nodes and zones in place of its own. */
-    json_t *copy = json_copy((json_t *)cl);
-    json_t *types = json_deep_copy(json_object_get(cl, "types"));
-    if (!copy || (json_object_get(cl, "types") && !types)) {
-        json_decref(copy);
-        json_decref(types);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    if (nodes) json_object_set(copy, "nodes", (json_t *)nodes);
-    if (zones) json_object_set(copy, "zones", (json_t *)zones);
-    int has_nodes = json_array_size(json_object_get(copy, "nodes")) > 0;
-    size_t i;
-    json_t *t;
-    if (json_is_array(types)) {
-        json_array_foreach(types, i, t) {
-            if (!json_is_object(t)) continue;
-            if (nodes) json_object_del(t, "count"); /* counts come from the nodes */
-            else if (!has_nodes && !json_object_get(t, "count"))
-                json_object_set_new(t, "count", json_integer(0)); /* nodes come later */
-        }
-        json_object_set(copy, "types", types);
-    }
-    json_decref(types);
-    cfg_run *run = rj_load_run(copy, json_object_get(doc, "job"), NULL, &env->limits, err,
-                               errlen);
-    json_decref(copy);
-    return run;
-}
-
 static void jobs_put_handler(const api_env *env, const web_request *req, const char *name,
                              web_reply *rep) {
     static const char *const keys[] = {"cluster", "job", "options"};
@@ -919,9 +655,9 @@ static void jobs_put_handler(const api_env *env, const web_request *req, const c
     json_t *job = json_object_get(root, "job");
     if (json_is_object(job) && !json_object_get(job, "name"))
         json_object_set_new(job, "name", json_string(name));
-    cfg_run *run = api_load_registered(env, root, NULL, NULL, err, sizeof err);
-    api_opts o;
-    if (!run || api_opts_parse(json_object_get(root, "options"), 1, env->max_budget_ms, &o, err,
+    cfg_run *run = decide_load_registered(&env->limits, root, NULL, NULL, err, sizeof err);
+    decide_opts o;
+    if (!run || decide_opts_parse(json_object_get(root, "options"), 1, env->max_budget_ms, &o, err,
                                sizeof err)) {
         web_reply_error(rep, 400, "%s", err);
         cfg_free(run);
