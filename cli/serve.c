@@ -40,7 +40,6 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
-#include "cli/report.h"
 #include "service/server.h"
 
 #define SERVE_USAGE                                                                          \
@@ -127,7 +126,6 @@ int cmd_serve(int argc, char **argv) {
     };
     srv_config cfg;
     srv_config_default(&cfg);
-    cfg.plan_json = report_plan_json;
     cfg.log = log_line;
     long long n;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -39,6 +39,7 @@
 #include "agent/trainconf.h"
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "env/render.h"
 #include "solvers/solve.h"
 
 static void train_usage(FILE *f) {
@@ -155,7 +156,7 @@ static int report_search(agent_trainer *t, const agent_trainconf *tc, int as_jso
     if (as_json) {
         json_t *o;
         if (found)
-            o = report_plan_json(job, cl, plan);
+            o = render_plan_json(job, cl, plan);
         else {
             o = json_object();
             json_object_set_new(o, "feasible", json_false());
@@ -431,7 +432,7 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
     if (as_json) {
         json_t *o2;
         if (rc == 0)
-            o2 = report_plan_json(job, cl, plan);
+            o2 = render_plan_json(job, cl, plan);
         else {
             o2 = json_object();
             json_object_set_new(o2, "feasible", json_false());

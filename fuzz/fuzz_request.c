@@ -26,7 +26,6 @@
 
 #include <jansson.h>
 
-#include "cli/report.h"
 #include "service/api.h"
 #include "service/k8s.h"
 
@@ -91,7 +90,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     env.limits.max_nodes = RJ_DEFAULT_MAX_NODES;
     env.limits.max_types = RJ_DEFAULT_MAX_TYPES;
     env.max_budget_ms = 50;
-    env.plan_json = report_plan_json;
     if (!env.policy || !env.jobs || !env.cache) abort();
     k8s = (k8s_env){env.policy, env.jobs, env.limits, env.max_budget_ms};
     web_request req = {"PUT", "/v1/jobs/tiny", TINY_JOB, sizeof TINY_JOB - 1, web_now_ns()};

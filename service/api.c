@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "env/place.h"
+#include "env/render.h"
 #include "service/k8s.h"
 #include "solvers/placers.h"
 
@@ -175,7 +176,7 @@ static void memo_keep(place_body *b, uint64_t gen, const char *text, size_t len,
 
 /* place_answer renders d as the /v1/place answer, without elapsed_us and
  * cached. Returns a new reference (NULL when out of memory). */
-static json_t *place_answer(const api_env *env, const place_body *b, const pslot_entry *pol,
+static json_t *place_answer(const place_body *b, const pslot_entry *pol,
                             const decide_result *d, int *feasible_out) {
     const model_job *job = &b->run->jobs[0];
     const model_cluster *cl = &b->run->cluster;
@@ -185,7 +186,7 @@ static json_t *place_answer(const api_env *env, const place_body *b, const pslot
     json_t *o = json_object();
     json_object_set_new(o, "feasible", json_boolean(feasible));
     if (!feasible) json_object_set_new(o, "reason", json_string(d->why[0] ? d->why : p->why));
-    json_object_set_new(o, "plan", d->found ? env->plan_json(job, cl, p) : json_null());
+    json_object_set_new(o, "plan", d->found ? render_plan_json(job, cl, p) : json_null());
     json_object_set_new(o, "placement", placed ? api_tasks_json(cl, p, d->task_node) : json_null());
     int scored = d->found && (p->reason == MODEL_FEASIBLE || p->placed);
     json_object_set_new(o, "throughput", scored ? json_real(p->throughput) : json_null());
@@ -231,7 +232,7 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         web_reply_error(rep, rc, "%s", err);
     } else {
         int feasible = 0;
-        json_t *o = place_answer(env, b, pol, &d, &feasible);
+        json_t *o = place_answer(b, pol, &d, &feasible);
         char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
         size_t len = text ? strlen(text) : 0;
         json_decref(o);
@@ -444,7 +445,7 @@ void api_cost(const api_env *env, const web_request *req, web_reply *rep) {
     if (b->placement) {
         if (plan->reason != MODEL_FEASIBLE) {
             json_t *o = json_pack("{s:b, s:s, s:o, s:n, s:I}", "feasible", 0, "reason", plan->why,
-                                  "plan", env->plan_json(job, cl, plan), "placement",
+                                  "plan", render_plan_json(job, cl, plan), "placement",
                                   "elapsed_us", (json_int_t)web_elapsed_us(req));
             web_reply_json(rep, 200, o);
             goto done;
@@ -467,7 +468,7 @@ void api_cost(const api_env *env, const web_request *req, web_reply *rep) {
     json_t *o = json_object();
     json_object_set_new(o, "feasible", json_boolean(feasible));
     if (!feasible) json_object_set_new(o, "reason", json_string(final->why));
-    json_object_set_new(o, "plan", env->plan_json(job, cl, final));
+    json_object_set_new(o, "plan", render_plan_json(job, cl, final));
     json_object_set_new(o, "placement", tasks);
     json_object_set_new(o, "elapsed_us", json_integer(web_elapsed_us(req)));
     web_reply_json(rep, 200, o);
@@ -609,7 +610,7 @@ void api_solve(const api_env *env, const web_request *req, web_reply *rep) {
         json_object_set_new(o, "reason", json_string(place_err ? place_err
                                                      : final ? final->why : res->why));
     json_object_set_new(o, "method", json_string(solve_method_name(res->method)));
-    json_object_set_new(o, "plan", final ? env->plan_json(job, cl, final) : json_null());
+    json_object_set_new(o, "plan", final ? render_plan_json(job, cl, final) : json_null());
     json_object_set_new(o, "placement", tasks);
     json_object_set_new(o, "placement_by",
                         json_is_array(tasks)

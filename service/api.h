@@ -36,12 +36,6 @@
 #include "service/runjson.h"
 #include "service/web.h"
 
-/* Renders a scored plan as JSON (cli/report.h's report_plan_json: the
- * program passes it in so that the daemon's plans read like every other
- * command's). Returns a new reference. */
-typedef json_t *(*api_plan_json_fn)(const model_job *job, const model_cluster *cl,
-                                    const model_plan *plan);
-
 /* Counters the handlers bump (atomics: any thread); owned by the server. */
 typedef struct {
     _Atomic uint64_t memo_hits, memo_misses; /* /v1/place policy decodes */
@@ -54,7 +48,6 @@ typedef struct {
     rc_cache *cache;       /* parsed bodies */
     rj_limits limits;      /* per-request limits */
     long max_budget_ms;    /* largest budget_ms a request may ask for */
-    api_plan_json_fn plan_json;
     api_counters *counters;
 } api_env;
 

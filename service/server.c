@@ -525,10 +525,6 @@ bad:
 }
 
 srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
-    if (!c->plan_json) {
-        snprintf(err, errlen, "srv_start: no plan renderer given");
-        return NULL;
-    }
     srv_server *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
@@ -550,7 +546,6 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     s->env.cache = rc_create(c->cache_entries, c->cache_bytes);
     s->env.limits = c->limits;
     s->env.max_budget_ms = c->max_budget_ms;
-    s->env.plan_json = c->plan_json;
     s->env.counters = &s->counters;
     s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms};
     if (!s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
