@@ -484,7 +484,7 @@ done:
 typedef struct {
     cfg_run *run;
     solve_opts so;
-    int placement; /* DECIDE_PLACE_NONE or a placer_method */
+    int placement; /* PLACER_PLACE_NONE or a placer_method */
 } solve_body;
 
 static void solve_body_free(void *p) {
@@ -538,22 +538,19 @@ static void *parse_solve_v(const api_env *env, const web_request *req, char *err
     b->so.budget_ms = (long)budget;
     if (evals > 0) b->so.max_evals = (long)evals;
     b->so.seed = (uint64_t)seed;
-    b->placement = DECIDE_PLACE_NONE;
-    if (placement && strcmp(placement, "none") != 0) {
-        int m = placer_method_parse(placement);
-        if (m < 0) {
-            char names[160];
-            decide_placement_names(names, sizeof names, 0);
-            snprintf(err, errlen, "options.placement: unknown placement \"%.60s\" (%s)",
-                     placement, names);
-            goto fail;
-        }
-        if (b->run->cluster.n_nodes == 0) {
-            snprintf(err, errlen, "options.placement: the cluster lists no nodes to place "
-                     "tasks on");
-            goto fail;
-        }
-        b->placement = m;
+    b->placement = PLACER_PLACE_NONE;
+    if (placement && (placer_placement_parse(placement, &b->placement) ||
+                      b->placement == PLACER_PLACE_POLICY)) { /* no policy plans here */
+        char names[160];
+        decide_placement_names(names, sizeof names, 0);
+        snprintf(err, errlen, "options.placement: unknown placement \"%.60s\" (%s)",
+                 placement, names);
+        goto fail;
+    }
+    if (b->placement != PLACER_PLACE_NONE && b->run->cluster.n_nodes == 0) {
+        snprintf(err, errlen, "options.placement: the cluster lists no nodes to place "
+                 "tasks on");
+        goto fail;
     }
     json_decref(root);
     return b;
@@ -587,7 +584,7 @@ void api_solve(const api_env *env, const web_request *req, web_reply *rep) {
     json_t *tasks = json_null();
     const char *place_err = NULL;
     char perr[1024] = "";
-    if (rc == 0 && b->placement != DECIDE_PLACE_NONE) {
+    if (rc == 0 && b->placement != PLACER_PLACE_NONE) {
         task_node = malloc((size_t)(place_task_count(res->plan) + 1) * sizeof *task_node);
         if (!task_node) {
             json_decref(o);

@@ -19,11 +19,11 @@ static const char *const PLACE_OPTION_KEYS[] = {"decode", "samples", "seed", "pl
 
 /* Names of placements accepted, for messages. */
 void decide_placement_names(char *buf, size_t len, int with_policy) {
-    size_t used = (size_t)snprintf(buf, len, "%s", with_policy ? "policy, " : "");
-    for (int m = 0; m < PLACER_N_METHODS && used < len; m++)
-        used += (size_t)snprintf(buf + used, len - used, "%s, ",
-                                 placer_method_name((placer_method)m));
-    if (used < len) snprintf(buf + used, len - used, "none");
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int p = with_policy ? PLACER_PLACE_POLICY : 0; p < PLACER_N_METHODS && used < len; p++)
+        used += (size_t)snprintf(buf + used, len - used, "%s, ", placer_placement_name(p));
+    if (used < len) snprintf(buf + used, len - used, "%s", placer_placement_name(PLACER_PLACE_NONE));
 }
 
 void decide_method_names(char *buf, size_t len) {
@@ -41,7 +41,7 @@ int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, 
     o->decode = AGENT_DECODE_GREEDY;
     o->samples = 1;
     o->seed = 1;
-    o->placement = has_nodes ? DECIDE_PLACE_POLICY : DECIDE_PLACE_NONE;
+    o->placement = has_nodes ? PLACER_PLACE_POLICY : PLACER_PLACE_NONE;
     if (!options) return 0;
     if (!json_is_object(options)) {
         char d[96];
@@ -97,31 +97,23 @@ int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, 
                      decode ? "decode" : "samples");
             return -1;
         }
-        if (!placement) o->placement = has_nodes ? PLACER_ZONE : DECIDE_PLACE_NONE;
+        if (!placement) o->placement = has_nodes ? PLACER_ZONE : PLACER_PLACE_NONE;
     }
     if (placement) {
-        char names[160];
-        if (!strcmp(placement, "none")) {
-            o->placement = DECIDE_PLACE_NONE;
-        } else if (!strcmp(placement, "policy")) {
-            if (!o->from_policy) {
-                snprintf(err, errlen, "options.placement: \"policy\" places the policy's own "
-                         "plan; with plan_method \"%s\" name a placer (spread, pack, "
-                         "aggregate, zone, best)", plan_method);
-                return -1;
-            }
-            o->placement = DECIDE_PLACE_POLICY;
-        } else {
-            int m = placer_method_parse(placement);
-            if (m < 0) {
-                decide_placement_names(names, sizeof names, o->from_policy);
-                snprintf(err, errlen, "options.placement: unknown placement \"%.60s\" (%s)",
-                         placement, names);
-                return -1;
-            }
-            o->placement = m;
+        if (placer_placement_parse(placement, &o->placement)) {
+            char names[160];
+            decide_placement_names(names, sizeof names, o->from_policy);
+            snprintf(err, errlen, "options.placement: unknown placement \"%.60s\" (%s)",
+                     placement, names);
+            return -1;
         }
-        if (o->placement != DECIDE_PLACE_NONE && !has_nodes) {
+        if (o->placement == PLACER_PLACE_POLICY && !o->from_policy) {
+            snprintf(err, errlen, "options.placement: \"policy\" places the policy's own "
+                     "plan; with plan_method \"%s\" name a placer (spread, pack, "
+                     "aggregate, zone, best)", plan_method);
+            return -1;
+        }
+        if (o->placement != PLACER_PLACE_NONE && !has_nodes) {
             snprintf(err, errlen, "options.placement: the cluster lists no nodes to place "
                      "tasks on (send cluster.nodes, or \"placement\": \"none\")");
             return -1;
@@ -166,12 +158,9 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     }
     d->final = d->plan;
     if (o->from_policy) {
-        agent_decode_opts ao = {o->decode, o->samples, o->seed,
-                                o->placement != DECIDE_PLACE_NONE,
-                                o->placement >= 0 ? placer_method_name((placer_method)o->placement)
-                                                  : NULL,
-                                (int)o->budget_ms};
-        agent_decode_result res = {d->assign, ao.place ? d->task_node : NULL, d->plan, 0};
+        agent_decode_opts ao = {o->decode, o->samples, o->seed, o->placement, (int)o->budget_ms};
+        int place = o->placement != PLACER_PLACE_NONE;
+        agent_decode_result res = {d->assign, place ? d->task_node : NULL, d->plan, 0};
         char msg[1024] = "";
         int rc = agent_policy_decode(pol->policy, job, cl, &ao, &res, msg, sizeof msg);
         if (rc < 0) {
@@ -180,9 +169,9 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
         }
         d->samples_used = res.samples_used;
         snprintf(d->plan_from, sizeof d->plan_from, "policy");
-        if (ao.place && d->plan->placed)
+        if (place && d->plan->placed)
             snprintf(d->placement_by, sizeof d->placement_by, "%s",
-                     ao.placement ? ao.placement : "policy");
+                     placer_placement_name(o->placement));
         d->found = d->plan->n_stages > 0;
         if (!d->found) snprintf(d->why, sizeof d->why, "%s", d->plan->why);
         return 0;
@@ -214,7 +203,7 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     solve_result_free(res);
     d->found = 1;
     model_eval(job, cl, d->assign, d->plan);
-    if (o->placement == DECIDE_PLACE_NONE || d->plan->reason != MODEL_FEASIBLE) return 0;
+    if (o->placement == PLACER_PLACE_NONE || d->plan->reason != MODEL_FEASIBLE) return 0;
     int tasks = place_task_count(d->plan);
     if (tasks > DECIDE_MAX_TASKS) {
         snprintf(d->why, sizeof d->why, "the plan has %d tasks, more than the daemon places (%d)",

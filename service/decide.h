@@ -25,20 +25,17 @@
 #include "env/model.h"
 #include "service/policy_slot.h"
 #include "service/runjson.h"
+#include "solvers/placers.h"
 #include "solvers/solve.h"
 
 #define DECIDE_DEFAULT_SOLVE_BUDGET_MS 1000L /* /v1/solve and plan_method solvers */
 #define DECIDE_MAX_SAMPLES 1024
 
-/* Where the tasks go. */
-#define DECIDE_PLACE_NONE (-2)   /* plan only */
-#define DECIDE_PLACE_POLICY (-1) /* the policy's node head */
-
 /* The decision options of /v1/place (and of a registered job). */
 typedef struct {
     int from_policy;          /* 1: the loaded policy plans; 0: plan_method */
     solve_method plan_method; /* when !from_policy */
-    int placement;            /* DECIDE_PLACE_NONE, DECIDE_PLACE_POLICY or a placer_method */
+    int placement;            /* where the tasks go: a placer_placement (solvers/placers.h) */
     agent_decode_kind decode; /* greedy or sample */
     int samples;              /* plans sampled (sample) */
     uint64_t seed;

@@ -486,9 +486,9 @@ static void decide(const k8s_env *env, jobs_entry *e, job_state *s, const pslot_
         o.plan_method = SOLVE_GREEDY;
         o.decode = AGENT_DECODE_GREEDY;
         o.samples = 1;
-        if (o.placement == DECIDE_PLACE_POLICY) o.placement = PLACER_ZONE;
+        if (o.placement == PLACER_PLACE_POLICY) o.placement = PLACER_ZONE;
     }
-    if (o.placement == DECIDE_PLACE_NONE) o.placement = o.from_policy ? DECIDE_PLACE_POLICY : PLACER_ZONE;
+    if (o.placement == PLACER_PLACE_NONE) o.placement = o.from_policy ? PLACER_PLACE_POLICY : PLACER_ZONE;
     const model_job *job = &run->jobs[0];
     const model_cluster *cl = &run->cluster;
     decide_result d;
