@@ -72,50 +72,52 @@ static void place_body_free(void *p) {
     free(b);
 }
 
-/* Parses the body of /v1/place; returns NULL with err on a bad body. */
-static place_body *parse_place(const api_env *env, const web_request *req, char *err,
-                               size_t errlen) {
+/* The HTTP status of a library status code (runjson.h's rj_status). */
+static int http_status(int rc) { return rc == RJ_NOMEM ? 500 : 400; }
+
+/* Parses the body of /v1/place into *out. Returns RJ_OK, or RJ_BAD or
+ * RJ_NOMEM with err. */
+static int parse_place(const api_env *env, const web_request *req, void **out, char *err,
+                       size_t errlen) {
     static const char *const keys[] = {"cluster", "job", "options", "model"};
     json_t *root = web_parse_json(req->body, req->body_len, err, errlen);
-    if (!root) return NULL;
+    if (!root) return RJ_BAD;
+    int rc = RJ_NOMEM;
     place_body *b = calloc(1, sizeof *b);
     if (!b) snprintf(err, errlen, "out of memory");
     else pthread_mutex_init(&b->memo_lock, NULL);
-    if (!b || rj_check_keys(root, "", keys, 4, err, errlen)) goto fail;
-    b->run = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
-                         json_object_get(root, "model"), &env->limits, err, errlen);
-    if (!b->run) goto fail;
-    if (decide_opts_parse(json_object_get(root, "options"), b->run->cluster.n_nodes > 0,
-                       env->max_budget_ms, &b->opts, err, errlen))
+    if (!b || (rc = rj_check_keys(root, "", keys, 4, err, errlen)) ||
+        (rc = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
+                          json_object_get(root, "model"), &env->limits, &b->run, err, errlen)) ||
+        (rc = decide_opts_parse(json_object_get(root, "options"), b->run->cluster.n_nodes > 0,
+                                env->max_budget_ms, &b->opts, err, errlen)))
         goto fail;
     json_decref(root);
-    return b;
+    *out = b;
+    return RJ_OK;
 fail:
     json_decref(root);
     place_body_free(b);
-    return NULL;
+    return rc;
 }
 
 /* Finds the parsed body in the cache or parses and caches it. Returns the
  * value with *ref held, or NULL after filling rep with a 400 (or 500). */
 static void *cached_body(const api_env *env, const web_request *req, web_reply *rep, int kind,
-                         void *(*parse)(const api_env *, const web_request *, char *, size_t),
+                         int (*parse)(const api_env *, const web_request *, void **, char *,
+                                      size_t),
                          void (*value_free)(void *), rc_entry **ref) {
     void *v = rc_get(env->cache, kind, req->body, req->body_len, ref);
     if (v) return v;
     char err[2048];
-    v = parse(env, req, err, sizeof err);
-    if (!v) {
-        web_reply_error(rep, strcmp(err, "out of memory") ? 400 : 500, "%s", err);
+    int rc = parse(env, req, &v, err, sizeof err);
+    if (rc != RJ_OK) {
+        web_reply_error(rep, http_status(rc), "%s", err);
         return NULL;
     }
     v = rc_put(env->cache, kind, req->body, req->body_len, v, value_free, ref);
     if (!v) web_reply_error(rep, 500, "out of memory");
     return v;
-}
-
-static void *parse_place_v(const api_env *env, const web_request *req, char *err, size_t n) {
-    return parse_place(env, req, err, n);
 }
 
 /* ---- POST /v1/place ------------------------------------------------------------------ */
@@ -206,7 +208,7 @@ static json_t *place_answer(const place_body *b, const pslot_entry *pol,
 
 void api_place(const api_env *env, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
-    place_body *b = cached_body(env, req, rep, KIND_PLACE, parse_place_v, place_body_free, &ref);
+    place_body *b = cached_body(env, req, rep, KIND_PLACE, parse_place, place_body_free, &ref);
     if (!b) return;
     const pslot_entry *pol = pslot_acquire(env->policy);
     if (b->opts.from_policy && !pol) {
@@ -228,8 +230,8 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
     char err[1024];
     int rc = decide_run(&b->run->jobs[0], &b->run->cluster, &b->opts,
                         b->opts.from_policy ? pol : NULL, &d, err, sizeof err);
-    if (rc != 0) {
-        web_reply_error(rep, rc, "%s", err);
+    if (rc != RJ_OK) {
+        web_reply_error(rep, http_status(rc), "%s", err);
     } else {
         int feasible = 0;
         json_t *o = place_answer(b, pol, &d, &feasible);
@@ -309,21 +311,26 @@ static int parse_assignment(const json_t *v, const model_job *job, const model_c
     return 0;
 }
 
-static void *parse_cost_v(const api_env *env, const web_request *req, char *err,
-                          size_t errlen) {
+/* Parses the body of /v1/cost into *out: RJ_OK, or RJ_BAD or RJ_NOMEM
+ * with err. */
+static int parse_cost(const api_env *env, const web_request *req, void **out, char *err,
+                      size_t errlen) {
     static const char *const keys[] = {"cluster", "job", "assignment", "placement", "model"};
     json_t *root = web_parse_json(req->body, req->body_len, err, errlen);
-    if (!root) return NULL;
+    if (!root) return RJ_BAD;
+    int rc = RJ_NOMEM;
     cost_body *b = calloc(1, sizeof *b);
     if (!b) snprintf(err, errlen, "out of memory");
-    if (!b || rj_check_keys(root, "", keys, 5, err, errlen)) goto fail;
-    b->run = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
-                         json_object_get(root, "model"), &env->limits, err, errlen);
-    if (!b->run) goto fail;
+    if (!b || (rc = rj_check_keys(root, "", keys, 5, err, errlen)) ||
+        (rc = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
+                          json_object_get(root, "model"), &env->limits, &b->run, err, errlen)))
+        goto fail;
+    rc = RJ_BAD;
     const model_job *job = &b->run->jobs[0];
     b->assign = malloc((size_t)job->n_layers * sizeof *b->assign);
     if (!b->assign) {
         snprintf(err, errlen, "out of memory");
+        rc = RJ_NOMEM;
         goto fail;
     }
     if (parse_assignment(json_object_get(root, "assignment"), job, &b->run->cluster, b->assign,
@@ -345,11 +352,12 @@ static void *parse_cost_v(const api_env *env, const web_request *req, char *err,
         b->placement = json_incref(pl);
     }
     json_decref(root);
-    return b;
+    *out = b;
+    return RJ_OK;
 fail:
     json_decref(root);
     cost_body_free(b);
-    return NULL;
+    return rc;
 }
 
 /* Resolves one list of node names of placement[s] into out[count]. */
@@ -428,7 +436,7 @@ static int resolve_placement(const json_t *pl, const model_plan *plan, const mod
 
 void api_cost(const api_env *env, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
-    cost_body *b = cached_body(env, req, rep, KIND_COST, parse_cost_v, cost_body_free, &ref);
+    cost_body *b = cached_body(env, req, rep, KIND_COST, parse_cost, cost_body_free, &ref);
     if (!b) return;
     const model_job *job = &b->run->jobs[0];
     const model_cluster *cl = &b->run->cluster;
@@ -494,18 +502,22 @@ static void solve_body_free(void *p) {
     free(b);
 }
 
-static void *parse_solve_v(const api_env *env, const web_request *req, char *err,
-                           size_t errlen) {
+/* Parses the body of /v1/solve into *out: RJ_OK, or RJ_BAD or RJ_NOMEM
+ * with err. */
+static int parse_solve(const api_env *env, const web_request *req, void **out, char *err,
+                       size_t errlen) {
     static const char *const keys[] = {"cluster", "job", "options", "model"};
     static const char *const okeys[] = {"method", "budget_ms", "max_evals", "seed", "placement"};
     json_t *root = web_parse_json(req->body, req->body_len, err, errlen);
-    if (!root) return NULL;
+    if (!root) return RJ_BAD;
+    int rc = RJ_NOMEM;
     solve_body *b = calloc(1, sizeof *b);
     if (!b) snprintf(err, errlen, "out of memory");
-    if (!b || rj_check_keys(root, "", keys, 4, err, errlen)) goto fail;
-    b->run = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
-                         json_object_get(root, "model"), &env->limits, err, errlen);
-    if (!b->run) goto fail;
+    if (!b || (rc = rj_check_keys(root, "", keys, 4, err, errlen)) ||
+        (rc = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
+                          json_object_get(root, "model"), &env->limits, &b->run, err, errlen)))
+        goto fail;
+    rc = RJ_BAD;
     json_t *opt = json_object_get(root, "options");
     if (opt && !json_is_object(opt)) {
         char d[96];
@@ -553,16 +565,17 @@ static void *parse_solve_v(const api_env *env, const web_request *req, char *err
         goto fail;
     }
     json_decref(root);
-    return b;
+    *out = b;
+    return RJ_OK;
 fail:
     json_decref(root);
     solve_body_free(b);
-    return NULL;
+    return rc;
 }
 
 void api_solve(const api_env *env, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
-    solve_body *b = cached_body(env, req, rep, KIND_SOLVE, parse_solve_v, solve_body_free, &ref);
+    solve_body *b = cached_body(env, req, rep, KIND_SOLVE, parse_solve, solve_body_free, &ref);
     if (!b) return;
     const model_job *job = &b->run->jobs[0];
     const model_cluster *cl = &b->run->cluster;
@@ -667,7 +680,7 @@ static void jobs_put_handler(const api_env *env, const web_request *req, const c
     uint64_t version = 0;
     int rc = jobs_put(env->jobs, name, root, n_layers, &version, err, sizeof err);
     if (rc < 0) {
-        web_reply_error(rep, strcmp(err, "out of memory") ? 409 : 500, "%s", err);
+        web_reply_error(rep, rc == JOBS_NOMEM ? 500 : 409, "%s", err);
         return;
     }
     web_reply_json(rep, rc == 1 ? 201 : 200,

@@ -145,7 +145,7 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     if (cap < 0 || cap > DECIDE_MAX_TASKS) {
         snprintf(err, errlen, "cluster: plans on this cluster may have %d tasks, more than the "
                  "daemon places (%d)", cap, DECIDE_MAX_TASKS);
-        return 400;
+        return RJ_BAD;
     }
     d->task_cap = cap;
     d->assign = malloc((size_t)L * sizeof *d->assign);
@@ -154,7 +154,7 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     d->placed = model_plan_create(L);
     if (!d->assign || !d->task_node || !d->plan || !d->placed) {
         snprintf(err, errlen, "out of memory");
-        return 500;
+        return RJ_NOMEM;
     }
     d->final = d->plan;
     if (o->from_policy) {
@@ -165,7 +165,7 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
         int rc = agent_policy_decode(pol->policy, job, cl, &ao, &res, msg, sizeof msg);
         if (rc < 0) {
             snprintf(err, errlen, "options: %s", msg);
-            return 400;
+            return RJ_BAD;
         }
         d->samples_used = res.samples_used;
         snprintf(d->plan_from, sizeof d->plan_from, "policy");
@@ -179,7 +179,7 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     solve_result *res = solve_result_create(L);
     if (!res) {
         snprintf(err, errlen, "out of memory");
-        return 500;
+        return RJ_NOMEM;
     }
     solve_opts so;
     solve_opts_default(&so);
@@ -191,7 +191,7 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     if (rc == SOLVE_ERROR) {
         snprintf(err, errlen, "plan_method %s: %s", solve_method_name(so.method), res->why);
         solve_result_free(res);
-        return 400;
+        return RJ_BAD;
     }
     if (rc != 0) {
         snprintf(d->why, sizeof d->why, "plan_method %s found no feasible plan: %.900s",
@@ -213,7 +213,7 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     int *tn = realloc(d->task_node, (size_t)(tasks + 1) * sizeof *tn);
     if (!tn) {
         snprintf(err, errlen, "out of memory");
-        return 500;
+        return RJ_NOMEM;
     }
     d->task_node = tn;
     d->task_cap = tasks;
@@ -236,8 +236,11 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
 cfg_run *decide_load_registered(const rj_limits *lim, const json_t *doc, const json_t *nodes,
                                 const json_t *zones, char *err, size_t errlen) {
     const json_t *cl = json_object_get(doc, "cluster");
-    if (!json_is_object(cl)) return rj_load_run(cl, json_object_get(doc, "job"), NULL,
-                                                lim, err, errlen);
+    cfg_run *run = NULL;
+    if (!json_is_object(cl)) {
+        rj_load_run(cl, json_object_get(doc, "job"), NULL, lim, &run, err, errlen);
+        return run;
+    }
     /* A shallow copy of the cluster with its own types (counts removed or
      * defaulted) and, when given, the nodes and zones in place of its own. */
     json_t *copy = json_copy((json_t *)cl);
@@ -263,8 +266,7 @@ cfg_run *decide_load_registered(const rj_limits *lim, const json_t *doc, const j
         json_object_set(copy, "types", types);
     }
     json_decref(types);
-    cfg_run *run = rj_load_run(copy, json_object_get(doc, "job"), NULL, lim, err,
-                               errlen);
+    rj_load_run(copy, json_object_get(doc, "job"), NULL, lim, &run, err, errlen);
     json_decref(copy);
     return run;
 }

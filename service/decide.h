@@ -65,8 +65,9 @@ typedef struct {
 
 /* decide_run plans job on cl by o, with the policy pol when o->from_policy
  * (pol must then be non-NULL), and places the tasks when o->placement says
- * so. Returns 0 with *d filled (d->found 0 and d->why when no plan exists),
- * 400 with err for options the policy refuses, or 500 when out of memory.
+ * so. Returns RJ_OK with *d filled (d->found 0 and d->why when no plan
+ * exists), RJ_BAD with err for options the policy refuses or a cluster with
+ * more tasks than the daemon places, or RJ_NOMEM when out of memory.
  * Free d with decide_result_free (also after a failure). */
 int decide_run(const model_job *job, const model_cluster *cl, const decide_opts *o,
                const pslot_entry *pol, decide_result *d, char *err, size_t errlen);

@@ -195,7 +195,8 @@ static void args_free(ext_args *a) {
     free(a->c);
 }
 
-/* Parses ExtenderArgs; returns 0 or -1 with a message naming the field. */
+/* Parses ExtenderArgs; returns RJ_OK, or RJ_BAD with a message naming the
+ * field, or RJ_NOMEM. */
 static int parse_args(const k8s_env *env, const web_request *req, ext_args *a, char *err,
                       size_t errlen) {
     memset(a, 0, sizeof *a);
@@ -247,7 +248,7 @@ static int parse_args(const k8s_env *env, const web_request *req, ext_args *a, c
     a->c = calloc((size_t)(a->n ? a->n : 1), sizeof *a->c);
     if (!a->c) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return RJ_NOMEM;
     }
     for (int i = 0; i < a->n; i++) {
         candidate *c = &a->c[i];
@@ -646,8 +647,9 @@ static int fits(const pod_plan *pp, const candidate *c, char *why, size_t whylen
 static int begin(const k8s_env *env, const web_request *req, web_reply *rep, ext_args *a,
                  pod_plan *pp) {
     char err[1024];
-    if (parse_args(env, req, a, err, sizeof err)) {
-        web_reply_error(rep, strcmp(err, "out of memory") ? 400 : 500, "%s", err);
+    int rc = parse_args(env, req, a, err, sizeof err);
+    if (rc != RJ_OK) {
+        web_reply_error(rep, rc == RJ_NOMEM ? 500 : 400, "%s", err);
         args_free(a);
         return -1;
     }
