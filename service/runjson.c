@@ -1,9 +1,10 @@
 /* runjson.c -- requests' clusters and jobs through the config loader.
  *
- * The request's cluster and job values are dumped back to JSON text as
- * {"cluster": ..., "job": ...} and read by cfg_load_buffer, which reads
- * JSON as YAML: the daemon therefore accepts exactly what a config file
- * accepts, units in strings included, and refuses it with the same words.
+ * The request's cluster and job values are built into a libyaml document
+ * {"cluster": ..., "job": ...} node by node, as a YAML parser would have
+ * read them from JSON text (to_yaml), and read by cfg_load_document: the
+ * daemon therefore accepts exactly what a config file accepts, units in
+ * strings included, and refuses it with the same words.
  */
 #include "service/runjson.h"
 
