@@ -46,7 +46,7 @@ int agent_ckpt_write(const char *path, const nn_params *p, const agent_net_dims 
     KI("scorer", d->scorer);
     KR("clip", d->clip);
     KS("mode", st->mode == AGENT_MODE_GENERAL ? "general" : "search");
-    KS("placement", agent_placement_name(st->placement));
+    KS("placement", placer_placement_name(st->placement));
     KI("seed", st->seed);
     KR("episodes", st->episodes);
     KR("time_s", st->time_s);
@@ -148,8 +148,8 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
     const char *mode = get_str(in, "mode");
     st->mode = mode && !strcmp(mode, "general") ? AGENT_MODE_GENERAL : AGENT_MODE_SEARCH;
     const char *pl = get_str(in, "placement");
-    st->placement = pl ? agent_placement_parse(pl) : AGENT_PLACE_NONE;
-    if (st->placement < 0) st->placement = AGENT_PLACE_NONE;
+    st->placement = PLACER_PLACE_NONE;
+    if (pl) placer_placement_parse(pl, &st->placement); /* unknown: none */
     get_real(in, "episodes", &st->episodes);
     get_real(in, "time_s", &st->time_s);
     get_real(in, "base_type", &st->base_type);

@@ -106,8 +106,8 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         snprintf(err, errlen, "decode: samples must be >= 1, got %d", opts->samples);
         return -1;
     }
-    int placement = AGENT_PLACE_NONE;
-    if (opts->place) {
+    int placement = opts->placement;
+    if (placement != PLACER_PLACE_NONE) {
         if (cl->n_nodes == 0) {
             snprintf(err, errlen, "decode: placement asked for, but the cluster lists no nodes");
             return -1;
@@ -116,10 +116,9 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             snprintf(err, errlen, "decode: placement asked for, but task_node is NULL");
             return -1;
         }
-        placement = opts->placement ? agent_placement_parse(opts->placement) : AGENT_PLACE_POLICY;
-        if (placement < 0 || placement == AGENT_PLACE_NONE) {
-            snprintf(err, errlen, "decode: unknown placement '%s' (policy, spread, pack, aggregate, zone, best)",
-                     opts->placement);
+        if (placement != PLACER_PLACE_POLICY && (placement < 0 || placement >= PLACER_N_METHODS)) {
+            snprintf(err, errlen, "decode: unknown placement %d (PLACER_PLACE_POLICY or a "
+                     "placer_method)", placement);
             return -1;
         }
     }
@@ -145,7 +144,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             best = e_->cost;                                                                     \
             found = 1;                                                                           \
             memcpy(res->assign, agent_rollout_assign(ro, (b)), (size_t)job->n_layers * sizeof(int)); \
-            if (placement != AGENT_PLACE_NONE) {                                                 \
+            if (placement != PLACER_PLACE_NONE) {                                                 \
                 int n_ = 0;                                                                      \
                 const int *tn_ = agent_rollout_tasks(ro, (b), &n_);                              \
                 if (tn_) memcpy(res->task_node, tn_, (size_t)n_ * sizeof(int));                  \
@@ -206,7 +205,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         return reason;
     }
     int st = model_eval(job, cl, res->assign, res->plan);
-    if (st == 0 && placement != AGENT_PLACE_NONE)
+    if (st == 0 && placement != PLACER_PLACE_NONE)
         st = place_eval(job, cl, res->plan, res->task_node, res->plan);
     return st;
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "env/model.h"
+#include "solvers/placers.h"
 
 typedef struct agent_policy agent_policy;
 
@@ -34,15 +35,15 @@ typedef struct {
     agent_decode_kind decode;
     int samples;       /* plans sampled when decode == SAMPLE (>= 1) */
     uint64_t seed;     /* sampling seed: same seed, same plan */
-    int place;         /* 0: plan only; 1: also place tasks on nodes */
-    const char *placement; /* NULL or "policy": the node head; else a
-                              solvers/placers method name ("aggregate", ...) */
+    int placement;     /* a placer_placement (solvers/placers.h): PLACER_PLACE_NONE
+                          plans only; PLACER_PLACE_POLICY also places the tasks
+                          with the node head; a placer_method with that placer */
     int budget_ms;     /* stop sampling after this long (0: no limit) */
 } agent_decode_opts;
 
 typedef struct {
     int *assign;      /* [n_layers] type per layer, caller-allocated */
-    int *task_node;   /* [tasks] node per task or NULL when place == 0;
+    int *task_node;   /* [tasks] node per task, or NULL when not placing;
                          caller-allocated with room for the plan's tasks
                          (agent_policy_max_tasks) */
     model_plan *plan; /* caller-created (model_plan_create(n_layers));

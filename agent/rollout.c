@@ -430,7 +430,7 @@ static void finish_fn(void *ctx, int b, int w) {
         return;
     }
     clip_reward(e->plan_cost / in->ref_cost, pen, &e->r_type);
-    if (o->placement == AGENT_PLACE_POLICY && in->cl->n_nodes > 0) {
+    if (o->placement == PLACER_PLACE_POLICY && in->cl->n_nodes > 0) {
         int n = 0;
         const int *tn = gym_task_nodes(env, &n, NULL);
         e->placed = 1;
@@ -446,7 +446,7 @@ static void finish_fn(void *ctx, int b, int w) {
         }
         return;
     }
-    if (o->placement >= AGENT_PLACE_HEURISTIC && in->cl->n_nodes > 0) {
+    if (o->placement >= 0 && in->cl->n_nodes > 0) { /* a placer_method */
         const model_plan *plan = gym_plan(env);
         int L = in->job->n_layers;
         if (!r->pplan[b] || r->pplan_cap[b] < L) {
@@ -469,7 +469,7 @@ static void finish_fn(void *ctx, int b, int w) {
             r->task_cap[b] = n;
         }
         char err[256];
-        int st = placer_run(in->job, in->cl, plan, (placer_method)(o->placement - AGENT_PLACE_HEURISTIC),
+        int st = placer_run(in->job, in->cl, plan, (placer_method)o->placement,
                             o->seed ^ (uint64_t)(o->ep_base + b), r->tasks[b], r->pplan[b], err,
                             sizeof err);
         e->placed = st == PLACER_OK || st == PLACER_SLOW;
@@ -530,7 +530,7 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
     gym_opts go;
     gym_opts_default(&go);
     go.infeasible_reward = -o->penalty;
-    go.plan_only = o->placement != AGENT_PLACE_POLICY;
+    go.plan_only = o->placement != PLACER_PLACE_POLICY;
     int *first = calloc((size_t)G, sizeof *first); /* first episode of each instance, +1 */
     if (!first) {
         snprintf(err, errlen, "out of memory");

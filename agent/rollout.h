@@ -10,9 +10,9 @@
  * processes.
  *
  * The TYPE phase always uses the network. The NODE phase (when the
- * instance's cluster lists nodes) uses the node head (AGENT_PLACE_POLICY),
- * one of the heuristics of solvers/placers (AGENT_PLACE_HEURISTIC + a
- * placer_method), or is skipped (AGENT_PLACE_NONE: plan only).
+ * instance's cluster lists nodes) uses the node head (PLACER_PLACE_POLICY),
+ * one of the heuristics of solvers/placers (a placer_method), or is skipped
+ * (PLACER_PLACE_NONE: plan only).
  *
  * With `record` set, the rollout keeps what the training passes need: the
  * TYPE trajectories (agent_type_traj) and the NODE decisions
@@ -49,10 +49,7 @@
 #include "agent/net.h"
 #include "agent/pool.h"
 #include "env/model.h"
-
-#define AGENT_PLACE_NONE 0
-#define AGENT_PLACE_POLICY 1
-#define AGENT_PLACE_HEURISTIC 2 /* + placer_method */
+#include "solvers/placers.h"
 
 /* One instance: borrowed job and cluster, and its reward scale. */
 typedef struct {
@@ -62,7 +59,7 @@ typedef struct {
 } agent_instance;
 
 typedef struct {
-    int placement;   /* AGENT_PLACE_NONE, _POLICY, or _HEURISTIC + placer_method */
+    int placement;   /* a placer_placement: PLACER_PLACE_NONE, _POLICY or a placer_method */
     int greedy;      /* 1: the most likely action (no sampling) */
     double penalty;  /* > 1: reward of an infeasible end is -penalty */
     uint64_t seed;   /* sampling key */

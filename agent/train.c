@@ -835,7 +835,7 @@ static int eval_set(agent_trainer *t, tr_inst *arr, int n, int samples, int gree
     }
     for (int i = 0; i < n; i++) ai[i] = arr[i].ai;
     for (int b = 0; b < B; b++) of[b] = b / samples;
-    agent_rollout_opts o = {AGENT_PLACE_NONE, greedy, t->tc->penalty, (uint64_t)t->tc->seed,
+    agent_rollout_opts o = {PLACER_PLACE_NONE, greedy, t->tc->penalty, (uint64_t)t->tc->seed,
                             0x4556414cULL /* "EVAL" */, 0, B, 0, NULL};
     int st = agent_rollout_run(t->ro, t->p, ai, n, of, B, &o, t->pool, err, errlen);
     double *best = st == 0 ? malloc((size_t)n * sizeof *best) : NULL;
@@ -861,7 +861,7 @@ static int eval_set(agent_trainer *t, tr_inst *arr, int n, int samples, int gree
                 st = -1;
                 break;
             }
-            int rc = agent_decode_greedy(t->ro, t->p, &arr[i].ai, AGENT_PLACE_NONE, t->tc->penalty, 64, as,
+            int rc = agent_decode_greedy(t->ro, t->p, &arr[i].ai, PLACER_PLACE_NONE, t->tc->penalty, 64, as,
                                          NULL, err, errlen);
             if (rc < 0) st = -1;
             if (rc == 0) best[i] = agent_rollout_episode(t->ro, 0)->plan_cost;

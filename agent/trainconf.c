@@ -17,21 +17,6 @@
 #define PLACEMENTS "none|policy|spread|pack|aggregate|zone|best"
 #define REFERENCES "exact|homogeneous|rule|greedy"
 
-const char *agent_placement_name(int placement) {
-    if (placement == AGENT_PLACE_NONE) return "none";
-    if (placement == AGENT_PLACE_POLICY) return "policy";
-    if (placement >= AGENT_PLACE_HEURISTIC && placement < AGENT_PLACE_HEURISTIC + PLACER_N_METHODS)
-        return placer_method_name((placer_method)(placement - AGENT_PLACE_HEURISTIC));
-    return "?";
-}
-
-int agent_placement_parse(const char *name) {
-    if (!strcmp(name, "none")) return AGENT_PLACE_NONE;
-    if (!strcmp(name, "policy")) return AGENT_PLACE_POLICY;
-    int m = placer_method_parse(name);
-    return m < 0 ? -1 : AGENT_PLACE_HEURISTIC + m;
-}
-
 void agent_trainconf_default(agent_trainconf *tc, int mode) {
     char *text = tc->text;
     memset(tc, 0, sizeof *tc);
@@ -55,7 +40,7 @@ void agent_trainconf_default(agent_trainconf *tc, int mode) {
     tc->risk = mode == AGENT_MODE_SEARCH ? 0.1 : 0; /* search: risk-seeking (the best plan counts) */
     tc->penalty = 4;
     tc->reference = SOLVE_HOMOGENEOUS;
-    tc->placement = AGENT_PLACE_NONE;
+    tc->placement = PLACER_PLACE_NONE;
     agent_net_dims_default(&tc->net);
     tc->threads = 0;
     tc->log_every = 1;
@@ -220,8 +205,9 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     TAKE(K_IMITATION, imitation, imitation);
     TAKE(K_FREEZE, freeze_plan, freeze_plan);
 #undef TAKE
-    /* the placement enum lists none, policy, then the placers in order */
-    if (vals[K_PLACEMENT] && in.placement >= 2) tc->placement = AGENT_PLACE_HEURISTIC + in.placement - 2;
+    /* the placement enum lists none, policy, then the placers in order:
+     * PLACER_PLACE_NONE (-2), PLACER_PLACE_POLICY (-1), placer_method 0.. */
+    if (vals[K_PLACEMENT]) tc->placement = in.placement - 2;
     if (vals[K_REFERENCE]) {
         static const int map[] = {SOLVE_EXACT, SOLVE_HOMOGENEOUS, SOLVE_RULE, SOLVE_GREEDY};
         tc->reference = map[in.reference];
@@ -262,7 +248,7 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
         cfg_doc_fail(d, root, "generator", err, errlen, "general mode needs a generator spec");
         goto fail;
     }
-    if (tc->freeze_plan && tc->placement != AGENT_PLACE_POLICY) {
+    if (tc->freeze_plan && tc->placement != PLACER_PLACE_POLICY) {
         cfg_doc_fail(d, vals[K_FREEZE], "freeze_plan", err, errlen,
                      "only the node head would learn: needs placement: policy");
         goto fail;

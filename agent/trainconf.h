@@ -58,7 +58,7 @@ typedef struct {
     double imitation;    /* 0, or the weight of a cross-entropy term towards the exact
                             plan of each instance (one demonstration episode each) */
     int reference;       /* solve_method of the reference plan (reward scale) */
-    int placement;       /* 0 none, 1 policy, 2 + placer_method */
+    int placement;       /* a placer_placement (solvers/placers.h) */
     agent_net_dims net;
     int threads;         /* environment threads (0: all cores) */
     int log_every;       /* CSV row and progress line every N steps */
@@ -81,9 +81,5 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
 agent_trainconf *agent_trainconf_search(const char *problem, char *err, size_t errlen);
 
 void agent_trainconf_free(agent_trainconf *tc);
-
-/* Names of the enumerated keys' values. */
-const char *agent_placement_name(int placement);
-int agent_placement_parse(const char *name); /* -1 when unknown */
 
 #endif

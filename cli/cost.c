@@ -17,6 +17,7 @@
 #include "cli/report.h"
 #include "env/config.h"
 #include "env/place.h"
+#include "env/render.h"
 
 int cmd_cost(int argc, char **argv) {
     static const struct option opts[] = {
@@ -81,7 +82,7 @@ int cmd_cost(int argc, char **argv) {
         }
         rc = place_eval(job, &run->cluster, plan, task_node, plan);
     }
-    if (as_json) report_json_print(stdout, report_plan_json(job, &run->cluster, plan));
+    if (as_json) report_json_print(stdout, render_plan_json(job, &run->cluster, plan));
     else report_plan_table(stdout, job, &run->cluster, plan);
     status = rc == MODEL_FEASIBLE ? CLI_OK : CLI_FAIL;
 

@@ -25,6 +25,7 @@
 #include "cli/report.h"
 #include "env/config.h"
 #include "env/place.h"
+#include "env/render.h"
 #include "solvers/fit.h"
 #include "solvers/placers.h"
 #include "solvers/solve.h"
@@ -212,7 +213,7 @@ int cmd_place(int argc, char **argv) {
         plan_from = solve_method_name(so.method);
     }
     if (model_eval(job, cl, assign, plan) != MODEL_FEASIBLE) {
-        if (as_json) report_json_print(stdout, report_plan_json(job, cl, plan));
+        if (as_json) report_json_print(stdout, render_plan_json(job, cl, plan));
         else report_plan_table(stdout, job, cl, plan);
         status = CLI_FAIL;
         goto done;
@@ -238,7 +239,7 @@ int cmd_place(int argc, char **argv) {
         goto done;
     }
     if (as_json) {
-        json_t *o = report_plan_json(job, cl, out);
+        json_t *o = render_plan_json(job, cl, out);
         json_object_set_new(o, "plan_from", json_string(plan_from));
         json_object_set_new(o, "method", json_string(method_text));
         json_object_set_new(o, "meets_target", json_boolean(rc == PLACER_OK));

@@ -41,7 +41,6 @@
 #include "base/file.h"
 #include "cli/cli.h"
 #include "cli/common.h"
-#include "cli/report.h"
 #include "service/server.h"
 
 #define SERVE_USAGE                                                                          \
@@ -125,7 +124,6 @@ int cmd_serve(int argc, char **argv) {
     };
     srv_config cfg;
     srv_config_default(&cfg);
-    cfg.plan_json = report_plan_json;
     cfg.log = log_line;
     long long n;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -5,7 +5,7 @@
  * solvers/solve.h and prints the plan as `strata cost` does, followed by
  * the method, whether the plan is proven optimal (and the lower bound when
  * known), the evaluations made and the wall time. With --json it prints
- * report_plan_json's object with the keys method, optimal, lower_bound
+ * render_plan_json's object with the keys method, optimal, lower_bound
  * (when known), seconds, evaluations, stopped and, when no plan was found,
  * found: false, infeasible and reason. Exit status: 0 a plan was found,
  * 1 none was, 2 bad usage or input.
@@ -23,6 +23,7 @@
 #include "cli/common.h"
 #include "cli/report.h"
 #include "env/config.h"
+#include "env/render.h"
 #include "solvers/fit.h"
 #include "solvers/solve.h"
 
@@ -126,7 +127,7 @@ int cmd_solve(int argc, char **argv) {
     if (as_json) {
         json_t *o;
         if (rc == 0) {
-            o = report_plan_json(job, &run->cluster, res->plan);
+            o = render_plan_json(job, &run->cluster, res->plan);
         } else {
             o = json_object();
             json_object_set_new(o, "feasible", json_false());

@@ -39,6 +39,7 @@
 #include "base/clock.h"
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "env/render.h"
 #include "solvers/solve.h"
 
 static void train_usage(FILE *f) {
@@ -149,7 +150,7 @@ static int report_search(agent_trainer *t, const agent_trainconf *tc, int as_jso
     if (as_json) {
         json_t *o;
         if (found)
-            o = report_plan_json(job, cl, plan);
+            o = render_plan_json(job, cl, plan);
         else {
             o = json_object();
             json_object_set_new(o, "feasible", json_false());
@@ -261,7 +262,8 @@ static void compare(agent_trainer *t, const char *policy, double secs) {
     int *as = malloc((size_t)job->n_layers * sizeof *as);
     model_plan *plan = model_plan_create(job->n_layers);
     for (int k = 0; as && plan && k < 2; k++) {
-        agent_decode_opts o = {k ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, k ? 16 : 1, 1, 0, NULL, 0};
+        agent_decode_opts o = {k ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, k ? 16 : 1, 1,
+                               PLACER_PLACE_NONE, 0};
         agent_decode_result r = {as, NULL, plan, 0};
         snprintf(label, sizeof label, "general policy, %s", k ? "best of 16" : "greedy");
         if (agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err) == 0)
@@ -411,7 +413,7 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
         goto done;
     }
     agent_decode_opts o = {samples > 1 ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY,
-                           samples > 1 ? samples : 1, seed, 0, NULL, 0};
+                           samples > 1 ? samples : 1, seed, PLACER_PLACE_NONE, 0};
     agent_decode_result res = {assign, NULL, plan, 0};
     double t0 = clock_now_s();
     int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
@@ -425,7 +427,7 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
     if (as_json) {
         json_t *o2;
         if (rc == 0)
-            o2 = report_plan_json(job, cl, plan);
+            o2 = render_plan_json(job, cl, plan);
         else {
             o2 = json_object();
             json_object_set_new(o2, "feasible", json_false());

@@ -208,19 +208,18 @@ static void cell_policy(run_ctx *x, int mi, const eval_method *m, eval_row *r) {
     const model_job *job = &x->inst[r->inst].run->jobs[r->job];
     const model_cluster *cl = &x->inst[r->inst].run->cluster;
     agent_decode_opts o = {.decode = (agent_decode_kind)m->decode, .samples = m->samples,
-                           .seed = r->seed, .place = m->placer != -1,
-                           .placement = m->placer >= 0 ? placer_method_name(m->placer) : NULL,
-                           .budget_ms = 0};
-    if (o.place && cl->n_nodes == 0) {
+                           .seed = r->seed, .placement = m->placer, .budget_ms = 0};
+    int place = m->placer != PLACER_PLACE_NONE;
+    if (place && cl->n_nodes == 0) {
         set_note(r, "the cluster lists no nodes to place tasks on");
         return;
     }
     int max_tasks = agent_policy_max_tasks(job, cl);
     agent_decode_result res = {0};
     res.assign = malloc(sizeof *res.assign * (size_t)job->n_layers);
-    res.task_node = o.place ? malloc(sizeof *res.task_node * (size_t)(max_tasks + 1)) : NULL;
+    res.task_node = place ? malloc(sizeof *res.task_node * (size_t)(max_tasks + 1)) : NULL;
     res.plan = model_plan_create(job->n_layers);
-    if (!res.assign || !res.plan || (o.place && !res.task_node)) {
+    if (!res.assign || !res.plan || (place && !res.task_node)) {
         set_note(r, "out of memory");
         goto done;
     }

@@ -553,14 +553,11 @@ static int load_method(spec_ctx *x, yaml_node_t *node, int i, const eval_spec *s
         if (stat(m->checkpoint, &st) != 0)
             return FAIL(x, v[ME_CHECKPOINT], kp, "%s: cannot open: %s", m->checkpoint,
                         strerror(errno));
-        m->placer = -1;
-        if (mi.placement[0] && strcmp(mi.placement, "none")) {
-            if (!strcmp(mi.placement, "policy")) m->placer = -2;
-            else if ((m->placer = placer_method_parse(mi.placement)) < 0) {
-                snprintf(kp, sizeof kp, "%s.placement", path);
-                return FAIL(x, v[ME_PLACEMENT], kp, "unknown placement '%s' (none, policy, "
-                            "spread, pack, aggregate, zone, best)", mi.placement);
-            }
+        m->placer = PLACER_PLACE_NONE;
+        if (mi.placement[0] && placer_placement_parse(mi.placement, &m->placer)) {
+            snprintf(kp, sizeof kp, "%s.placement", path);
+            return FAIL(x, v[ME_PLACEMENT], kp, "unknown placement '%s' (none, policy, "
+                        "spread, pack, aggregate, zone, best)", mi.placement);
         }
     }
     if (m->family == EVAL_FAM_FIT) {
@@ -578,8 +575,9 @@ static int load_method(spec_ctx *x, yaml_node_t *node, int i, const eval_spec *s
     } else if (m->family == EVAL_FAM_POLICY) {
         char dec[32] = "";
         if (m->decode == AGENT_DECODE_SAMPLE) snprintf(dec, sizeof dec, "-s%d", m->samples);
-        snprintf(m->name, sizeof m->name, "policy%s%s%.20s", dec, m->placer == -1 ? "" : "+",
-                 m->placer == -1 ? "" : m->placer == -2 ? "nodes" : placer_method_name(m->placer));
+        int none = m->placer == PLACER_PLACE_NONE, nodes = m->placer == PLACER_PLACE_POLICY;
+        snprintf(m->name, sizeof m->name, "policy%s%s%.20s", dec, none ? "" : "+",
+                 none ? "" : nodes ? "nodes" : placer_placement_name(m->placer));
     } else {
         snprintf(m->name, sizeof m->name, "%s", mi.method);
     }

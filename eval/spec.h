@@ -55,8 +55,8 @@ typedef struct {
     char name[MODEL_NAME_MAX]; /* label in tables and plots (unique) */
     eval_family family;
     int solver;       /* PLAN: the solve_method; PLACE: the method of the plan placed */
-    int placer;       /* PLACE: the placer_method; POLICY: the placer used, or -1
-                         for none and -2 for the policy's own node head */
+    int placer;       /* PLACE: the placer_method; POLICY: the placer_placement
+                         (solvers/placers.h); else -1 */
     int multi;        /* MULTI: eval_multi_kind */
     int fit;          /* FIT: eval_fit_kind */
     double budget_s;  /* wall-clock budget of solvers, s (the config's default) */

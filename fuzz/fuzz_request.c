@@ -26,7 +26,6 @@
 
 #include <jansson.h>
 
-#include "cli/report.h"
 #include "service/api.h"
 #include "service/k8s.h"
 
@@ -34,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static api_env env;
+static k8s_env k8s; /* the same policy, jobs and limits as env */
 
 /* The job the extender payloads of the corpus name (kubeflow job "tiny"). */
 static const char TINY_JOB[] =
@@ -74,8 +74,8 @@ static void run(int endpoint, const char *method, const char *body, size_t len,
     case 1: req.path = "/v1/cost"; api_cost(&env, &req, &rep); break;
     case 2: req.path = "/v1/solve"; api_solve(&env, &req, &rep); break;
     case 3: req.path = "/v1/jobs/fz"; api_jobs(&env, &req, name, &rep); break;
-    case 4: req.path = "/k8s/filter"; k8s_filter(&env, &req, &rep); break;
-    default: req.path = "/k8s/prioritize"; k8s_prioritize(&env, &req, &rep); break;
+    case 4: req.path = "/k8s/filter"; k8s_filter(&k8s, &req, &rep); break;
+    default: req.path = "/k8s/prioritize"; k8s_prioritize(&k8s, &req, &rep); break;
     }
     check_reply(&rep);
     web_reply_clear(&rep);
@@ -90,8 +90,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     env.limits.max_nodes = RJ_DEFAULT_MAX_NODES;
     env.limits.max_types = RJ_DEFAULT_MAX_TYPES;
     env.max_budget_ms = 50;
-    env.plan_json = report_plan_json;
     if (!env.policy || !env.jobs || !env.cache) abort();
+    k8s = (k8s_env){env.policy, env.jobs, env.limits, env.max_budget_ms};
     web_request req = {"PUT", "/v1/jobs/tiny", TINY_JOB, sizeof TINY_JOB - 1, web_now_ns()};
     web_reply rep;
     memset(&rep, 0, sizeof rep);

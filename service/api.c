@@ -16,241 +16,14 @@
 #include <string.h>
 
 #include "env/place.h"
+#include "env/render.h"
 #include "service/k8s.h"
 #include "solvers/placers.h"
 
 /* Cache kinds: one per body schema. */
 enum { KIND_PLACE = 1, KIND_COST = 2, KIND_SOLVE = 3 };
 
-/* ---- options ----------------------------------------------------------------- */
-
-static const char *const PLACE_OPTION_KEYS[] = {"decode", "samples", "seed", "placement",
-                                                "plan_method", "budget_ms"};
-
-/* Names of placements accepted, for messages. */
-static void placement_names(char *buf, size_t len, int with_policy) {
-    size_t used = (size_t)snprintf(buf, len, "%s", with_policy ? "policy, " : "");
-    for (int m = 0; m < PLACER_N_METHODS && used < len; m++)
-        used += (size_t)snprintf(buf + used, len - used, "%s, ",
-                                 placer_method_name((placer_method)m));
-    if (used < len) snprintf(buf + used, len - used, "none");
-}
-
-static void method_names(char *buf, size_t len) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int m = 0; m < SOLVE_N_METHODS && used < len; m++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", m ? ", " : "",
-                                 solve_method_name((solve_method)m));
-}
-
-int api_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, api_opts *o,
-                   char *err, size_t errlen) {
-    memset(o, 0, sizeof *o);
-    o->from_policy = 1;
-    o->decode = AGENT_DECODE_GREEDY;
-    o->samples = 1;
-    o->seed = 1;
-    o->placement = has_nodes ? API_PLACE_POLICY : API_PLACE_NONE;
-    if (!options) return 0;
-    if (!json_is_object(options)) {
-        char d[96];
-        rj_describe(options, d, sizeof d);
-        snprintf(err, errlen, "options: expected an object, got %s", d);
-        return -1;
-    }
-    if (rj_check_keys(options, "options", PLACE_OPTION_KEYS,
-                      (int)(sizeof PLACE_OPTION_KEYS / sizeof *PLACE_OPTION_KEYS), err, errlen))
-        return -1;
-    const char *decode = NULL, *placement = NULL, *plan_method = NULL;
-    long long samples = -1, seed = 1, budget = 0;
-    if (rj_opt_string(options, "options", "decode", &decode, err, errlen) ||
-        rj_opt_string(options, "options", "placement", &placement, err, errlen) ||
-        rj_opt_string(options, "options", "plan_method", &plan_method, err, errlen) ||
-        rj_opt_int(options, "options", "samples", 1, API_MAX_SAMPLES, &samples, err, errlen) ||
-        rj_opt_int(options, "options", "seed", 0, 9007199254740991LL, &seed, err, errlen) ||
-        rj_opt_int(options, "options", "budget_ms", 0, max_budget_ms, &budget, err, errlen))
-        return -1;
-    if (decode) {
-        if (!strcmp(decode, "greedy")) o->decode = AGENT_DECODE_GREEDY;
-        else if (!strcmp(decode, "sample")) o->decode = AGENT_DECODE_SAMPLE;
-        else {
-            snprintf(err, errlen, "options.decode: expected \"greedy\" or \"sample\", got \"%.60s\"",
-                     decode);
-            return -1;
-        }
-    }
-    if (samples > 0) {
-        if (o->decode != AGENT_DECODE_SAMPLE && samples > 1) {
-            snprintf(err, errlen, "options.samples: only with \"decode\": \"sample\"");
-            return -1;
-        }
-        o->samples = (int)samples;
-    } else if (o->decode == AGENT_DECODE_SAMPLE) {
-        o->samples = 8;
-    }
-    o->seed = (uint64_t)seed;
-    o->budget_ms = (long)budget;
-    if (plan_method && strcmp(plan_method, "policy") != 0) {
-        int m = solve_method_parse(plan_method);
-        if (m < 0) {
-            char names[256];
-            method_names(names, sizeof names);
-            snprintf(err, errlen, "options.plan_method: unknown method \"%.60s\" (policy, %s)",
-                     plan_method, names);
-            return -1;
-        }
-        o->from_policy = 0;
-        o->plan_method = (solve_method)m;
-        if (decode || samples > 0) {
-            snprintf(err, errlen, "options.%s: only when the policy plans (plan_method policy)",
-                     decode ? "decode" : "samples");
-            return -1;
-        }
-        if (!placement) o->placement = has_nodes ? PLACER_ZONE : API_PLACE_NONE;
-    }
-    if (placement) {
-        char names[160];
-        if (!strcmp(placement, "none")) {
-            o->placement = API_PLACE_NONE;
-        } else if (!strcmp(placement, "policy")) {
-            if (!o->from_policy) {
-                snprintf(err, errlen, "options.placement: \"policy\" places the policy's own "
-                         "plan; with plan_method \"%s\" name a placer (spread, pack, "
-                         "aggregate, zone, best)", plan_method);
-                return -1;
-            }
-            o->placement = API_PLACE_POLICY;
-        } else {
-            int m = placer_method_parse(placement);
-            if (m < 0) {
-                placement_names(names, sizeof names, o->from_policy);
-                snprintf(err, errlen, "options.placement: unknown placement \"%.60s\" (%s)",
-                         placement, names);
-                return -1;
-            }
-            o->placement = m;
-        }
-        if (o->placement != API_PLACE_NONE && !has_nodes) {
-            snprintf(err, errlen, "options.placement: the cluster lists no nodes to place "
-                     "tasks on (send cluster.nodes, or \"placement\": \"none\")");
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* ---- deciding ------------------------------------------------------------------ */
-
-void api_decision_free(api_decision *d) {
-    if (!d) return;
-    free(d->assign);
-    free(d->task_node);
-    model_plan_free(d->plan);
-    model_plan_free(d->placed);
-    memset(d, 0, sizeof *d);
-}
-
-#define API_MAX_TASKS (1 << 22) /* task_node buffers beyond this are refused */
-
-int api_decide(const model_job *job, const model_cluster *cl, const api_opts *o,
-               const pslot_entry *pol, api_decision *d, char *err, size_t errlen) {
-    memset(d, 0, sizeof *d);
-    int L = job->n_layers;
-    /* The policy writes tasks while it decodes: its own bound sizes the
-     * buffer. The solver path sizes it once the plan is known. */
-    int cap = o->from_policy && pol ? agent_policy_max_tasks(job, cl) : 0;
-    if (cap < 0 || cap > API_MAX_TASKS) {
-        snprintf(err, errlen, "cluster: plans on this cluster may have %d tasks, more than the "
-                 "daemon places (%d)", cap, API_MAX_TASKS);
-        return 400;
-    }
-    d->task_cap = cap;
-    d->assign = malloc((size_t)L * sizeof *d->assign);
-    d->task_node = malloc((size_t)(cap + 1) * sizeof *d->task_node);
-    d->plan = model_plan_create(L);
-    d->placed = model_plan_create(L);
-    if (!d->assign || !d->task_node || !d->plan || !d->placed) {
-        snprintf(err, errlen, "out of memory");
-        return 500;
-    }
-    d->final = d->plan;
-    if (o->from_policy) {
-        agent_decode_opts ao = {o->decode, o->samples, o->seed,
-                                o->placement != API_PLACE_NONE,
-                                o->placement >= 0 ? placer_method_name((placer_method)o->placement)
-                                                  : NULL,
-                                (int)o->budget_ms};
-        agent_decode_result res = {d->assign, ao.place ? d->task_node : NULL, d->plan, 0};
-        char msg[1024] = "";
-        int rc = agent_policy_decode(pol->policy, job, cl, &ao, &res, msg, sizeof msg);
-        if (rc < 0) {
-            snprintf(err, errlen, "options: %s", msg);
-            return 400;
-        }
-        d->samples_used = res.samples_used;
-        snprintf(d->plan_from, sizeof d->plan_from, "policy");
-        if (ao.place && d->plan->placed)
-            snprintf(d->placement_by, sizeof d->placement_by, "%s",
-                     ao.placement ? ao.placement : "policy");
-        d->found = d->plan->n_stages > 0;
-        if (!d->found) snprintf(d->why, sizeof d->why, "%s", d->plan->why);
-        return 0;
-    }
-    solve_result *res = solve_result_create(L);
-    if (!res) {
-        snprintf(err, errlen, "out of memory");
-        return 500;
-    }
-    solve_opts so;
-    solve_opts_default(&so);
-    so.method = o->plan_method;
-    so.seed = o->seed;
-    so.budget_ms = o->budget_ms > 0 ? o->budget_ms : API_DEFAULT_SOLVE_BUDGET_MS;
-    int rc = solve_run(job, cl, &so, res);
-    snprintf(d->plan_from, sizeof d->plan_from, "%s", solve_method_name(so.method));
-    if (rc == SOLVE_ERROR) {
-        snprintf(err, errlen, "plan_method %s: %s", solve_method_name(so.method), res->why);
-        solve_result_free(res);
-        return 400;
-    }
-    if (rc != 0) {
-        snprintf(d->why, sizeof d->why, "plan_method %s found no feasible plan: %.900s",
-                 solve_method_name(so.method), res->why);
-        solve_result_free(res);
-        return 0;
-    }
-    memcpy(d->assign, res->assign, (size_t)L * sizeof *d->assign);
-    solve_result_free(res);
-    d->found = 1;
-    model_eval(job, cl, d->assign, d->plan);
-    if (o->placement == API_PLACE_NONE || d->plan->reason != MODEL_FEASIBLE) return 0;
-    int tasks = place_task_count(d->plan);
-    if (tasks > API_MAX_TASKS) {
-        snprintf(d->why, sizeof d->why, "the plan has %d tasks, more than the daemon places (%d)",
-                 tasks, API_MAX_TASKS);
-        return 0;
-    }
-    int *tn = realloc(d->task_node, (size_t)(tasks + 1) * sizeof *tn);
-    if (!tn) {
-        snprintf(err, errlen, "out of memory");
-        return 500;
-    }
-    d->task_node = tn;
-    d->task_cap = tasks;
-    char msg[1024] = "";
-    int pr = placer_run(job, cl, d->plan, (placer_method)o->placement, o->seed, d->task_node,
-                        d->placed, msg, sizeof msg);
-    if (pr == PLACER_OK || pr == PLACER_SLOW) {
-        d->final = d->placed;
-        snprintf(d->placement_by, sizeof d->placement_by, "%s",
-                 placer_method_name((placer_method)o->placement));
-    } else {
-        snprintf(d->why, sizeof d->why, "placement %s: %.900s",
-                 placer_method_name((placer_method)o->placement), msg);
-    }
-    return 0;
-}
+/* ---- rendering ------------------------------------------------------------------------ */
 
 json_t *api_tasks_json(const model_cluster *cl, const model_plan *plan, const int *task_node) {
     json_t *arr = json_array();
@@ -282,7 +55,7 @@ json_t *api_policy_json(const pslot_entry *pol) {
  * decoded it. The parse is immutable; the memo is guarded by memo_lock. */
 typedef struct {
     cfg_run *run;
-    api_opts opts;
+    decide_opts opts;
     pthread_mutex_t memo_lock;
     uint64_t memo_gen; /* 0: no memo */
     char *memo;        /* malloc'd, memo_len bytes, no NUL needed */
@@ -299,41 +72,47 @@ static void place_body_free(void *p) {
     free(b);
 }
 
-/* Parses the body of /v1/place; returns NULL with err on a bad body. */
-static place_body *parse_place(const api_env *env, const web_request *req, char *err,
-                               size_t errlen) {
+/* The HTTP status of a library status code (runjson.h's rj_status). */
+static int http_status(int rc) { return rc == RJ_NOMEM ? 500 : 400; }
+
+/* Parses the body of /v1/place into *out. Returns RJ_OK, or RJ_BAD or
+ * RJ_NOMEM with err. */
+static int parse_place(const api_env *env, const web_request *req, void **out, char *err,
+                       size_t errlen) {
     static const char *const keys[] = {"cluster", "job", "options", "model"};
     json_t *root = web_parse_json(req->body, req->body_len, err, errlen);
-    if (!root) return NULL;
+    if (!root) return RJ_BAD;
+    int rc = RJ_NOMEM;
     place_body *b = calloc(1, sizeof *b);
     if (!b) snprintf(err, errlen, "out of memory");
     else pthread_mutex_init(&b->memo_lock, NULL);
-    if (!b || rj_check_keys(root, "", keys, 4, err, errlen)) goto fail;
-    b->run = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
-                         json_object_get(root, "model"), &env->limits, err, errlen);
-    if (!b->run) goto fail;
-    if (api_opts_parse(json_object_get(root, "options"), b->run->cluster.n_nodes > 0,
-                       env->max_budget_ms, &b->opts, err, errlen))
+    if (!b || (rc = rj_check_keys(root, "", keys, 4, err, errlen)) ||
+        (rc = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
+                          json_object_get(root, "model"), &env->limits, &b->run, err, errlen)) ||
+        (rc = decide_opts_parse(json_object_get(root, "options"), b->run->cluster.n_nodes > 0,
+                                env->max_budget_ms, &b->opts, err, errlen)))
         goto fail;
     json_decref(root);
-    return b;
+    *out = b;
+    return RJ_OK;
 fail:
     json_decref(root);
     place_body_free(b);
-    return NULL;
+    return rc;
 }
 
 /* Finds the parsed body in the cache or parses and caches it. Returns the
  * value with *ref held, or NULL after filling rep with a 400 (or 500). */
 static void *cached_body(const api_env *env, const web_request *req, web_reply *rep, int kind,
-                         void *(*parse)(const api_env *, const web_request *, char *, size_t),
+                         int (*parse)(const api_env *, const web_request *, void **, char *,
+                                      size_t),
                          void (*value_free)(void *), rc_entry **ref) {
     void *v = rc_get(env->cache, kind, req->body, req->body_len, ref);
     if (v) return v;
     char err[2048];
-    v = parse(env, req, err, sizeof err);
-    if (!v) {
-        web_reply_error(rep, strcmp(err, "out of memory") ? 400 : 500, "%s", err);
+    int rc = parse(env, req, &v, err, sizeof err);
+    if (rc != RJ_OK) {
+        web_reply_error(rep, http_status(rc), "%s", err);
         return NULL;
     }
     v = rc_put(env->cache, kind, req->body, req->body_len, v, value_free, ref);
@@ -341,16 +120,12 @@ static void *cached_body(const api_env *env, const web_request *req, web_reply *
     return v;
 }
 
-static void *parse_place_v(const api_env *env, const web_request *req, char *err, size_t n) {
-    return parse_place(env, req, err, n);
-}
-
 /* ---- POST /v1/place ------------------------------------------------------------------ */
 
 /* A policy decode is memoised when it is a function of the body and the
  * policy alone: greedy, or sampling with no time budget (the seed is in
  * the body). Solvers and placers are cheap and always run. */
-static int memoisable(const api_opts *o) {
+static int memoisable(const decide_opts *o) {
     return o->from_policy && (o->decode == AGENT_DECODE_GREEDY || o->budget_ms == 0);
 }
 
@@ -403,8 +178,8 @@ static void memo_keep(place_body *b, uint64_t gen, const char *text, size_t len,
 
 /* place_answer renders d as the /v1/place answer, without elapsed_us and
  * cached. Returns a new reference (NULL when out of memory). */
-static json_t *place_answer(const api_env *env, const place_body *b, const pslot_entry *pol,
-                            const api_decision *d, int *feasible_out) {
+static json_t *place_answer(const place_body *b, const pslot_entry *pol,
+                            const decide_result *d, int *feasible_out) {
     const model_job *job = &b->run->jobs[0];
     const model_cluster *cl = &b->run->cluster;
     const model_plan *p = d->final;
@@ -413,7 +188,7 @@ static json_t *place_answer(const api_env *env, const place_body *b, const pslot
     json_t *o = json_object();
     json_object_set_new(o, "feasible", json_boolean(feasible));
     if (!feasible) json_object_set_new(o, "reason", json_string(d->why[0] ? d->why : p->why));
-    json_object_set_new(o, "plan", d->found ? env->plan_json(job, cl, p) : json_null());
+    json_object_set_new(o, "plan", d->found ? render_plan_json(job, cl, p) : json_null());
     json_object_set_new(o, "placement", placed ? api_tasks_json(cl, p, d->task_node) : json_null());
     int scored = d->found && (p->reason == MODEL_FEASIBLE || p->placed);
     json_object_set_new(o, "throughput", scored ? json_real(p->throughput) : json_null());
@@ -433,7 +208,7 @@ static json_t *place_answer(const api_env *env, const place_body *b, const pslot
 
 void api_place(const api_env *env, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
-    place_body *b = cached_body(env, req, rep, KIND_PLACE, parse_place_v, place_body_free, &ref);
+    place_body *b = cached_body(env, req, rep, KIND_PLACE, parse_place, place_body_free, &ref);
     if (!b) return;
     const pslot_entry *pol = pslot_acquire(env->policy);
     if (b->opts.from_policy && !pol) {
@@ -451,15 +226,15 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         return;
     }
     if (memo && env->counters) env->counters->memo_misses++;
-    api_decision d;
+    decide_result d;
     char err[1024];
-    int rc = api_decide(&b->run->jobs[0], &b->run->cluster, &b->opts,
+    int rc = decide_run(&b->run->jobs[0], &b->run->cluster, &b->opts,
                         b->opts.from_policy ? pol : NULL, &d, err, sizeof err);
-    if (rc != 0) {
-        web_reply_error(rep, rc, "%s", err);
+    if (rc != RJ_OK) {
+        web_reply_error(rep, http_status(rc), "%s", err);
     } else {
         int feasible = 0;
-        json_t *o = place_answer(env, b, pol, &d, &feasible);
+        json_t *o = place_answer(b, pol, &d, &feasible);
         char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
         size_t len = text ? strlen(text) : 0;
         json_decref(o);
@@ -470,7 +245,7 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         }
         free(text);
     }
-    api_decision_free(&d);
+    decide_result_free(&d);
     pslot_release(env->policy, pol);
     rc_release(env->cache, ref);
 }
@@ -536,21 +311,26 @@ static int parse_assignment(const json_t *v, const model_job *job, const model_c
     return 0;
 }
 
-static void *parse_cost_v(const api_env *env, const web_request *req, char *err,
-                          size_t errlen) {
+/* Parses the body of /v1/cost into *out: RJ_OK, or RJ_BAD or RJ_NOMEM
+ * with err. */
+static int parse_cost(const api_env *env, const web_request *req, void **out, char *err,
+                      size_t errlen) {
     static const char *const keys[] = {"cluster", "job", "assignment", "placement", "model"};
     json_t *root = web_parse_json(req->body, req->body_len, err, errlen);
-    if (!root) return NULL;
+    if (!root) return RJ_BAD;
+    int rc = RJ_NOMEM;
     cost_body *b = calloc(1, sizeof *b);
     if (!b) snprintf(err, errlen, "out of memory");
-    if (!b || rj_check_keys(root, "", keys, 5, err, errlen)) goto fail;
-    b->run = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
-                         json_object_get(root, "model"), &env->limits, err, errlen);
-    if (!b->run) goto fail;
+    if (!b || (rc = rj_check_keys(root, "", keys, 5, err, errlen)) ||
+        (rc = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
+                          json_object_get(root, "model"), &env->limits, &b->run, err, errlen)))
+        goto fail;
+    rc = RJ_BAD;
     const model_job *job = &b->run->jobs[0];
     b->assign = malloc((size_t)job->n_layers * sizeof *b->assign);
     if (!b->assign) {
         snprintf(err, errlen, "out of memory");
+        rc = RJ_NOMEM;
         goto fail;
     }
     if (parse_assignment(json_object_get(root, "assignment"), job, &b->run->cluster, b->assign,
@@ -572,11 +352,12 @@ static void *parse_cost_v(const api_env *env, const web_request *req, char *err,
         b->placement = json_incref(pl);
     }
     json_decref(root);
-    return b;
+    *out = b;
+    return RJ_OK;
 fail:
     json_decref(root);
     cost_body_free(b);
-    return NULL;
+    return rc;
 }
 
 /* Resolves one list of node names of placement[s] into out[count]. */
@@ -655,7 +436,7 @@ static int resolve_placement(const json_t *pl, const model_plan *plan, const mod
 
 void api_cost(const api_env *env, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
-    cost_body *b = cached_body(env, req, rep, KIND_COST, parse_cost_v, cost_body_free, &ref);
+    cost_body *b = cached_body(env, req, rep, KIND_COST, parse_cost, cost_body_free, &ref);
     if (!b) return;
     const model_job *job = &b->run->jobs[0];
     const model_cluster *cl = &b->run->cluster;
@@ -672,7 +453,7 @@ void api_cost(const api_env *env, const web_request *req, web_reply *rep) {
     if (b->placement) {
         if (plan->reason != MODEL_FEASIBLE) {
             json_t *o = json_pack("{s:b, s:s, s:o, s:n, s:I}", "feasible", 0, "reason", plan->why,
-                                  "plan", env->plan_json(job, cl, plan), "placement",
+                                  "plan", render_plan_json(job, cl, plan), "placement",
                                   "elapsed_us", (json_int_t)web_elapsed_us(req));
             web_reply_json(rep, 200, o);
             goto done;
@@ -695,7 +476,7 @@ void api_cost(const api_env *env, const web_request *req, web_reply *rep) {
     json_t *o = json_object();
     json_object_set_new(o, "feasible", json_boolean(feasible));
     if (!feasible) json_object_set_new(o, "reason", json_string(final->why));
-    json_object_set_new(o, "plan", env->plan_json(job, cl, final));
+    json_object_set_new(o, "plan", render_plan_json(job, cl, final));
     json_object_set_new(o, "placement", tasks);
     json_object_set_new(o, "elapsed_us", json_integer(web_elapsed_us(req)));
     web_reply_json(rep, 200, o);
@@ -711,7 +492,7 @@ done:
 typedef struct {
     cfg_run *run;
     solve_opts so;
-    int placement; /* API_PLACE_NONE or a placer_method */
+    int placement; /* PLACER_PLACE_NONE or a placer_method */
 } solve_body;
 
 static void solve_body_free(void *p) {
@@ -721,18 +502,22 @@ static void solve_body_free(void *p) {
     free(b);
 }
 
-static void *parse_solve_v(const api_env *env, const web_request *req, char *err,
-                           size_t errlen) {
+/* Parses the body of /v1/solve into *out: RJ_OK, or RJ_BAD or RJ_NOMEM
+ * with err. */
+static int parse_solve(const api_env *env, const web_request *req, void **out, char *err,
+                       size_t errlen) {
     static const char *const keys[] = {"cluster", "job", "options", "model"};
     static const char *const okeys[] = {"method", "budget_ms", "max_evals", "seed", "placement"};
     json_t *root = web_parse_json(req->body, req->body_len, err, errlen);
-    if (!root) return NULL;
+    if (!root) return RJ_BAD;
+    int rc = RJ_NOMEM;
     solve_body *b = calloc(1, sizeof *b);
     if (!b) snprintf(err, errlen, "out of memory");
-    if (!b || rj_check_keys(root, "", keys, 4, err, errlen)) goto fail;
-    b->run = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
-                         json_object_get(root, "model"), &env->limits, err, errlen);
-    if (!b->run) goto fail;
+    if (!b || (rc = rj_check_keys(root, "", keys, 4, err, errlen)) ||
+        (rc = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
+                          json_object_get(root, "model"), &env->limits, &b->run, err, errlen)))
+        goto fail;
+    rc = RJ_BAD;
     json_t *opt = json_object_get(root, "options");
     if (opt && !json_is_object(opt)) {
         char d[96];
@@ -742,7 +527,7 @@ static void *parse_solve_v(const api_env *env, const web_request *req, char *err
     }
     if (opt && rj_check_keys(opt, "options", okeys, 5, err, errlen)) goto fail;
     solve_opts_default(&b->so);
-    b->so.budget_ms = API_DEFAULT_SOLVE_BUDGET_MS;
+    b->so.budget_ms = DECIDE_DEFAULT_SOLVE_BUDGET_MS;
     if (b->so.budget_ms > env->max_budget_ms) b->so.budget_ms = env->max_budget_ms;
     const char *method = NULL, *placement = NULL;
     long long budget = b->so.budget_ms, evals = 0, seed = 1;
@@ -756,7 +541,7 @@ static void *parse_solve_v(const api_env *env, const web_request *req, char *err
         int m = solve_method_parse(method);
         if (m < 0) {
             char names[256];
-            method_names(names, sizeof names);
+            decide_method_names(names, sizeof names);
             snprintf(err, errlen, "options.method: unknown method \"%.60s\" (%s)", method, names);
             goto fail;
         }
@@ -765,34 +550,32 @@ static void *parse_solve_v(const api_env *env, const web_request *req, char *err
     b->so.budget_ms = (long)budget;
     if (evals > 0) b->so.max_evals = (long)evals;
     b->so.seed = (uint64_t)seed;
-    b->placement = API_PLACE_NONE;
-    if (placement && strcmp(placement, "none") != 0) {
-        int m = placer_method_parse(placement);
-        if (m < 0) {
-            char names[160];
-            placement_names(names, sizeof names, 0);
-            snprintf(err, errlen, "options.placement: unknown placement \"%.60s\" (%s)",
-                     placement, names);
-            goto fail;
-        }
-        if (b->run->cluster.n_nodes == 0) {
-            snprintf(err, errlen, "options.placement: the cluster lists no nodes to place "
-                     "tasks on");
-            goto fail;
-        }
-        b->placement = m;
+    b->placement = PLACER_PLACE_NONE;
+    if (placement && (placer_placement_parse(placement, &b->placement) ||
+                      b->placement == PLACER_PLACE_POLICY)) { /* no policy plans here */
+        char names[160];
+        decide_placement_names(names, sizeof names, 0);
+        snprintf(err, errlen, "options.placement: unknown placement \"%.60s\" (%s)",
+                 placement, names);
+        goto fail;
+    }
+    if (b->placement != PLACER_PLACE_NONE && b->run->cluster.n_nodes == 0) {
+        snprintf(err, errlen, "options.placement: the cluster lists no nodes to place "
+                 "tasks on");
+        goto fail;
     }
     json_decref(root);
-    return b;
+    *out = b;
+    return RJ_OK;
 fail:
     json_decref(root);
     solve_body_free(b);
-    return NULL;
+    return rc;
 }
 
 void api_solve(const api_env *env, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
-    solve_body *b = cached_body(env, req, rep, KIND_SOLVE, parse_solve_v, solve_body_free, &ref);
+    solve_body *b = cached_body(env, req, rep, KIND_SOLVE, parse_solve, solve_body_free, &ref);
     if (!b) return;
     const model_job *job = &b->run->jobs[0];
     const model_cluster *cl = &b->run->cluster;
@@ -814,7 +597,7 @@ void api_solve(const api_env *env, const web_request *req, web_reply *rep) {
     json_t *tasks = json_null();
     const char *place_err = NULL;
     char perr[1024] = "";
-    if (rc == 0 && b->placement != API_PLACE_NONE) {
+    if (rc == 0 && b->placement != PLACER_PLACE_NONE) {
         task_node = malloc((size_t)(place_task_count(res->plan) + 1) * sizeof *task_node);
         if (!task_node) {
             json_decref(o);
@@ -837,7 +620,7 @@ void api_solve(const api_env *env, const web_request *req, web_reply *rep) {
         json_object_set_new(o, "reason", json_string(place_err ? place_err
                                                      : final ? final->why : res->why));
     json_object_set_new(o, "method", json_string(solve_method_name(res->method)));
-    json_object_set_new(o, "plan", final ? env->plan_json(job, cl, final) : json_null());
+    json_object_set_new(o, "plan", final ? render_plan_json(job, cl, final) : json_null());
     json_object_set_new(o, "placement", tasks);
     json_object_set_new(o, "placement_by",
                         json_is_array(tasks)
@@ -862,42 +645,6 @@ done:
 
 /* ---- registered jobs ------------------------------------------------------------------ */
 
-cfg_run *api_load_registered(const api_env *env, const json_t *doc, const json_t *nodes,
-                             const json_t *zones, char *err, size_t errlen) {
-    const json_t *cl = json_object_get(doc, "cluster");
-    if (!json_is_object(cl)) return rj_load_run(cl, json_object_get(doc, "job"), NULL,
-                                                &env->limits, err, errlen);
-    /* A shallow copy of the cluster with its own types (counts removed or
-     * defaulted) and, when given, the nodes and zones in place of its own. */
-    json_t *copy = json_copy((json_t *)cl);
-    json_t *types = json_deep_copy(json_object_get(cl, "types"));
-    if (!copy || (json_object_get(cl, "types") && !types)) {
-        json_decref(copy);
-        json_decref(types);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    if (nodes) json_object_set(copy, "nodes", (json_t *)nodes);
-    if (zones) json_object_set(copy, "zones", (json_t *)zones);
-    int has_nodes = json_array_size(json_object_get(copy, "nodes")) > 0;
-    size_t i;
-    json_t *t;
-    if (json_is_array(types)) {
-        json_array_foreach(types, i, t) {
-            if (!json_is_object(t)) continue;
-            if (nodes) json_object_del(t, "count"); /* counts come from the nodes */
-            else if (!has_nodes && !json_object_get(t, "count"))
-                json_object_set_new(t, "count", json_integer(0)); /* nodes come later */
-        }
-        json_object_set(copy, "types", types);
-    }
-    json_decref(types);
-    cfg_run *run = rj_load_run(copy, json_object_get(doc, "job"), NULL, &env->limits, err,
-                               errlen);
-    json_decref(copy);
-    return run;
-}
-
 static void jobs_put_handler(const api_env *env, const web_request *req, const char *name,
                              web_reply *rep) {
     static const char *const keys[] = {"cluster", "job", "options"};
@@ -919,9 +666,9 @@ static void jobs_put_handler(const api_env *env, const web_request *req, const c
     json_t *job = json_object_get(root, "job");
     if (json_is_object(job) && !json_object_get(job, "name"))
         json_object_set_new(job, "name", json_string(name));
-    cfg_run *run = api_load_registered(env, root, NULL, NULL, err, sizeof err);
-    api_opts o;
-    if (!run || api_opts_parse(json_object_get(root, "options"), 1, env->max_budget_ms, &o, err,
+    cfg_run *run = decide_load_registered(&env->limits, root, NULL, NULL, err, sizeof err);
+    decide_opts o;
+    if (!run || decide_opts_parse(json_object_get(root, "options"), 1, env->max_budget_ms, &o, err,
                                sizeof err)) {
         web_reply_error(rep, 400, "%s", err);
         cfg_free(run);
@@ -933,7 +680,7 @@ static void jobs_put_handler(const api_env *env, const web_request *req, const c
     uint64_t version = 0;
     int rc = jobs_put(env->jobs, name, root, n_layers, &version, err, sizeof err);
     if (rc < 0) {
-        web_reply_error(rep, strcmp(err, "out of memory") ? 409 : 500, "%s", err);
+        web_reply_error(rep, rc == JOBS_NOMEM ? 500 : 409, "%s", err);
         return;
     }
     web_reply_json(rep, rc == 1 ? 201 : 200,

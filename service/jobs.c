@@ -81,7 +81,7 @@ int jobs_put(jobs_registry *r, const char *name, json_t *doc, int n_layers,
     if (!e) {
         json_decref(doc);
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return JOBS_NOMEM;
     }
     snprintf(e->name, sizeof e->name, "%s", name);
     e->doc = doc;
@@ -97,7 +97,7 @@ int jobs_put(jobs_registry *r, const char *name, json_t *doc, int n_layers,
         entry_free(e);
         snprintf(err, errlen, "the registry holds %d jobs already (its limit); delete one first",
                  r->max);
-        return -1;
+        return JOBS_FULL;
     }
     e->version = ++r->version;
     if (version) *version = e->version;

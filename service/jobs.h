@@ -27,6 +27,10 @@
 #define JOBS_NAME_MAX 64 /* names are 1..63 characters */
 #define JOBS_DEFAULT_MAX 1024
 
+/* jobs_put's failures. */
+#define JOBS_FULL (-1)
+#define JOBS_NOMEM (-2)
+
 typedef struct jobs_entry {
     char name[JOBS_NAME_MAX];
     uint64_t version;     /* unique across the registry, grows with every PUT */
@@ -51,8 +55,9 @@ void jobs_free(jobs_registry *r);
 int jobs_name_ok(const char *name, char *err, size_t errlen);
 
 /* jobs_put stores doc (the reference is stolen) under name, replacing an
- * existing job. Returns 1 when created, 0 when replaced, or -1 with a
- * message in err (registry full, out of memory; doc is then released).
+ * existing job. Returns 1 when created, 0 when replaced, or JOBS_FULL
+ * (the registry holds max_jobs others) or JOBS_NOMEM with a message in err
+ * (doc is then released).
  * *version gets the new entry's version (may be NULL). */
 int jobs_put(jobs_registry *r, const char *name, json_t *doc, int n_layers,
              uint64_t *version, char *err, size_t errlen);

@@ -3,7 +3,7 @@
  * Per registered job the extender keeps an inventory of the nodes it has
  * been shown (the registered cluster's nodes, then every node a Nodes-form
  * call described) and one decision: the plan and task placement of the
- * job on that inventory, made by api_decide, the procedure /v1/place uses.
+ * job on that inventory, made by decide_run (service/decide.h), the procedure /v1/place uses.
  * The decision is remade only when the inventory or the loaded policy
  * changes, so the pods of one job are all placed by the same plan.
  */
@@ -195,8 +195,9 @@ static void args_free(ext_args *a) {
     free(a->c);
 }
 
-/* Parses ExtenderArgs; returns 0 or -1 with a message naming the field. */
-static int parse_args(const api_env *env, const web_request *req, ext_args *a, char *err,
+/* Parses ExtenderArgs; returns RJ_OK, or RJ_BAD with a message naming the
+ * field, or RJ_NOMEM. */
+static int parse_args(const k8s_env *env, const web_request *req, ext_args *a, char *err,
                       size_t errlen) {
     memset(a, 0, sizeof *a);
     a->root = web_parse_json(req->body, req->body_len, err, errlen);
@@ -247,7 +248,7 @@ static int parse_args(const api_env *env, const web_request *req, ext_args *a, c
     a->c = calloc((size_t)(a->n ? a->n : 1), sizeof *a->c);
     if (!a->c) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return RJ_NOMEM;
     }
     for (int i = 0; i < a->n; i++) {
         candidate *c = &a->c[i];
@@ -458,7 +459,7 @@ static json_t *inventory_zones(const json_t *doc, json_t *nodes) {
 }
 
 /* Remakes the decision for the inventory; e->mu held. */
-static void decide(const api_env *env, jobs_entry *e, job_state *s, const pslot_entry *pol) {
+static void decide(const k8s_env *env, jobs_entry *e, job_state *s, const pslot_entry *pol) {
     state_clear_decision(s);
     s->have = 1;
     s->dec_inv = s->inv_version;
@@ -466,7 +467,7 @@ static void decide(const api_env *env, jobs_entry *e, job_state *s, const pslot_
     json_t *nodes = json_deep_copy(s->nodes);
     json_t *zones = nodes ? inventory_zones(e->doc, nodes) : NULL;
     char err[2048];
-    cfg_run *run = nodes ? api_load_registered(env, e->doc, nodes, zones, err, sizeof err) : NULL;
+    cfg_run *run = nodes ? decide_load_registered(&env->limits, e->doc, nodes, zones, err, sizeof err) : NULL;
     if (!nodes) snprintf(err, sizeof err, "out of memory");
     json_decref(nodes);
     json_decref(zones);
@@ -474,8 +475,8 @@ static void decide(const api_env *env, jobs_entry *e, job_state *s, const pslot_
         snprintf(s->why, sizeof s->why, "cannot build the cluster from the nodes seen: %.700s", err);
         return;
     }
-    api_opts o;
-    if (api_opts_parse(json_object_get(e->doc, "options"), 1, env->max_budget_ms, &o, err,
+    decide_opts o;
+    if (decide_opts_parse(json_object_get(e->doc, "options"), 1, env->max_budget_ms, &o, err,
                        sizeof err)) {
         snprintf(s->why, sizeof s->why, "%.760s", err);
         cfg_free(run);
@@ -486,13 +487,13 @@ static void decide(const api_env *env, jobs_entry *e, job_state *s, const pslot_
         o.plan_method = SOLVE_GREEDY;
         o.decode = AGENT_DECODE_GREEDY;
         o.samples = 1;
-        if (o.placement == API_PLACE_POLICY) o.placement = PLACER_ZONE;
+        if (o.placement == PLACER_PLACE_POLICY) o.placement = PLACER_ZONE;
     }
-    if (o.placement == API_PLACE_NONE) o.placement = o.from_policy ? API_PLACE_POLICY : PLACER_ZONE;
+    if (o.placement == PLACER_PLACE_NONE) o.placement = o.from_policy ? PLACER_PLACE_POLICY : PLACER_ZONE;
     const model_job *job = &run->jobs[0];
     const model_cluster *cl = &run->cluster;
-    api_decision d;
-    int rc = api_decide(job, cl, &o, o.from_policy ? pol : NULL, &d, err, sizeof err);
+    decide_result d;
+    int rc = decide_run(job, cl, &o, o.from_policy ? pol : NULL, &d, err, sizeof err);
     snprintf(s->plan_from, sizeof s->plan_from, "%s", d.plan_from);
     snprintf(s->placement_by, sizeof s->placement_by, "%s", d.placement_by);
     if (rc != 0) {
@@ -530,7 +531,7 @@ static void decide(const api_env *env, jobs_entry *e, job_state *s, const pslot_
                 snprintf(s->why, sizeof s->why, "%s", p->why);
         }
     }
-    api_decision_free(&d);
+    decide_result_free(&d);
     cfg_free(run);
 }
 
@@ -574,7 +575,7 @@ typedef struct {
 
 /* Identifies the pod, updates the job's inventory and decision, and
  * resolves the candidates. Fills *pp; candidates' inv/why are set. */
-static void plan_pod(const api_env *env, ext_args *a, pod_plan *pp) {
+static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
     memset(pp, 0, sizeof *pp);
     pod_role role;
     identify(a->pod, &role);
@@ -643,11 +644,12 @@ static int fits(const pod_plan *pp, const candidate *c, char *why, size_t whylen
 /* The common start of both extender verbs: parses the ExtenderArgs and
  * plans the pod. Returns 0, or -1 after answering 400 (500 when out of
  * memory) and releasing *a. */
-static int begin(const api_env *env, const web_request *req, web_reply *rep, ext_args *a,
+static int begin(const k8s_env *env, const web_request *req, web_reply *rep, ext_args *a,
                  pod_plan *pp) {
     char err[1024];
-    if (parse_args(env, req, a, err, sizeof err)) {
-        web_reply_error(rep, strcmp(err, "out of memory") ? 400 : 500, "%s", err);
+    int rc = parse_args(env, req, a, err, sizeof err);
+    if (rc != RJ_OK) {
+        web_reply_error(rep, rc == RJ_NOMEM ? 500 : 400, "%s", err);
         args_free(a);
         return -1;
     }
@@ -655,7 +657,7 @@ static int begin(const api_env *env, const web_request *req, web_reply *rep, ext
     return 0;
 }
 
-void k8s_filter(const api_env *env, const web_request *req, web_reply *rep) {
+void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
     ext_args a;
     pod_plan pp;
     if (begin(env, req, rep, &a, &pp)) return;
@@ -689,7 +691,7 @@ void k8s_filter(const api_env *env, const web_request *req, web_reply *rep) {
     args_free(&a);
 }
 
-void k8s_prioritize(const api_env *env, const web_request *req, web_reply *rep) {
+void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep) {
     ext_args a;
     pod_plan pp;
     if (begin(env, req, rep, &a, &pp)) return;

@@ -30,16 +30,27 @@
 
 #include <jansson.h>
 
-#include "service/api.h"
+#include "service/decide.h"
 #include "service/jobs.h"
+#include "service/policy_slot.h"
+#include "service/runjson.h"
 #include "service/web.h"
 
 /* Extender scores range over 0..K8S_MAX_SCORE (MaxExtenderPriority). */
 #define K8S_MAX_SCORE 10
 
+/* What the extender's handlers share; owned by the server, which hands
+ * them the policy slot, registry and limits of the /v1 endpoints. */
+typedef struct {
+    pslot *policy;       /* the current policy, may hold none */
+    jobs_registry *jobs; /* registered jobs (PUT /v1/jobs/{name}) */
+    rj_limits limits;    /* per-request limits; max_nodes bounds each job's inventory */
+    long max_budget_ms;  /* largest budget_ms a registered job's options may ask for */
+} k8s_env;
+
 /* The handlers of POST /k8s/filter and POST /k8s/prioritize. */
-void k8s_filter(const api_env *env, const web_request *req, web_reply *rep);
-void k8s_prioritize(const api_env *env, const web_request *req, web_reply *rep);
+void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep);
+void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep);
 
 /* k8s_job_state_json returns what the extender knows of a registered job:
  * {nodes_seen, feasible, reason?, plan_from, placement_by, workers [{index,

@@ -1,9 +1,10 @@
 /* runjson.c -- requests' clusters and jobs through the config loader.
  *
- * The request's cluster and job values are dumped back to JSON text as
- * {"cluster": ..., "job": ...} and read by cfg_load_buffer, which reads
- * JSON as YAML: the daemon therefore accepts exactly what a config file
- * accepts, units in strings included, and refuses it with the same words.
+ * The request's cluster and job values are built into a libyaml document
+ * {"cluster": ..., "job": ...} node by node, as a YAML parser would have
+ * read them from JSON text (to_yaml), and read by cfg_load_document: the
+ * daemon therefore accepts exactly what a config file accepts, units in
+ * strings included, and refuses it with the same words.
  */
 #include "service/runjson.h"
 
@@ -133,31 +134,32 @@ static int add_pair(yaml_document_t *d, int map, const char *key, const json_t *
     return c && yaml_document_append_mapping_pair(d, map, k, c);
 }
 
-cfg_run *rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
-                     const rj_limits *lim, char *err, size_t errlen) {
+int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
+                const rj_limits *lim, cfg_run **out, char *err, size_t errlen) {
     char d[96];
+    *out = NULL;
     if (!cluster) {
         snprintf(err, errlen, "cluster: missing required key");
-        return NULL;
+        return RJ_BAD;
     }
     if (!job) {
         snprintf(err, errlen, "job: missing required key");
-        return NULL;
+        return RJ_BAD;
     }
     if (!json_is_object(cluster)) {
         rj_describe(cluster, d, sizeof d);
         snprintf(err, errlen, "cluster: expected an object, got %s", d);
-        return NULL;
+        return RJ_BAD;
     }
     if (!json_is_object(job)) {
         rj_describe(job, d, sizeof d);
         snprintf(err, errlen, "job: expected an object, got %s", d);
-        return NULL;
+        return RJ_BAD;
     }
     if (check_count(cluster, "cluster", "nodes", "nodes", lim->max_nodes, err, errlen) ||
         check_count(cluster, "cluster", "types", "types", lim->max_types, err, errlen) ||
         check_count(job, "job", "layers", "layers", lim->max_layers, err, errlen))
-        return NULL;
+        return RJ_BAD;
     yaml_document_t doc;
     if (!yaml_document_initialize(&doc, NULL, NULL, NULL, 1, 1)) goto oom;
     int root = yaml_document_add_mapping(&doc, NULL, YAML_ANY_MAPPING_STYLE);
@@ -169,14 +171,18 @@ cfg_run *rj_load_run(const json_t *cluster, const json_t *job, const json_t *mod
     }
     char msg[2048];
     cfg_run *run = run_load_document("request", &doc, msg, sizeof msg);
+    /* the loader's own failures (a fit included; out of memory too) are
+     * reported as bad input: it gives a message, not a status */
     if (!run) {
         strip_position(msg);
         snprintf(err, errlen, "%s", msg);
+        return RJ_BAD;
     }
-    return run;
+    *out = run;
+    return RJ_OK;
 oom:
     snprintf(err, errlen, "out of memory");
-    return NULL;
+    return RJ_NOMEM;
 }
 
 int rj_opt_int(const json_t *obj, const char *where, const char *key, long long lo,

@@ -3,12 +3,13 @@
  * A request carries a cluster and a job in the schema of the YAML configs
  * (docs/config.md), as JSON. This module checks the daemon's own limits on
  * the parsed JSON (how many layers, nodes and types it accepts), then hands
- * {"cluster": ..., "job": ...} to cfg_load_buffer so that every key, unit
- * and bound is read by the one loader the CLI uses; a job with measured
- * throughputs is fitted as `strata cost` fits it. The loader's messages
- * name "file:line:column: key.path: ..." of the text it was given, which a
- * client never saw: they are reported by key path alone
- * ("cluster.types[1].mem: expected a size such as 16GiB ...").
+ * {"cluster": ..., "job": ...}, built as a libyaml document, to
+ * cfg_load_document so that every key, unit and bound is read by the one
+ * loader the CLI uses; a job with measured throughputs is fitted as
+ * `strata cost` fits it. The loader's messages begin with a place
+ * ("request:line:column: key.path: ...") in a text no client ever saw:
+ * they are reported by key path alone ("cluster.types[1].mem: expected a
+ * size such as 16GiB ...").
  *
  * It also reads the small option objects of requests with messages naming
  * the field ("options.samples: expected a whole number from 1 to 1024").
@@ -23,6 +24,16 @@
 #include <jansson.h>
 
 #include "env/config.h"
+
+/* Status codes of the daemon's library layer (these readers, and
+ * service/decide.h, which reads with them): each HTTP edge (service/api.c,
+ * service/k8s.c) maps them to statuses, RJ_BAD to 400 and RJ_NOMEM to 500.
+ * Functions returning -1 on bad input return RJ_BAD. */
+typedef enum {
+    RJ_OK = 0,
+    RJ_BAD = -1,   /* bad input: err names the field */
+    RJ_NOMEM = -2, /* out of memory */
+} rj_status;
 
 /* The daemon's limits on one request. */
 typedef struct {
@@ -43,11 +54,13 @@ int rj_check_keys(const json_t *obj, const char *where, const char *const *allow
 
 /* rj_load_run builds the run of a request from its cluster and job values
  * (and an optional "model" value, may be NULL): checks they are objects,
- * applies lim, loads them with cfg_load_buffer and fits the job's
- * measurements when it has any. Returns the run (caller frees with
- * cfg_free), or NULL with a message naming the key path in err[errlen]. */
-cfg_run *rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
-                     const rj_limits *lim, char *err, size_t errlen);
+ * applies lim, loads them with cfg_load_document and fits the job's
+ * measurements when it has any. Returns RJ_OK with the run in *run (caller
+ * frees with cfg_free), or RJ_BAD (RJ_NOMEM when building the document
+ * runs out of memory) with *run NULL and a message naming the key path in
+ * err[errlen]. */
+int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
+                const rj_limits *lim, cfg_run **run, char *err, size_t errlen);
 
 /* rj_opt_int reads obj[key] (obj may be NULL: *out keeps its default) as a
  * whole number in [lo, hi]. Returns 0, or -1 with "where.key: expected a

@@ -47,6 +47,7 @@ struct srv_server {
     metrics *m;
     api_env env;
     api_counters counters;
+    k8s_env k8s;       /* the same policy, jobs and limits as env */
     atomic_int inflight;
     atomic_int draining;
 };
@@ -363,8 +364,8 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
     case METRICS_COST: api_cost(&s->env, &req, rep); break;
     case METRICS_SOLVE: api_solve(&s->env, &req, rep); break;
     case METRICS_JOBS: api_jobs(&s->env, &req, name, rep); break;
-    case METRICS_K8S_FILTER: k8s_filter(&s->env, &req, rep); break;
-    case METRICS_K8S_PRIORITIZE: k8s_prioritize(&s->env, &req, rep); break;
+    case METRICS_K8S_FILTER: k8s_filter(&s->k8s, &req, rep); break;
+    case METRICS_K8S_PRIORITIZE: k8s_prioritize(&s->k8s, &req, rep); break;
     case METRICS_HEALTHZ: handle_healthz(rep); break;
     case METRICS_READYZ: handle_readyz(s, rep); break;
     case METRICS_METRICS: handle_metrics(s, rep); break;
@@ -524,10 +525,6 @@ bad:
 }
 
 srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
-    if (!c->plan_json) {
-        snprintf(err, errlen, "srv_start: no plan renderer given");
-        return NULL;
-    }
     srv_server *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
@@ -549,8 +546,8 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     s->env.cache = rc_create(c->cache_entries, c->cache_bytes);
     s->env.limits = c->limits;
     s->env.max_budget_ms = c->max_budget_ms;
-    s->env.plan_json = c->plan_json;
     s->env.counters = &s->counters;
+    s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms};
     if (!s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
         (c->policy_path && !s->policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");

@@ -52,7 +52,6 @@ typedef struct {
     int cache_entries;       /* parsed bodies kept */
     size_t cache_bytes;      /* bytes of bodies kept */
     int max_jobs;            /* jobs the registry holds */
-    api_plan_json_fn plan_json; /* required: renders plans (cli/report.h) */
     srv_log_fn log;          /* NULL: no log */
     void *log_ud;
 } srv_config;

@@ -42,6 +42,21 @@ int placer_method_parse(const char *name) {
     return -1;
 }
 
+const char *placer_placement_name(int placement) {
+    if (placement == PLACER_PLACE_NONE) return "none";
+    if (placement == PLACER_PLACE_POLICY) return "policy";
+    return placer_method_name((placer_method)placement);
+}
+
+int placer_placement_parse(const char *name, int *placement) {
+    int m = placer_method_parse(name);
+    if (m < 0 && name && !strcmp(name, "none")) m = PLACER_PLACE_NONE;
+    else if (m < 0 && name && !strcmp(name, "policy")) m = PLACER_PLACE_POLICY;
+    else if (m < 0) return -1;
+    *placement = m;
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------
  * Shared state: room left on every node while tasks are booked
  * ------------------------------------------------------------------------ */

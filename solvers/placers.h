@@ -56,6 +56,23 @@ typedef enum {
 const char *placer_method_name(placer_method m);
 int placer_method_parse(const char *name);
 
+/* A placement says how a plan's tasks get their nodes: not at all, by the
+ * node head of a learned policy (agent/), or by one of the methods above.
+ * A placement >= 0 is that placer_method; the two others are below. This
+ * is the one naming of a placement: the daemon's options, the agent's
+ * rollouts and decodes, train configs, checkpoints and eval specs use it. */
+typedef enum {
+    PLACER_PLACE_NONE = -2,   /* plan only: no task is placed */
+    PLACER_PLACE_POLICY = -1, /* the policy's node head */
+} placer_placement;
+
+/* placer_placement_name returns "none", "policy" or the method's name ("?"
+ * when out of range); placer_placement_parse reads one of those names into
+ * *placement and returns 0, or returns -1 (*placement untouched) when the
+ * name is none of them. */
+const char *placer_placement_name(int placement);
+int placer_placement_parse(const char *name, int *placement);
+
 /* placer_run places every task of the feasible plan `plan` of job on cl by
  * `method` (seed: spread's tie-breaks and best's visiting order) into
  * task_node[place_task_count(plan)] and scores it with place_eval into

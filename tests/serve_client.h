@@ -371,7 +371,8 @@ static inline int sv_wait_series(int port, const char *name, double value) {
 typedef struct {
     int port;
     const char *body;
-    const char *want;       /* an answer is ok when 200 and its body contains want */
+    const char *want;       /* a JSON object: an answer is ok when 200 and each key of
+                               want has exactly want's value in it (json_equal) */
     const char *mark;       /* NULL, or ok answers containing it count in marked */
     int n;                  /* requests (with stop: at least) */
     atomic_int *stop;       /* NULL: exactly n requests */
@@ -383,10 +384,19 @@ typedef struct {
  * requests sv_load describes and fills its tally. */
 static inline void *sv_load_thread(void *v) {
     sv_load *a = v;
+    json_t *want = json_loads(a->want, 0, NULL);
     for (int i = 0; i < a->n || (a->stop && !atomic_load(a->stop)); i++) {
         sv_resp r;
         int st = sv_http(a->port, "POST", "/v1/place", NULL, a->body, strlen(a->body), &r);
-        if (st == 200 && strstr(r.body, a->want)) {
+        json_t *got = st == 200 ? sv_body_json(&r) : NULL;
+        int same = json_is_object(want) && json_is_object(got);
+        const char *key;
+        json_t *value;
+        json_object_foreach(want, key, value) {
+            if (!json_equal(json_object_get(got, key), value)) same = 0;
+        }
+        json_decref(got);
+        if (same) {
             a->ok++;
             if (a->mark && strstr(r.body, a->mark)) a->marked++;
         } else {
@@ -397,6 +407,7 @@ static inline void *sv_load_thread(void *v) {
         }
         sv_resp_free(&r);
     }
+    json_decref(want);
     return NULL;
 }
 

@@ -186,7 +186,7 @@ static void test_trainconf(void **state) {
     assert_int_equal(tc->instances, 2);
     assert_int_equal(tc->net.embed, 8);
     assert_true(tc->imitation == 0.5);
-    assert_int_equal(tc->placement, 1 /* policy */);
+    assert_int_equal(tc->placement, PLACER_PLACE_POLICY);
     assert_true(tc->lr == 1e-3); /* general default */
     agent_trainconf_free(tc);
 }
@@ -509,7 +509,7 @@ static void test_policy(void **state) {
     int *tasks = malloc((size_t)nt * sizeof *tasks);
     model_plan *plan = model_plan_create(3);
     agent_decode_result res = {assign, tasks, plan, 0};
-    agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, 0, NULL, 0};
+    agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, PLACER_PLACE_NONE, 0};
     assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
     assert_int_equal(res.samples_used, 1);
     double greedy = plan->cost;
@@ -532,8 +532,7 @@ static void test_policy(void **state) {
     assert_memory_equal(a1, assign, sizeof a1);
     assert_true(s1 >= 24.175 * (1 - 1e-9)); /* nothing beats the optimum */
     /* with placement: the node head, and a heuristic */
-    o.place = 1;
-    o.placement = NULL;
+    o.placement = PLACER_PLACE_POLICY;
     int st = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
     assert_true(st == 0 || st == MODEL_ERR_PLACEMENT);
     if (st == 0) {
@@ -544,13 +543,13 @@ static void test_policy(void **state) {
         assert_true(pp->cost == plan->cost);
         model_plan_free(pp);
     }
-    o.placement = "aggregate";
+    o.placement = PLACER_AGGREGATE;
     assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
     assert_int_equal(plan->placed, 1);
-    o.placement = "nowhere";
+    o.placement = PLACER_N_METHODS;
     assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), -1);
-    assert_non_null(strstr(err, "unknown placement 'nowhere'"));
-    o.placement = NULL;
+    assert_non_null(strstr(err, "unknown placement 5"));
+    o.placement = PLACER_PLACE_NONE;
     o.samples = 0;
     assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), -1);
     assert_non_null(strstr(err, "samples must be >= 1"));

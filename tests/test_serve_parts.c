@@ -166,7 +166,7 @@ static void test_jobs(void **state) {
     jobs_release(r, now);
     assert_int_equal(jobs_put(r, "b", json_object(), 1, NULL, err, sizeof err), 1);
     /* Full: a third name is refused, replacing is not. */
-    assert_int_equal(jobs_put(r, "c", json_object(), 1, NULL, err, sizeof err), -1);
+    assert_int_equal(jobs_put(r, "c", json_object(), 1, NULL, err, sizeof err), JOBS_FULL);
     assert_non_null(strstr(err, "holds 2 jobs"));
     assert_int_equal(jobs_put(r, "b", json_object(), 1, NULL, err, sizeof err), 0);
     assert_int_equal(jobs_count(r), 2);

@@ -304,7 +304,7 @@ static void test_reload_under_load(void **state) {
     /* Each posts at least 20 times and until stop, counting answers by
      * policy: marked, by the first (its hash in the answer). */
     for (int t = 0; t < THREADS; t++) {
-        la[t] = (sv_load){.port = p.port, .body = body, .want = "\"plan_from\":\"policy\"",
+        la[t] = (sv_load){.port = p.port, .body = body, .want = "{\"plan_from\": \"policy\"}",
                           .mark = hash_a, .n = 20, .stop = &stop};
         pthread_create(&th[t], NULL, sv_load_thread, &la[t]);
     }

@@ -1,0 +1,272 @@
+/* decide.c -- the daemon's decision procedure (decide.h): options, the run of
+ * a registered job, and planning and placing by the policy or by a solver
+ * and a placer. Everything a decision writes is allocated per call, so any
+ * number of requests decide at once on shared, immutable runs.
+ */
+#include "service/decide.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env/place.h"
+#include "solvers/placers.h"
+
+/* ---- options ----------------------------------------------------------------- */
+
+static const char *const PLACE_OPTION_KEYS[] = {"decode", "samples", "seed", "placement",
+                                                "plan_method", "budget_ms"};
+
+/* Names of placements accepted, for messages. */
+void decide_placement_names(char *buf, size_t len, int with_policy) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int p = with_policy ? PLACER_PLACE_POLICY : 0; p < PLACER_N_METHODS && used < len; p++)
+        used += (size_t)snprintf(buf + used, len - used, "%s, ", placer_placement_name(p));
+    if (used < len) snprintf(buf + used, len - used, "%s", placer_placement_name(PLACER_PLACE_NONE));
+}
+
+void decide_method_names(char *buf, size_t len) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int m = 0; m < SOLVE_N_METHODS && used < len; m++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", m ? ", " : "",
+                                 solve_method_name((solve_method)m));
+}
+
+int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, decide_opts *o,
+                      char *err, size_t errlen) {
+    memset(o, 0, sizeof *o);
+    o->from_policy = 1;
+    o->decode = AGENT_DECODE_GREEDY;
+    o->samples = 1;
+    o->seed = 1;
+    o->placement = has_nodes ? PLACER_PLACE_POLICY : PLACER_PLACE_NONE;
+    if (!options) return 0;
+    if (!json_is_object(options)) {
+        char d[96];
+        rj_describe(options, d, sizeof d);
+        snprintf(err, errlen, "options: expected an object, got %s", d);
+        return -1;
+    }
+    if (rj_check_keys(options, "options", PLACE_OPTION_KEYS,
+                      (int)(sizeof PLACE_OPTION_KEYS / sizeof *PLACE_OPTION_KEYS), err, errlen))
+        return -1;
+    const char *decode = NULL, *placement = NULL, *plan_method = NULL;
+    long long samples = -1, seed = 1, budget = 0;
+    if (rj_opt_string(options, "options", "decode", &decode, err, errlen) ||
+        rj_opt_string(options, "options", "placement", &placement, err, errlen) ||
+        rj_opt_string(options, "options", "plan_method", &plan_method, err, errlen) ||
+        rj_opt_int(options, "options", "samples", 1, DECIDE_MAX_SAMPLES, &samples, err, errlen) ||
+        rj_opt_int(options, "options", "seed", 0, 9007199254740991LL, &seed, err, errlen) ||
+        rj_opt_int(options, "options", "budget_ms", 0, max_budget_ms, &budget, err, errlen))
+        return -1;
+    if (decode) {
+        if (!strcmp(decode, "greedy")) o->decode = AGENT_DECODE_GREEDY;
+        else if (!strcmp(decode, "sample")) o->decode = AGENT_DECODE_SAMPLE;
+        else {
+            snprintf(err, errlen, "options.decode: expected \"greedy\" or \"sample\", got \"%.60s\"",
+                     decode);
+            return -1;
+        }
+    }
+    if (samples > 0) {
+        if (o->decode != AGENT_DECODE_SAMPLE && samples > 1) {
+            snprintf(err, errlen, "options.samples: only with \"decode\": \"sample\"");
+            return -1;
+        }
+        o->samples = (int)samples;
+    } else if (o->decode == AGENT_DECODE_SAMPLE) {
+        o->samples = 8;
+    }
+    o->seed = (uint64_t)seed;
+    o->budget_ms = (long)budget;
+    if (plan_method && strcmp(plan_method, "policy") != 0) {
+        int m = solve_method_parse(plan_method);
+        if (m < 0) {
+            char names[256];
+            decide_method_names(names, sizeof names);
+            snprintf(err, errlen, "options.plan_method: unknown method \"%.60s\" (policy, %s)",
+                     plan_method, names);
+            return -1;
+        }
+        o->from_policy = 0;
+        o->plan_method = (solve_method)m;
+        if (decode || samples > 0) {
+            snprintf(err, errlen, "options.%s: only when the policy plans (plan_method policy)",
+                     decode ? "decode" : "samples");
+            return -1;
+        }
+        if (!placement) o->placement = has_nodes ? PLACER_ZONE : PLACER_PLACE_NONE;
+    }
+    if (placement) {
+        if (placer_placement_parse(placement, &o->placement)) {
+            char names[160];
+            decide_placement_names(names, sizeof names, o->from_policy);
+            snprintf(err, errlen, "options.placement: unknown placement \"%.60s\" (%s)",
+                     placement, names);
+            return -1;
+        }
+        if (o->placement == PLACER_PLACE_POLICY && !o->from_policy) {
+            snprintf(err, errlen, "options.placement: \"policy\" places the policy's own "
+                     "plan; with plan_method \"%s\" name a placer (spread, pack, "
+                     "aggregate, zone, best)", plan_method);
+            return -1;
+        }
+        if (o->placement != PLACER_PLACE_NONE && !has_nodes) {
+            snprintf(err, errlen, "options.placement: the cluster lists no nodes to place "
+                     "tasks on (send cluster.nodes, or \"placement\": \"none\")");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- deciding ------------------------------------------------------------------ */
+
+void decide_result_free(decide_result *d) {
+    if (!d) return;
+    free(d->assign);
+    free(d->task_node);
+    model_plan_free(d->plan);
+    model_plan_free(d->placed);
+    memset(d, 0, sizeof *d);
+}
+
+#define DECIDE_MAX_TASKS (1 << 22) /* task_node buffers beyond this are refused */
+
+int decide_run(const model_job *job, const model_cluster *cl, const decide_opts *o,
+               const pslot_entry *pol, decide_result *d, char *err, size_t errlen) {
+    memset(d, 0, sizeof *d);
+    int L = job->n_layers;
+    /* The policy writes tasks while it decodes: its own bound sizes the
+     * buffer. The solver path sizes it once the plan is known. */
+    int cap = o->from_policy && pol ? agent_policy_max_tasks(job, cl) : 0;
+    if (cap < 0 || cap > DECIDE_MAX_TASKS) {
+        snprintf(err, errlen, "cluster: plans on this cluster may have %d tasks, more than the "
+                 "daemon places (%d)", cap, DECIDE_MAX_TASKS);
+        return RJ_BAD;
+    }
+    d->task_cap = cap;
+    d->assign = malloc((size_t)L * sizeof *d->assign);
+    d->task_node = malloc((size_t)(cap + 1) * sizeof *d->task_node);
+    d->plan = model_plan_create(L);
+    d->placed = model_plan_create(L);
+    if (!d->assign || !d->task_node || !d->plan || !d->placed) {
+        snprintf(err, errlen, "out of memory");
+        return RJ_NOMEM;
+    }
+    d->final = d->plan;
+    if (o->from_policy) {
+        agent_decode_opts ao = {o->decode, o->samples, o->seed, o->placement, (int)o->budget_ms};
+        int place = o->placement != PLACER_PLACE_NONE;
+        agent_decode_result res = {d->assign, place ? d->task_node : NULL, d->plan, 0};
+        char msg[1024] = "";
+        int rc = agent_policy_decode(pol->policy, job, cl, &ao, &res, msg, sizeof msg);
+        if (rc < 0) {
+            snprintf(err, errlen, "options: %s", msg);
+            return RJ_BAD;
+        }
+        d->samples_used = res.samples_used;
+        snprintf(d->plan_from, sizeof d->plan_from, "policy");
+        if (place && d->plan->placed)
+            snprintf(d->placement_by, sizeof d->placement_by, "%s",
+                     placer_placement_name(o->placement));
+        d->found = d->plan->n_stages > 0;
+        if (!d->found) snprintf(d->why, sizeof d->why, "%s", d->plan->why);
+        return 0;
+    }
+    solve_result *res = solve_result_create(L);
+    if (!res) {
+        snprintf(err, errlen, "out of memory");
+        return RJ_NOMEM;
+    }
+    solve_opts so;
+    solve_opts_default(&so);
+    so.method = o->plan_method;
+    so.seed = o->seed;
+    so.budget_ms = o->budget_ms > 0 ? o->budget_ms : DECIDE_DEFAULT_SOLVE_BUDGET_MS;
+    int rc = solve_run(job, cl, &so, res);
+    snprintf(d->plan_from, sizeof d->plan_from, "%s", solve_method_name(so.method));
+    if (rc == SOLVE_ERROR) {
+        snprintf(err, errlen, "plan_method %s: %s", solve_method_name(so.method), res->why);
+        solve_result_free(res);
+        return RJ_BAD;
+    }
+    if (rc != 0) {
+        snprintf(d->why, sizeof d->why, "plan_method %s found no feasible plan: %.900s",
+                 solve_method_name(so.method), res->why);
+        solve_result_free(res);
+        return 0;
+    }
+    memcpy(d->assign, res->assign, (size_t)L * sizeof *d->assign);
+    solve_result_free(res);
+    d->found = 1;
+    model_eval(job, cl, d->assign, d->plan);
+    if (o->placement == PLACER_PLACE_NONE || d->plan->reason != MODEL_FEASIBLE) return 0;
+    int tasks = place_task_count(d->plan);
+    if (tasks > DECIDE_MAX_TASKS) {
+        snprintf(d->why, sizeof d->why, "the plan has %d tasks, more than the daemon places (%d)",
+                 tasks, DECIDE_MAX_TASKS);
+        return 0;
+    }
+    int *tn = realloc(d->task_node, (size_t)(tasks + 1) * sizeof *tn);
+    if (!tn) {
+        snprintf(err, errlen, "out of memory");
+        return RJ_NOMEM;
+    }
+    d->task_node = tn;
+    d->task_cap = tasks;
+    char msg[1024] = "";
+    int pr = placer_run(job, cl, d->plan, (placer_method)o->placement, o->seed, d->task_node,
+                        d->placed, msg, sizeof msg);
+    if (pr == PLACER_OK || pr == PLACER_SLOW) {
+        d->final = d->placed;
+        snprintf(d->placement_by, sizeof d->placement_by, "%s",
+                 placer_method_name((placer_method)o->placement));
+    } else {
+        snprintf(d->why, sizeof d->why, "placement %s: %.900s",
+                 placer_method_name((placer_method)o->placement), msg);
+    }
+    return 0;
+}
+
+/* ---- registered jobs ------------------------------------------------------------------ */
+
+cfg_run *decide_load_registered(const rj_limits *lim, const json_t *doc, const json_t *nodes,
+                                const json_t *zones, char *err, size_t errlen) {
+    const json_t *cl = json_object_get(doc, "cluster");
+    cfg_run *run = NULL;
+    if (!json_is_object(cl)) {
+        rj_load_run(cl, json_object_get(doc, "job"), NULL, lim, &run, err, errlen);
+        return run;
+    }
+    /* A shallow copy of the cluster with its own types (counts removed or
+     * defaulted) and, when given, the nodes and zones in place of its own. */
+    json_t *copy = json_copy((json_t *)cl);
+    json_t *types = json_deep_copy(json_object_get(cl, "types"));
+    if (!copy || (json_object_get(cl, "types") && !types)) {
+        json_decref(copy);
+        json_decref(types);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (nodes) json_object_set(copy, "nodes", (json_t *)nodes);
+    if (zones) json_object_set(copy, "zones", (json_t *)zones);
+    int has_nodes = json_array_size(json_object_get(copy, "nodes")) > 0;
+    size_t i;
+    json_t *t;
+    if (json_is_array(types)) {
+        json_array_foreach(types, i, t) {
+            if (!json_is_object(t)) continue;
+            if (nodes) json_object_del(t, "count"); /* counts come from the nodes */
+            else if (!has_nodes && !json_object_get(t, "count"))
+                json_object_set_new(t, "count", json_integer(0)); /* nodes come later */
+        }
+        json_object_set(copy, "types", types);
+    }
+    json_decref(types);
+    rj_load_run(copy, json_object_get(doc, "job"), NULL, lim, &run, err, errlen);
+    json_decref(copy);
+    return run;
+}
