@@ -165,8 +165,15 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     if (n_sampled > 0) {
         for (int base = 0; base < n_sampled; base += chunk) {
             int B = n_sampled - base < chunk ? n_sampled - base : chunk;
-            agent_rollout_opts o = {placement, 0, 4.0, opts->seed, 0x504f4c49ULL /* "POLI" */, base, n_sampled,
-                                    0, NULL};
+            agent_rollout_opts o = {.placement = placement,
+                                    .greedy = 0,
+                                    .penalty = 4.0,
+                                    .seed = opts->seed,
+                                    .stream = 0x504f4c49ULL /* "POLI" */,
+                                    .ep_base = base,
+                                    .ep_total = n_sampled,
+                                    .record = 0,
+                                    .forced = NULL};
             if (agent_rollout_run(ro, pol->p, &in, 1, of, B, &o, NULL, err, errlen)) {
                 rc = -1;
                 break;

@@ -176,11 +176,14 @@ int api_decide(const model_job *job, const model_cluster *cl, const api_opts *o,
     }
     d->final = d->plan;
     if (o->from_policy) {
-        agent_decode_opts ao = {o->decode, o->samples, o->seed,
-                                o->placement != API_PLACE_NONE,
-                                o->placement >= 0 ? placer_method_name((placer_method)o->placement)
-                                                  : NULL,
-                                (int)o->budget_ms};
+        agent_decode_opts ao = {.decode = o->decode,
+                                .samples = o->samples,
+                                .seed = o->seed,
+                                .place = o->placement != API_PLACE_NONE,
+                                .placement = o->placement >= 0
+                                                 ? placer_method_name((placer_method)o->placement)
+                                                 : NULL,
+                                .budget_ms = (int)o->budget_ms};
         agent_decode_result res = {d->assign, ao.place ? d->task_node : NULL, d->plan, 0};
         char msg[1024] = "";
         int rc = agent_policy_decode(pol->policy, job, cl, &ao, &res, msg, sizeof msg);
