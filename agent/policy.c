@@ -141,7 +141,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     agent_instance in = {job, cl, 1.0};
     double t0 = now_ms(), best = INFINITY;
     int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0;
-    /* keep_episode copies episode b of ro into res when it is the best so far */
+    /* KEEP_EPISODE(b) copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \
     do {                                                                                         \
         const agent_episode *e_ = agent_rollout_episode(ro, (b));                                \
