@@ -810,8 +810,15 @@ static int eval_set(agent_trainer *t, tr_inst *arr, int n, int samples, int gree
     }
     for (int i = 0; i < n; i++) ai[i] = arr[i].ai;
     for (int b = 0; b < B; b++) of[b] = b / samples;
-    agent_rollout_opts o = {AGENT_PLACE_NONE, greedy, t->tc->penalty, (uint64_t)t->tc->seed,
-                            0x4556414cULL /* "EVAL" */, 0, B, 0, NULL};
+    agent_rollout_opts o = {.placement = AGENT_PLACE_NONE,
+                            .greedy = greedy,
+                            .penalty = t->tc->penalty,
+                            .seed = (uint64_t)t->tc->seed,
+                            .stream = 0x4556414cULL /* "EVAL" */,
+                            .ep_base = 0,
+                            .ep_total = B,
+                            .record = 0,
+                            .forced = NULL};
     int st = agent_rollout_run(t->ro, t->p, ai, n, of, B, &o, t->pool, err, errlen);
     double *best = st == 0 ? malloc((size_t)n * sizeof *best) : NULL;
     if (st == 0 && !best) {
