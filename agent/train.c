@@ -769,8 +769,7 @@ int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
     double t_start = now();
     tr_step st = step_plan(t);
     if (draw_batch(t, &st, err, errlen)) return -1;
-    double t1 = now();
-    t->tm.instances += t1 - t_start;
+    t->tm.instances += now() - t_start;
     if (play(t, &st, err, errlen)) return -1;
     double t2 = now();
     gather_outcomes(t, &st);
