@@ -77,7 +77,15 @@ int agent_decode_greedy(agent_rollout *ro, const nn_params *p, const agent_insta
     for (int t = 0; t < L; t++) forced[t] = -1;
     if (max_runs < 1) max_runs = 1;
     for (;;) {
-        agent_rollout_opts o = {placement, 1, penalty, 0, 0, 0, 1, 0, fp};
+        agent_rollout_opts o = {.placement = placement,
+                                .greedy = 1,
+                                .penalty = penalty,
+                                .seed = 0,
+                                .stream = 0,
+                                .ep_base = 0,
+                                .ep_total = 1,
+                                .record = 0,
+                                .forced = fp};
         if (agent_rollout_run(ro, p, in, 1, of, 1, &o, NULL, err, errlen)) {
             status = -1;
             break;

@@ -134,7 +134,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     agent_instance in = {job, cl, 1.0};
     double t0 = clock_now_s(), best = INFINITY;
     int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0;
-    /* keep_episode copies episode b of ro into res when it is the best so far */
+    /* KEEP_EPISODE(b) copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \
     do {                                                                                         \
         const agent_episode *e_ = agent_rollout_episode(ro, (b));                                \
@@ -158,8 +158,15 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     if (n_sampled > 0) {
         for (int base = 0; base < n_sampled; base += chunk) {
             int B = n_sampled - base < chunk ? n_sampled - base : chunk;
-            agent_rollout_opts o = {placement, 0, 4.0, opts->seed, 0x504f4c49ULL /* "POLI" */, base, n_sampled,
-                                    0, NULL};
+            agent_rollout_opts o = {.placement = placement,
+                                    .greedy = 0,
+                                    .penalty = 4.0,
+                                    .seed = opts->seed,
+                                    .stream = 0x504f4c49ULL /* "POLI" */,
+                                    .ep_base = base,
+                                    .ep_total = n_sampled,
+                                    .record = 0,
+                                    .forced = NULL};
             if (agent_rollout_run(ro, pol->p, &in, 1, of, B, &o, NULL, err, errlen)) {
                 rc = -1;
                 break;

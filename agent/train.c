@@ -1,5 +1,7 @@
-/* train.c -- REINFORCE training (see train.h): instances, rollouts,
- * advantages, updates, evaluation, metrics and checkpoints.
+/* train.c -- REINFORCE training (see train.h): the trainer's instances,
+ * the step (draw the batch, play it, advantages, learn, record), the
+ * evaluation and the checkpoints. The metrics rows and their CSV are
+ * agent/metrics.h's; the collectives over MPI ranks agent/ranks.h's.
  */
 #include "agent/train.h"
 
@@ -11,16 +13,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#ifdef STRATA_HAVE_MPI
-#include <mpi.h>
-#endif
-
 #include "agent/adv.h"
 #include "agent/ckptio.h"
 #include "agent/decode.h"
 #include "agent/gen.h"
 #include "agent/net.h"
 #include "agent/pool.h"
+#include "agent/ranks.h"
 #include "agent/rollout.h"
 #include "base/clock.h"
 #include "env/config.h"
@@ -41,8 +40,25 @@ typedef struct {
     char name[256];
 } tr_inst;
 
-/* One episode's outcome as shared across ranks (all doubles). */
-enum { EP_RTYPE, EP_RNODE, EP_HASNODE, EP_FEAS, EP_PLANGAP, EP_COST, EP_PLANCOST, EP_N };
+/* One episode's outcome, as shared across ranks: doubles only, so that an
+ * array of them travels as plain doubles (agent_ranks_gather_d). */
+typedef struct {
+    double r_type, r_node; /* returns of the TYPE and NODE phases */
+    double has_node;       /* 1: the episode made NODE decisions, else 0 */
+    double feasible;       /* 1: the plan is feasible, else 0 */
+    double plan_gap;       /* plan cost / exact - 1 (NAN when infeasible) */
+    double cost;           /* the episode's cost (placement included; inf when none) */
+    double plan_cost;      /* the plan's cost (INFINITY when infeasible) */
+} tr_outcome;
+#define TR_OUTCOME_DOUBLES ((int)(sizeof(tr_outcome) / sizeof(double)))
+_Static_assert(sizeof(tr_outcome) == 7 * sizeof(double), "tr_outcome is doubles only");
+
+/* The files of the out folder (rank 0 writes them). */
+typedef struct {
+    char metrics[1200]; /* metrics.csv: one row per step */
+    char last[1200];    /* last.h5: every ckpt_every steps and at the end */
+    char best[1200];    /* best.h5: best validation gap (general), best plan (search) */
+} tr_files;
 
 struct agent_trainer {
     const agent_trainconf *tc;
@@ -71,178 +87,19 @@ struct agent_trainer {
     int *best_assign;            /* search [L] */
     int have_best;
     double best_valid;           /* general: best validation gap */
-    agent_metrics *hist;         /* [n_hist] */
-    size_t n_hist, cap_hist;
+    agent_metrics_log hist;      /* every step's row */
     /* scratch */
-    double *rec;   /* [B_global * EP_N] */
-    double *adv_t, *adv_n; /* [B_global] */
-    uint8_t *keep;   /* [B_global] */
-    uint8_t *keep_n; /* [B_global] episodes with NODE decisions */
-    double *scr;     /* [2 * B_global] */
+    tr_outcome *out;       /* [B_global] the step's episodes, every rank's */
+    double *adv_t, *adv_n; /* [B_global] advantages of the TYPE and NODE heads */
+    uint8_t *keep;         /* [B_global] 1: the episode gets a gradient (risk) */
+    uint8_t *has_node;     /* [B_global] 1: the episode made NODE decisions */
+    double *scr;           /* [2 * B_global] returns of the two heads */
     FILE *csv;
-    char files[3][1200];
+    tr_files files;
     agent_train_times tm;
 };
 
-/* ---------------------------------------------------------------------------
- * Metrics columns
- * ------------------------------------------------------------------------ */
-
-typedef struct {
-    const char *name;
-    size_t off;
-} col;
-
-#define C(n) {#n, offsetof(agent_metrics, n)}
-static const col COLS[] = {
-    C(step), C(episodes), C(time_s), C(samples_per_s), C(episodic_return), C(episodic_cost),
-    C(best_cost), C(gap_mean), C(best_gap), C(infeasible_frac), C(policy_loss), C(entropy),
-    C(grad_norm), C(lr), C(entropy_coef), C(node_return), C(eval_gap_greedy),
-    C(eval_gap_sample), C(eval_infeasible), C(valid_gap_greedy),
-};
-#undef C
-#define N_COLS ((int)(sizeof COLS / sizeof *COLS))
-
-int agent_metrics_columns(const char ***names) {
-    static const char *n[N_COLS];
-    for (int i = 0; i < N_COLS; i++) n[i] = COLS[i].name;
-    if (names) *names = n;
-    return N_COLS;
-}
-
-static double mget(const agent_metrics *m, int i) {
-    return *(const double *)((const char *)m + COLS[i].off);
-}
-
-double agent_metrics_get(const agent_metrics *m, int i) { return mget(m, i); }
-static void mset(agent_metrics *m, int i, double v) { *(double *)((char *)m + COLS[i].off) = v; }
-
-static void csv_header(FILE *f) {
-    for (int i = 0; i < N_COLS; i++) fprintf(f, "%s%s", i ? "," : "", COLS[i].name);
-    fputc('\n', f);
-}
-
-/* csv_row writes one row (NAN as an empty field) into f. */
-static void csv_row(FILE *f, const agent_metrics *m) {
-    for (int i = 0; i < N_COLS; i++) {
-        double v = mget(m, i);
-        if (i) fputc(',', f);
-        if (!isnan(v)) fprintf(f, "%.10g", v);
-    }
-    fputc('\n', f);
-}
-
-/* history_csv returns the history as CSV text (malloc'ed), or NULL. */
-static char *history_csv(const agent_trainer *t) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return NULL;
-    csv_header(f);
-    for (size_t i = 0; i < t->n_hist; i++) csv_row(f, &t->hist[i]);
-    if (fclose(f)) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
-static int hist_push(agent_trainer *t, const agent_metrics *m) {
-    if (t->n_hist == t->cap_hist) {
-        size_t c = t->cap_hist ? 2 * t->cap_hist : 1024;
-        agent_metrics *h = realloc(t->hist, c * sizeof *h);
-        if (!h) return -1;
-        t->hist = h;
-        t->cap_hist = c;
-    }
-    t->hist[t->n_hist++] = *m;
-    return 0;
-}
-
-/* history_parse reads CSV text written by history_csv back into t->hist. */
-static int history_parse(agent_trainer *t, const char *text) {
-    t->n_hist = 0;
-    const char *s = strchr(text, '\n'); /* skip the header */
-    while (s && *++s) {
-        agent_metrics m;
-        for (int i = 0; i < N_COLS; i++) {
-            char *end;
-            double v = NAN;
-            if (*s != ',' && *s != '\n' && *s) {
-                v = strtod(s, &end);
-                if (end == s) return -1;
-                s = end;
-            }
-            mset(&m, i, v);
-            if (i + 1 < N_COLS) {
-                if (*s != ',') return -1;
-                s++;
-            }
-        }
-        if (hist_push(t, &m)) return -1;
-        s = strchr(s, '\n');
-    }
-    return 0;
-}
-
-/* ---------------------------------------------------------------------------
- * MPI helpers (no-ops on one rank)
- * ------------------------------------------------------------------------ */
-
-static int mpi_on(void) {
-#ifdef STRATA_HAVE_MPI
-    int init = 0, fin = 0;
-    MPI_Initialized(&init);
-    MPI_Finalized(&fin);
-    return init && !fin;
-#else
-    return 0;
-#endif
-}
-
-static void allreduce_d(const agent_trainer *t, double *x, int n) {
-#ifdef STRATA_HAVE_MPI
-    if (t->ranks > 1) MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-#else
-    (void)t, (void)x, (void)n;
-#endif
-}
-
-static void allreduce_f(const agent_trainer *t, float *x, size_t n) {
-#ifdef STRATA_HAVE_MPI
-    if (t->ranks > 1) MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-#else
-    (void)t, (void)x, (void)n;
-#endif
-}
-
-/* allgather_rec gathers every rank's slice of rec (n local records of EP_N
- * doubles, at the rank's offset) into all of rec. */
-static void allgather_rec(const agent_trainer *t, double *rec, int n_local) {
-#ifdef STRATA_HAVE_MPI
-    if (t->ranks > 1)
-        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, n_local * EP_N, MPI_DOUBLE, MPI_COMM_WORLD);
-#else
-    (void)t, (void)rec, (void)n_local;
-#endif
-}
-
-static void bcast_i(const agent_trainer *t, int *x, int n, int root) {
-#ifdef STRATA_HAVE_MPI
-    if (t->ranks > 1) MPI_Bcast(x, n, MPI_INT, root, MPI_COMM_WORLD);
-#else
-    (void)t, (void)x, (void)n, (void)root;
-#endif
-}
-
-int agent_train_agree(const agent_trainer *t, int flag) {
-#ifdef STRATA_HAVE_MPI
-    if (t->ranks > 1) MPI_Allreduce(MPI_IN_PLACE, &flag, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-#else
-    (void)t;
-#endif
-    return flag;
-}
+int agent_train_agree(const agent_trainer *t, int flag) { return agent_ranks_max_i(t->ranks, flag); }
 
 /* ---------------------------------------------------------------------------
  * Instances
@@ -368,12 +225,12 @@ void agent_train_free(agent_trainer *t) {
     agent_rollout_free(t->ro);
     agent_pool_free(t->pool);
     free(t->best_assign);
-    free(t->hist);
-    free(t->rec);
+    agent_metrics_log_free(&t->hist);
+    free(t->out);
     free(t->adv_t);
     free(t->adv_n);
     free(t->keep);
-    free(t->keep_n);
+    free(t->has_node);
     free(t->scr);
     if (t->csv) fclose(t->csv);
     free(t);
@@ -393,9 +250,9 @@ static int mkdirs(const char *path) {
 }
 
 const char *agent_train_file(const agent_trainer *t, const char *name) {
-    if (!strcmp(name, "metrics.csv")) return t->files[0];
-    if (!strcmp(name, "last.h5")) return t->files[1];
-    return t->files[2];
+    if (!strcmp(name, "metrics.csv")) return t->files.metrics;
+    if (!strcmp(name, "last.h5")) return t->files.last;
+    return t->files.best;
 }
 
 agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume, char *err,
@@ -406,13 +263,7 @@ agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume,
         return NULL;
     }
     t->tc = tc;
-    t->ranks = 1;
-#ifdef STRATA_HAVE_MPI
-    if (mpi_on()) {
-        MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &t->ranks);
-    }
-#endif
+    agent_ranks_world(&t->rank, &t->ranks);
     t->best_cost = INFINITY;
     t->best_valid = INFINITY;
     int Bg = tc->instances * tc->samples;
@@ -463,18 +314,18 @@ agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume,
     t->ai = calloc((size_t)tc->instances, sizeof *t->ai);
     t->inst_of = calloc((size_t)Bg + (size_t)tc->instances, sizeof *t->inst_of);
     t->forced = calloc((size_t)Bg + (size_t)tc->instances, sizeof *t->forced);
-    t->rec = calloc((size_t)Bg * EP_N, sizeof *t->rec);
+    t->out = calloc((size_t)Bg, sizeof *t->out);
     t->adv_t = calloc((size_t)Bg, sizeof *t->adv_t);
     t->adv_n = calloc((size_t)Bg, sizeof *t->adv_n);
     t->keep = calloc((size_t)Bg, 1);
-    t->keep_n = calloc((size_t)Bg, 1);
+    t->has_node = calloc((size_t)Bg, 1);
     t->scr = calloc((size_t)Bg * 2, sizeof *t->scr);
-    if (!t->ws || !t->ro || !t->ai || !t->inst_of || !t->forced || !t->rec || !t->adv_t || !t->adv_n || !t->keep ||
-        !t->keep_n || !t->scr)
+    if (!t->ws || !t->ro || !t->ai || !t->inst_of || !t->forced || !t->out || !t->adv_t || !t->adv_n || !t->keep ||
+        !t->has_node || !t->scr)
         goto oom;
-    snprintf(t->files[0], sizeof t->files[0], "%s/metrics.csv", tc->out);
-    snprintf(t->files[1], sizeof t->files[1], "%s/last.h5", tc->out);
-    snprintf(t->files[2], sizeof t->files[2], "%s/best.h5", tc->out);
+    snprintf(t->files.metrics, sizeof t->files.metrics, "%s/metrics.csv", tc->out);
+    snprintf(t->files.last, sizeof t->files.last, "%s/last.h5", tc->out);
+    snprintf(t->files.best, sizeof t->files.best, "%s/best.h5", tc->out);
     if (resume) {
         agent_ckpt_state st;
         if (agent_ckpt_read(resume, t->p, &tc->net, &st, err, errlen)) goto fail;
@@ -497,27 +348,27 @@ agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume,
             memcpy(t->best_assign, st.best_assign, (size_t)L * sizeof(int));
             t->have_best = 1;
         }
-        int bad = st.metrics_csv && history_parse(t, st.metrics_csv);
+        int bad = st.metrics_csv && agent_metrics_log_parse(&t->hist, st.metrics_csv);
         agent_ckpt_state_clear(&st);
         if (bad) {
             snprintf(err, errlen, "%s: the metrics history cannot be read", resume);
             goto fail;
         }
         /* drop rows past the checkpoint (a run that went on after it) */
-        while (t->n_hist && t->hist[t->n_hist - 1].step > (double)t->step) t->n_hist--;
+        while (t->hist.n && t->hist.rows[t->hist.n - 1].step > (double)t->step) t->hist.n--;
     }
     if (t->rank == 0) {
         if (mkdirs(tc->out)) {
             snprintf(err, errlen, "%s: cannot create the folder: %s", tc->out, strerror(errno));
             goto fail;
         }
-        t->csv = fopen(t->files[0], "w");
+        t->csv = fopen(t->files.metrics, "w");
         if (!t->csv) {
-            snprintf(err, errlen, "%s: cannot write: %s", t->files[0], strerror(errno));
+            snprintf(err, errlen, "%s: cannot write: %s", t->files.metrics, strerror(errno));
             goto fail;
         }
-        csv_header(t->csv);
-        for (size_t i = 0; i < t->n_hist; i++) csv_row(t->csv, &t->hist[i]);
+        agent_metrics_csv_header(t->csv);
+        for (size_t i = 0; i < t->hist.n; i++) agent_metrics_csv_row(t->csv, &t->hist.rows[i]);
         fflush(t->csv);
     }
     return t;
@@ -529,13 +380,12 @@ fail:
 }
 
 /* ---------------------------------------------------------------------------
- * Advantages
- * ------------------------------------------------------------------------ */
-
-/* ---------------------------------------------------------------------------
  * Search: local polish of a plan (1-flip hill climbing on model_eval)
  * ------------------------------------------------------------------------ */
 
+/* polish improves assign[L] (cost `cost`) by single-layer type changes
+ * while one lowers the cost; returns the final cost (assign updated). plan
+ * is scratch for model_eval. */
 static double polish(const model_job *job, const model_cluster *cl, int *assign, double cost,
                      model_plan *plan) {
     int L = job->n_layers, T = cl->n_types;
@@ -559,7 +409,7 @@ static double polish(const model_job *job, const model_cluster *cl, int *assign,
 }
 
 /* ---------------------------------------------------------------------------
- * The step
+ * The step: draw the batch, play it, advantages, learn, record
  * ------------------------------------------------------------------------ */
 
 static double schedule_cos(double a, double b, long s, long n) {
@@ -572,189 +422,280 @@ static double schedule_lin(double a, double b, long s, long n) {
     return a + (b - a) * x;
 }
 
-int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
-    const agent_trainconf *tc = t->tc;
-    double t_start = clock_now_s(), t0 = t_start;
-    long s = t->step + 1;
-    int G = tc->instances, S = tc->samples, Bg = G * S;
-    int Bl = Bg / t->ranks, e0 = t->rank * Bl;
-    int g0 = e0 / S, g1 = (e0 + Bl - 1) / S, nl = g1 - g0 + 1;
-    double lr = schedule_cos(tc->lr, tc->lr_final, s, tc->steps);
-    double beta = schedule_lin(tc->entropy, tc->entropy_final, s, tc->steps);
+/* One step's geometry: the global batch, this rank's slice of it, the
+ * step's schedules. Episode e (global) is sample e % S of instance e / S. */
+typedef struct {
+    long s;          /* the step being made (1-based) */
+    int G, S, Bg;    /* instances, samples per instance, global episodes */
+    int Bl, e0;      /* this rank's episodes and the global index of its first */
+    int g0, g1, nl;  /* its instances g0..g1 (nl of them) */
+    int nd;          /* demonstration episodes on this rank (after its Bl) */
+    double lr, beta; /* learning rate and entropy coefficient of the step */
+} tr_step;
 
-    /* instances */
+/* The loss figures of a step, summed over ranks. */
+typedef struct {
+    double pg;        /* sum of -adv logp over the decisions */
+    double entropy;   /* sum of the decisions' entropies */
+    double decisions; /* decisions counted */
+    double grad_norm; /* before clipping */
+} tr_loss;
+
+/* step_plan returns the geometry and schedules of step t->step + 1. */
+static tr_step step_plan(const agent_trainer *t) {
+    const agent_trainconf *tc = t->tc;
+    tr_step st;
+    st.s = t->step + 1;
+    st.G = tc->instances;
+    st.S = tc->samples;
+    st.Bg = st.G * st.S;
+    st.Bl = st.Bg / t->ranks;
+    st.e0 = t->rank * st.Bl;
+    st.g0 = st.e0 / st.S;
+    st.g1 = (st.e0 + st.Bl - 1) / st.S;
+    st.nl = st.g1 - st.g0 + 1;
+    st.nd = 0;
+    st.lr = schedule_cos(tc->lr, tc->lr_final, st.s, tc->steps);
+    st.beta = schedule_lin(tc->entropy, tc->entropy_final, st.s, tc->steps);
+    return st;
+}
+
+/* step_inst returns the instance of this rank's local instance i. */
+static const tr_inst *step_inst(const agent_trainer *t, const tr_step *st, int i) {
+    return t->tc->mode == AGENT_MODE_SEARCH ? &t->problem : &t->batch[st->g0 + i];
+}
+
+/* draw_batch fills t->ai with this rank's instances (general: drawn from
+ * the generator by (seed, step); search: the one problem), t->inst_of and
+ * t->forced for its episodes, then one demonstration episode along the exact
+ * plan of each instance whose first episode is on this rank (imitation > 0;
+ * st->nd counts them). Returns 0, or -1 with a message. */
+static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
+    const agent_trainconf *tc = t->tc;
     if (tc->mode == AGENT_MODE_SEARCH) {
         t->ai[0] = t->problem.ai;
     } else {
-        draw_ctx dc = {t, t->batch + g0, (uint64_t)s * (uint64_t)G + (uint64_t)g0, 0};
-        agent_pool_for(t->pool, nl, draw_fn, &dc);
+        draw_ctx dc = {t, t->batch + st->g0, (uint64_t)st->s * (uint64_t)st->G + (uint64_t)st->g0, 0};
+        agent_pool_for(t->pool, st->nl, draw_fn, &dc);
         if (dc.failed) {
-            snprintf(err, errlen, "%s: cannot draw a feasible instance at step %ld", tc->generator, s);
+            snprintf(err, errlen, "%s: cannot draw a feasible instance at step %ld", tc->generator, st->s);
             return -1;
         }
-        for (int i = 0; i < nl; i++) t->ai[i] = t->batch[g0 + i].ai;
+        for (int i = 0; i < st->nl; i++) t->ai[i] = t->batch[st->g0 + i].ai;
     }
-    for (int b = 0; b < Bl; b++) {
-        t->inst_of[b] = (e0 + b) / S - g0;
+    for (int b = 0; b < st->Bl; b++) {
+        t->inst_of[b] = (st->e0 + b) / st->S - st->g0;
         t->forced[b] = NULL;
     }
-    /* demonstrations: one episode along the exact plan of each instance whose
-     * first episode is on this rank (imitation > 0) */
-    int nd = 0;
+    st->nd = 0;
     if (tc->imitation > 0)
-        for (int g = g0; g <= g1; g++) {
-            if (g * S < e0) continue;
-            const tr_inst *in = tc->mode == AGENT_MODE_SEARCH ? &t->problem : &t->batch[g];
-            t->inst_of[Bl + nd] = g - g0;
-            t->forced[Bl + nd] = in->exact_assign;
-            nd++;
+        for (int g = st->g0; g <= st->g1; g++) {
+            if (g * st->S < st->e0) continue;
+            t->inst_of[st->Bl + st->nd] = g - st->g0;
+            t->forced[st->Bl + st->nd] = step_inst(t, st, g - st->g0)->exact_assign;
+            st->nd++;
         }
-    double t1 = clock_now_s();
-    t->tm.instances += t1 - t0;
+    return 0;
+}
 
-    /* rollout */
-    agent_rollout_opts ro = {tc->placement, 0, tc->penalty, (uint64_t)tc->seed, (uint64_t)s, e0,
-                             Bg + G, 1, nd ? t->forced : NULL};
+/* play runs this rank's episodes (and demonstrations), recording their
+ * trajectories in t->ro, and adds the rollout's times to t->tm. Returns 0,
+ * or -1 with a message. */
+static int play(agent_trainer *t, const tr_step *st, char *err, size_t errlen) {
+    const agent_trainconf *tc = t->tc;
+    agent_rollout_opts ro = {.placement = tc->placement,
+                             .greedy = 0,
+                             .penalty = tc->penalty,
+                             .seed = (uint64_t)tc->seed,
+                             .stream = (uint64_t)st->s,
+                             .ep_base = st->e0,
+                             .ep_total = st->Bg + st->G,
+                             .record = 1,
+                             .forced = st->nd ? t->forced : NULL};
     agent_rollout_times before = *agent_rollout_timing(t->ro);
-    if (agent_rollout_run(t->ro, t->p, t->ai, nl, t->inst_of, Bl + nd, &ro, t->pool, err, errlen))
+    if (agent_rollout_run(t->ro, t->p, t->ai, st->nl, t->inst_of, st->Bl + st->nd, &ro, t->pool, err,
+                          errlen))
         return -1;
     const agent_rollout_times *after = agent_rollout_timing(t->ro);
     t->tm.env += after->env - before.env;
     t->tm.lookahead += after->lookahead - before.lookahead;
     t->tm.net += after->net - before.net;
-    double t2 = clock_now_s();
+    return 0;
+}
 
-    /* outcomes, gathered over ranks */
-    for (int b = 0; b < Bl; b++) {
+/* gather_outcomes writes this rank's episodes' outcomes into its slice of
+ * t->out and gathers every rank's, so that t->out[Bg] is the same
+ * everywhere. */
+static void gather_outcomes(agent_trainer *t, const tr_step *st) {
+    for (int b = 0; b < st->Bl; b++) {
         const agent_episode *ep = agent_rollout_episode(t->ro, b);
-        const tr_inst *in = tc->mode == AGENT_MODE_SEARCH ? &t->problem : &t->batch[g0 + t->inst_of[b]];
-        double *r = t->rec + (size_t)(e0 + b) * EP_N;
-        r[EP_RTYPE] = ep->r_type;
-        r[EP_RNODE] = ep->r_node;
-        r[EP_HASNODE] = ep->node_steps > 0;
-        r[EP_FEAS] = ep->feasible;
-        r[EP_PLANGAP] = ep->feasible ? ep->plan_cost / in->exact - 1 : NAN;
-        r[EP_COST] = ep->cost;
-        r[EP_PLANCOST] = ep->feasible ? ep->plan_cost : INFINITY;
+        const tr_inst *in = step_inst(t, st, t->inst_of[b]);
+        t->out[st->e0 + b] = (tr_outcome){
+            .r_type = ep->r_type,
+            .r_node = ep->r_node,
+            .has_node = ep->node_steps > 0,
+            .feasible = ep->feasible,
+            .plan_gap = ep->feasible ? ep->plan_cost / in->exact - 1 : NAN,
+            .cost = ep->cost,
+            .plan_cost = ep->feasible ? ep->plan_cost : INFINITY,
+        };
     }
-    allgather_rec(t, t->rec, Bl);
+    agent_ranks_gather_d(t->ranks, (double *)t->out, st->Bl * TR_OUTCOME_DOUBLES);
+}
 
-    /* advantages (identical on every rank) */
-    memset(t->keep, 1, (size_t)Bg);
-    agent_adv_opts ao = {tc->baseline, tc->baseline_decay, tc->adv_norm, tc->risk};
+/* advantages turns the gathered returns into the advantages of both heads
+ * (agent/adv.h; identical on every rank, the moving baselines updated) and
+ * hands this rank's to its recorded trajectories: episodes left out by
+ * `risk` are dropped, a demonstration's decisions weigh imitation * S.
+ * Returns 0, or -1 with a message. */
+static int advantages(agent_trainer *t, const tr_step *st, char *err, size_t errlen) {
+    const agent_trainconf *tc = t->tc;
+    int Bg = st->Bg, Bl = st->Bl, e0 = st->e0;
+    agent_adv_opts ao = {.baseline = tc->baseline,
+                         .decay = tc->baseline_decay,
+                         .norm = tc->adv_norm,
+                         .risk = tc->risk};
     double *rt = t->scr, *rn = t->scr + Bg;
-    uint8_t *hn = t->keep_n;
+    memset(t->keep, 1, (size_t)Bg);
     for (int e = 0; e < Bg; e++) {
-        rt[e] = t->rec[(size_t)e * EP_N + EP_RTYPE];
-        rn[e] = t->rec[(size_t)e * EP_N + EP_RNODE];
-        hn[e] = t->rec[(size_t)e * EP_N + EP_HASNODE] > 0;
+        rt[e] = t->out[e].r_type;
+        rn[e] = t->out[e].r_node;
+        t->has_node[e] = t->out[e].has_node > 0;
     }
-    if (agent_advantages(&ao, G, S, rt, NULL, t->adv_t, t->keep, &t->base_type, &t->base_init, 1) ||
-        agent_advantages(&ao, G, S, rn, hn, t->adv_n, NULL, &t->base_node, &t->base_init, 2)) {
+    if (agent_advantages(&ao, st->G, st->S, rt, NULL, t->adv_t, t->keep, &t->base_type, &t->base_init, 1) ||
+        agent_advantages(&ao, st->G, st->S, rn, t->has_node, t->adv_n, NULL, &t->base_node, &t->base_init, 2)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     float *adv_type, *adv_node;
     const int *owner;
-    agent_type_traj *tt = agent_rollout_type_traj(t->ro, &adv_type);
+    agent_rollout_type_traj(t->ro, &adv_type);
     for (int b = 0; b < Bl; b++) {
         adv_type[b] = (float)t->adv_t[e0 + b];
         if (!t->keep[e0 + b]) agent_rollout_drop(t->ro, b);
     }
     /* a demonstration's decisions: -imitation * S * logp (the loss's scale
      * 1/(G S) makes it imitation x the mean cross-entropy over instances) */
-    for (int d = 0; d < nd; d++) adv_type[Bl + d] = (float)(tc->imitation * S);
+    for (int d = 0; d < st->nd; d++) adv_type[Bl + d] = (float)(tc->imitation * st->S);
     agent_node_traj *nt = agent_rollout_node_traj(t->ro, &adv_node, &owner);
-    for (int i = 0; i < nt->N; i++)
-        adv_node[i] = owner[i] < Bl ? (float)t->adv_n[e0 + owner[i]] : 0.0f;
+    for (int i = 0; i < nt->N; i++) adv_node[i] = owner[i] < Bl ? (float)t->adv_n[e0 + owner[i]] : 0.0f;
+    return 0;
+}
 
-    /* gradient */
+/* adam_step_frozen takes the Adam step on the node head alone: the tensors
+ * before AN_NCTX_W and their moments stay as they are (freeze_plan).
+ * Returns 0, or -1 when out of memory. */
+static int adam_step_frozen(nn_params *p, const nn_adam_cfg *ac, long s) {
+    size_t n = p->off[AN_NCTX_W];
+    float *keep = malloc(3 * n * sizeof *keep);
+    if (!keep) return -1;
+    memcpy(keep, p->params, n * sizeof *keep);
+    memcpy(keep + n, p->m, n * sizeof *keep);
+    memcpy(keep + 2 * n, p->v, n * sizeof *keep);
+    nn_adam_step(p, ac, s);
+    memcpy(p->params, keep, n * sizeof *keep);
+    memcpy(p->m, keep + n, n * sizeof *keep);
+    memcpy(p->v, keep + 2 * n, n * sizeof *keep);
+    free(keep);
+    return 0;
+}
+
+/* learn computes the gradient of the step's loss over the recorded
+ * trajectories (1/Bg of the sum over every rank's decisions), sums it over
+ * ranks, clips it and takes one Adam step; *loss receives the loss figures,
+ * summed over ranks. Returns 0, or -1 with a message. */
+static int learn(agent_trainer *t, const tr_step *st, tr_loss *loss, char *err, size_t errlen) {
+    const agent_trainconf *tc = t->tc;
+    agent_type_traj *tt = agent_rollout_type_traj(t->ro, NULL);
+    agent_node_traj *nt = agent_rollout_node_traj(t->ro, NULL, NULL);
     nn_params_zero_grad(t->p);
-    agent_loss_stats st = {0, 0, 0};
-    float scale = 1.0f / (float)Bg;
-    if (agent_net_type_loss(t->ws, t->p, tt, (float)beta, scale, &st, err, errlen)) return -1;
-    if (nt->N > 0 && agent_net_node_loss(t->ws, t->p, nt, (float)beta, scale, 4096, &st, err, errlen))
+    agent_loss_stats ls = {.pg = 0, .entropy = 0, .decisions = 0};
+    float scale = 1.0f / (float)st->Bg;
+    if (agent_net_type_loss(t->ws, t->p, tt, (float)st->beta, scale, &ls, err, errlen)) return -1;
+    if (nt->N > 0 && agent_net_node_loss(t->ws, t->p, nt, (float)st->beta, scale, 4096, &ls, err, errlen))
         return -1;
-    allreduce_f(t, t->p->grads, t->p->total);
-    double stats[3] = {st.pg, st.entropy, (double)st.decisions};
-    allreduce_d(t, stats, 3);
+    agent_ranks_sum_f(t->ranks, t->p->grads, t->p->total);
+    double sums[3] = {ls.pg, ls.entropy, (double)ls.decisions}; /* one all-reduce for the three */
+    agent_ranks_sum_d(t->ranks, sums, 3);
+    loss->pg = sums[0];
+    loss->entropy = sums[1];
+    loss->decisions = sums[2];
     if (tc->freeze_plan) /* no gradient outside the node head */
         for (int i = 0; i < AN_NCTX_W; i++) memset(nn_grad(t->p, i), 0, t->p->size[i] * sizeof(float));
-    double gnorm = nn_clip_grad_norm(t->p, tc->grad_clip);
-    nn_adam_cfg ac = {lr, 0.9, 0.999, 1e-8, tc->weight_decay};
-    if (tc->freeze_plan) { /* keep the frozen tensors and their moments as they are */
-        size_t n = t->p->off[AN_NCTX_W];
-        float *keep = malloc(3 * n * sizeof *keep);
-        if (!keep) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        memcpy(keep, t->p->params, n * sizeof *keep);
-        memcpy(keep + n, t->p->m, n * sizeof *keep);
-        memcpy(keep + 2 * n, t->p->v, n * sizeof *keep);
-        nn_adam_step(t->p, &ac, s);
-        memcpy(t->p->params, keep, n * sizeof *keep);
-        memcpy(t->p->m, keep + n, n * sizeof *keep);
-        memcpy(t->p->v, keep + 2 * n, n * sizeof *keep);
-        free(keep);
-    } else {
-        nn_adam_step(t->p, &ac, s);
+    loss->grad_norm = nn_clip_grad_norm(t->p, tc->grad_clip);
+    nn_adam_cfg ac = {.lr = st->lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = tc->weight_decay};
+    if (!tc->freeze_plan) {
+        nn_adam_step(t->p, &ac, st->s);
+    } else if (adam_step_frozen(t->p, &ac, st->s)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
-    double t3 = clock_now_s();
-    t->tm.learn += t3 - t2;
+    return 0;
+}
 
-    /* metrics */
-    agent_metrics m;
-    for (int i = 0; i < N_COLS; i++) mset(&m, i, NAN);
+/* summarize fills the step's figures of *m (every other one NAN) from the
+ * gathered outcomes and the loss; *best_e receives the global index of the
+ * cheapest feasible episode (-1 when none). */
+static void summarize(const agent_trainer *t, const tr_step *st, const tr_loss *loss, agent_metrics *m,
+                      int *best_e) {
+    int Bg = st->Bg;
     double ret = 0, cost = 0, gap = 0, nret = 0;
-    int ncost = 0, ngap = 0, ninf = 0, nnode = 0, best_e = -1;
+    int ncost = 0, ngap = 0, ninf = 0, nnode = 0, best = -1;
     for (int e = 0; e < Bg; e++) {
-        const double *r = t->rec + (size_t)e * EP_N;
-        ret += r[EP_RTYPE] + r[EP_RNODE];
-        if (isfinite(r[EP_COST])) {
-            cost += r[EP_COST];
+        const tr_outcome *o = &t->out[e];
+        ret += o->r_type + o->r_node;
+        if (isfinite(o->cost)) {
+            cost += o->cost;
             ncost++;
         } else
             ninf++;
-        if (r[EP_FEAS] > 0) {
-            gap += r[EP_PLANGAP];
+        if (o->feasible > 0) {
+            gap += o->plan_gap;
             ngap++;
-            if (best_e < 0 || r[EP_PLANCOST] < t->rec[(size_t)best_e * EP_N + EP_PLANCOST]) best_e = e;
+            if (best < 0 || o->plan_cost < t->out[best].plan_cost) best = e;
         }
-        if (r[EP_HASNODE] > 0) {
-            nret += r[EP_RNODE];
+        if (o->has_node > 0) {
+            nret += o->r_node;
             nnode++;
         }
     }
-    t->step = s;
-    t->episodes += Bg;
-    m.step = (double)s;
-    m.episodes = t->episodes;
-    m.episodic_return = ret / Bg;
-    m.episodic_cost = ncost ? cost / ncost : NAN;
-    m.gap_mean = ngap ? gap / ngap : NAN;
-    m.infeasible_frac = (double)ninf / Bg;
-    m.policy_loss = stats[0] / Bg;
-    m.entropy = stats[2] > 0 ? stats[1] / stats[2] : NAN;
-    m.grad_norm = gnorm;
-    m.lr = lr;
-    m.entropy_coef = beta;
-    m.node_return = nnode ? nret / nnode : NAN;
+    agent_metrics_clear(m);
+    m->step = (double)st->s;
+    m->episodes = t->episodes;
+    m->episodic_return = ret / Bg;
+    m->episodic_cost = ncost ? cost / ncost : NAN;
+    m->gap_mean = ngap ? gap / ngap : NAN;
+    m->infeasible_frac = (double)ninf / Bg;
+    m->policy_loss = loss->pg / Bg;
+    m->entropy = loss->decisions > 0 ? loss->entropy / loss->decisions : NAN;
+    m->grad_norm = loss->grad_norm;
+    m->lr = st->lr;
+    m->entropy_coef = st->beta;
+    m->node_return = nnode ? nret / nnode : NAN;
+    *best_e = best;
+}
 
-    /* search: the best plan (owned by the rank that played it) */
-    if (tc->mode == AGENT_MODE_SEARCH && best_e >= 0) {
-        double c = t->rec[(size_t)best_e * EP_N + EP_PLANCOST];
+/* keep_best (search) takes the step's cheapest plan, global episode best_e
+ * (-1: none), from the rank that played it, polishes it (polish) and keeps
+ * it when it beats the best so far; fills m's best_cost and best_gap.
+ * Returns 0, or -1 with a message. */
+static int keep_best(agent_trainer *t, const tr_step *st, int best_e, agent_metrics *m, char *err,
+                     size_t errlen) {
+    if (t->tc->mode != AGENT_MODE_SEARCH) return 0;
+    if (best_e >= 0) {
+        double c = t->out[best_e].plan_cost;
         const model_job *job = t->problem.ai.job;
         int L = job->n_layers;
-        int owner_rank = best_e / Bl;
+        int owner_rank = best_e / st->Bl;
         int *cand = malloc((size_t)L * sizeof *cand);
         if (!cand) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        if (owner_rank == t->rank) memcpy(cand, agent_rollout_assign(t->ro, best_e - e0), (size_t)L * sizeof *cand);
-        bcast_i(t, cand, L, owner_rank);
-        if (tc->polish) {
+        if (owner_rank == t->rank)
+            memcpy(cand, agent_rollout_assign(t->ro, best_e - st->e0), (size_t)L * sizeof *cand);
+        agent_ranks_bcast_i(t->ranks, cand, L, owner_rank);
+        if (t->tc->polish) {
             model_plan *plan = model_plan_create(L);
             if (plan) c = polish(job, t->problem.ai.cl, cand, c, plan);
             model_plan_free(plan);
@@ -766,50 +707,78 @@ int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
         }
         free(cand);
     }
-    if (tc->mode == AGENT_MODE_SEARCH && t->have_best) {
-        m.best_cost = t->best_cost;
-        m.best_gap = t->best_cost / t->problem.exact - 1;
-    }
-    double t4 = clock_now_s();
-    m.samples_per_s = Bg / (t4 - t_start);
-
-    /* evaluation, log, checkpoints (rank 0) */
-    if (t->rank == 0) {
-        if (tc->mode == AGENT_MODE_GENERAL && tc->eval_every > 0 && s % tc->eval_every == 0) {
-            double e0t = clock_now_s();
-            if (agent_train_eval(t, &m, err, errlen)) return -1;
-            t->tm.eval += clock_now_s() - e0t;
-            double v = !isnan(m.valid_gap_greedy) ? m.valid_gap_greedy : m.eval_gap_greedy;
-            if (!isnan(v) && v < t->best_valid) {
-                t->best_valid = v;
-                if (agent_train_save(t, t->files[2], err, errlen)) return -1;
-            }
-        }
-        double io0 = clock_now_s();
-        t->time_s += io0 - t_start;
-        m.time_s = t->time_s;
-        if (hist_push(t, &m)) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        if (s % tc->log_every == 0 || s == tc->steps) {
-            csv_row(t->csv, &m);
-            fflush(t->csv);
-        }
-        if (tc->ckpt_every > 0 && s % tc->ckpt_every == 0) {
-            if (agent_train_save(t, t->files[1], err, errlen)) return -1;
-            if (tc->mode == AGENT_MODE_SEARCH && agent_train_save(t, t->files[2], err, errlen)) return -1;
-        }
-        t->tm.io += clock_now_s() - io0;
-    } else {
-        t->time_s += clock_now_s() - t_start;
-        m.time_s = t->time_s;
-        if (hist_push(t, &m)) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
+    if (t->have_best) {
+        m->best_cost = t->best_cost;
+        m->best_gap = t->best_cost / t->problem.exact - 1;
     }
     return 0;
+}
+
+/* record ends the step: rank 0 evaluates when due (general; a better
+ * validation gap writes best.h5), then every rank adds the step's time and
+ * keeps m in the history; rank 0 also writes the CSV row and the
+ * checkpoints that are due. Returns 0, or -1 with a message. */
+static int record(agent_trainer *t, const tr_step *st, agent_metrics *m, double t_start, char *err,
+                  size_t errlen) {
+    const agent_trainconf *tc = t->tc;
+    long s = st->s;
+    if (t->rank != 0) {
+        t->time_s += clock_now_s() - t_start;
+        m->time_s = t->time_s;
+        if (agent_metrics_log_push(&t->hist, m)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        return 0;
+    }
+    if (tc->mode == AGENT_MODE_GENERAL && tc->eval_every > 0 && s % tc->eval_every == 0) {
+        double e0t = clock_now_s();
+        if (agent_train_eval(t, m, err, errlen)) return -1;
+        t->tm.eval += clock_now_s() - e0t;
+        double v = !isnan(m->valid_gap_greedy) ? m->valid_gap_greedy : m->eval_gap_greedy;
+        if (!isnan(v) && v < t->best_valid) {
+            t->best_valid = v;
+            if (agent_train_save(t, t->files.best, err, errlen)) return -1;
+        }
+    }
+    double io0 = clock_now_s();
+    t->time_s += io0 - t_start;
+    m->time_s = t->time_s;
+    if (agent_metrics_log_push(&t->hist, m)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (s % tc->log_every == 0 || s == tc->steps) {
+        agent_metrics_csv_row(t->csv, m);
+        fflush(t->csv);
+    }
+    if (tc->ckpt_every > 0 && s % tc->ckpt_every == 0) {
+        if (agent_train_save(t, t->files.last, err, errlen)) return -1;
+        if (tc->mode == AGENT_MODE_SEARCH && agent_train_save(t, t->files.best, err, errlen)) return -1;
+    }
+    t->tm.io += clock_now_s() - io0;
+    return 0;
+}
+
+int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
+    double t_start = clock_now_s();
+    tr_step st = step_plan(t);
+    if (draw_batch(t, &st, err, errlen)) return -1;
+    t->tm.instances += clock_now_s() - t_start;
+    if (play(t, &st, err, errlen)) return -1;
+    double t2 = clock_now_s();
+    gather_outcomes(t, &st);
+    tr_loss loss;
+    if (advantages(t, &st, err, errlen) || learn(t, &st, &loss, err, errlen)) return -1;
+    t->tm.learn += clock_now_s() - t2;
+    t->step = st.s;
+    t->episodes += st.Bg;
+    agent_metrics m;
+    int best_e;
+    summarize(t, &st, &loss, &m, &best_e);
+    if (keep_best(t, &st, best_e, &m, err, errlen)) return -1;
+    m.samples_per_s = st.Bg / (clock_now_s() - t_start);
+    return record(t, &st, &m, t_start, err, errlen);
 }
 
 /* ---------------------------------------------------------------------------
@@ -835,8 +804,15 @@ static int eval_set(agent_trainer *t, tr_inst *arr, int n, int samples, int gree
     }
     for (int i = 0; i < n; i++) ai[i] = arr[i].ai;
     for (int b = 0; b < B; b++) of[b] = b / samples;
-    agent_rollout_opts o = {PLACER_PLACE_NONE, greedy, t->tc->penalty, (uint64_t)t->tc->seed,
-                            0x4556414cULL /* "EVAL" */, 0, B, 0, NULL};
+    agent_rollout_opts o = {.placement = PLACER_PLACE_NONE,
+                            .greedy = greedy,
+                            .penalty = t->tc->penalty,
+                            .seed = (uint64_t)t->tc->seed,
+                            .stream = 0x4556414cULL /* "EVAL" */,
+                            .ep_base = 0,
+                            .ep_total = B,
+                            .record = 0,
+                            .forced = NULL};
     int st = agent_rollout_run(t->ro, t->p, ai, n, of, B, &o, t->pool, err, errlen);
     double *best = st == 0 ? malloc((size_t)n * sizeof *best) : NULL;
     if (st == 0 && !best) {
@@ -937,7 +913,7 @@ int agent_train_save(agent_trainer *t, const char *path, char *err, size_t errle
         st.best_assign = t->best_assign;
         st.n_best_assign = t->problem.ai.job->n_layers;
     }
-    char *csv = history_csv(t);
+    char *csv = agent_metrics_log_csv(&t->hist);
     st.metrics_csv = csv;
     st.config_yaml = t->tc->text;
     int rc = agent_ckpt_write(path, t->p, &t->tc->net, &st, err, errlen);
@@ -948,16 +924,16 @@ int agent_train_save(agent_trainer *t, const char *path, char *err, size_t errle
 int agent_train_finish(agent_trainer *t, char *err, size_t errlen) {
     if (t->rank != 0) return 0;
     if (t->csv) fflush(t->csv);
-    if (agent_train_save(t, t->files[1], err, errlen)) return -1;
-    if (t->tc->mode == AGENT_MODE_SEARCH) return agent_train_save(t, t->files[2], err, errlen);
-    if (!isfinite(t->best_valid)) return agent_train_save(t, t->files[2], err, errlen);
+    if (agent_train_save(t, t->files.last, err, errlen)) return -1;
+    if (t->tc->mode == AGENT_MODE_SEARCH) return agent_train_save(t, t->files.best, err, errlen);
+    if (!isfinite(t->best_valid)) return agent_train_save(t, t->files.best, err, errlen);
     return 0;
 }
 
 long agent_train_step_count(const agent_trainer *t) { return t->step; }
 int agent_train_done(const agent_trainer *t) { return t->step >= t->tc->steps; }
 const agent_metrics *agent_train_last(const agent_trainer *t) {
-    return t->n_hist ? &t->hist[t->n_hist - 1] : NULL;
+    return t->hist.n ? &t->hist.rows[t->hist.n - 1] : NULL;
 }
 int agent_train_rank(const agent_trainer *t) { return t->rank; }
 int agent_train_ranks(const agent_trainer *t) { return t->ranks; }

@@ -25,8 +25,9 @@
  * step as one process, up to the order of float sums.
  *
  * Files (rank 0 only), in the config's `out` folder: metrics.csv (one row
- * per step, columns agent_metrics_columns), last.h5 (every ckpt_every steps
- * and at the end), best.h5 (general: best validation gap; search: best plan).
+ * per step, columns agent_metrics_columns of agent/metrics.h), last.h5
+ * (every ckpt_every steps and at the end), best.h5 (general: best
+ * validation gap; search: best plan).
  * The library never prints; the caller (cli/train.c) shows progress.
  */
 #ifndef STRATA_AGENT_TRAIN_H
@@ -35,37 +36,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "agent/metrics.h"
 #include "agent/trainconf.h"
 #include "env/model.h"
-
-/* One row of metrics. NAN where a figure does not apply to the step. */
-typedef struct {
-    double step;             /* updates done */
-    double episodes;         /* episodes played so far (global) */
-    double time_s;           /* training wall time so far, over all runs */
-    double samples_per_s;    /* episodes per second in this step */
-    double episodic_return;  /* mean return (r_type + r_node) */
-    double episodic_cost;    /* mean cost of the feasible episodes, dollars */
-    double best_cost;        /* search: cheapest plan so far */
-    double gap_mean;         /* mean plan cost / exact - 1 over feasible episodes */
-    double best_gap;         /* search: best_cost / exact - 1 */
-    double infeasible_frac;  /* episodes without a feasible plan (or placement) */
-    double policy_loss;      /* mean over episodes of -sum adv logp */
-    double entropy;          /* mean entropy per decision */
-    double grad_norm;        /* before clipping */
-    double lr;
-    double entropy_coef;
-    double node_return;      /* mean r_node of the placed episodes */
-    double eval_gap_greedy;  /* held-out configs: mean gap, greedy decoding */
-    double eval_gap_sample;  /* ... sample eval_samples, keep the best */
-    double eval_infeasible;  /* ... configs where greedy found no plan */
-    double valid_gap_greedy; /* generated validation instances, greedy */
-} agent_metrics;
-
-/* The CSV columns, in order (names as in agent_metrics); agent_metrics_get
- * returns column i of m. */
-int agent_metrics_columns(const char ***names);
-double agent_metrics_get(const agent_metrics *m, int i);
 
 /* Cumulative time per part of a step, seconds (wall). */
 typedef struct {
@@ -116,8 +89,9 @@ int agent_train_eval(agent_trainer *t, agent_metrics *m, char *err, size_t errle
 void agent_train_best(const agent_trainer *t, const model_job **job, const model_cluster **cl,
                       const int **assign, double *cost, double *exact);
 
-/* agent_train_sync is a barrier across ranks (no-op without MPI). The CLI
- * uses it to agree on stopping: returns the maximum of flag over ranks. */
+/* agent_train_agree returns the maximum of flag over the ranks (flag itself
+ * without MPI); every rank must call it, so it is also a barrier. The CLI
+ * uses it to agree on stopping. */
 int agent_train_agree(const agent_trainer *t, int flag);
 
 #endif

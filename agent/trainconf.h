@@ -11,7 +11,7 @@
  *   seed, steps, seconds, instances, samples, lr, lr_final, entropy, ...
  *
  * File names are relative to the config's folder. Loading goes through one
- * declarative table walked by env/schema.h's cfg_doc (the run loader's own
+ * declarative table walked by env/schema.h's cfg_doc_walk (the run loader's own
  * walker), so every error reads "file:line:col: key: message" and every
  * non-zero figure must lie between 1e-12 and 1e18 in magnitude.
  * Ownership: agent_trainconf_load returns a config the caller frees with

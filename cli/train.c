@@ -262,8 +262,11 @@ static void compare(agent_trainer *t, const char *policy, double secs) {
     int *as = malloc((size_t)job->n_layers * sizeof *as);
     model_plan *plan = model_plan_create(job->n_layers);
     for (int k = 0; as && plan && k < 2; k++) {
-        agent_decode_opts o = {k ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, k ? 16 : 1, 1,
-                               PLACER_PLACE_NONE, 0};
+        agent_decode_opts o = {.decode = k ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY,
+                               .samples = k ? 16 : 1,
+                               .seed = 1,
+                               .placement = PLACER_PLACE_NONE,
+                               .budget_ms = 0};
         agent_decode_result r = {as, NULL, plan, 0};
         snprintf(label, sizeof label, "general policy, %s", k ? "best of 16" : "greedy");
         if (agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err) == 0)
@@ -412,8 +415,11 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
         fprintf(stderr, "strata: out of memory\n");
         goto done;
     }
-    agent_decode_opts o = {samples > 1 ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY,
-                           samples > 1 ? samples : 1, seed, PLACER_PLACE_NONE, 0};
+    agent_decode_opts o = {.decode = samples > 1 ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY,
+                           .samples = samples > 1 ? samples : 1,
+                           .seed = seed,
+                           .placement = PLACER_PLACE_NONE,
+                           .budget_ms = 0};
     agent_decode_result res = {assign, NULL, plan, 0};
     double t0 = clock_now_s();
     int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);

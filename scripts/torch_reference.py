@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""torch_reference.py -- PyTorch reference values for tests/test_nets_torch.c.
+"""torch_reference.py -- PyTorch reference values for tests/test_nets_torch.c
+(nets/refnet) and tests/test_agent_torch.c (agent/net.c, the shipped network).
 
 Builds the reference policy network of nets/refnet.h in PyTorch (float64,
 torch.nn.LSTM with packed variable-length sequences, F.linear, F.layer_norm,
@@ -22,6 +23,15 @@ clipping, "clip": clip 2.5):
   /adamw            attrs lr beta1 beta2 eps weight_decay max_norm; norm1 norm2
                     step1/<layer>/<name>, step2/<layer>/<name>, m2/..., v2/...
   /unit/<act>       x dy y dx for tanh, sigmoid, relu
+  /agent            agent/net.c's network (agent_forward): attrs FL FG FT FN E H Hd D
+                    clip beta scale T G B K N Kn
+  /agent/inputs     lf[T,G,FL] len[G] inst[B] glob[T,B,FG] rows[T,B,K,FT] prev[T,B,FT]
+                    mask[T,B,K] action[T,B] adv[B]; nglob[N,FG] nrows[N,Kn,FN]
+                    nmask[N,Kn] naction[N] nadv[N]
+  /agent/params/<layer>/<name>   weights in agent_net_table's layout
+  /agent/outputs/<name>          enc type_logits type_probs node_logits node_probs
+                                 type_pg type_ent node_pg node_ent loss
+  /agent/grads/<layer>/<name>    d loss / d weights
 """
 import sys
 
@@ -207,6 +217,178 @@ def write_units(h5):
         g.create_dataset("dx", data=xt.grad.numpy())
 
 
+# ---------------------------------------------------------------------------
+# agent/net.c: the policy network the product runs
+# ---------------------------------------------------------------------------
+
+# (layer, name, shape) in the order of agent_net_table (agent/net.c), for
+# feature widths FL FG FT FN and dims E H Hd D.
+def agent_table(c):
+    E, H, Hd, D = c["E"], c["H"], c["Hd"], c["D"]
+    FL, FG, FT, FN = c["FL"], c["FG"], c["FT"], c["FN"]
+    Din = 2 * H + FG + FT
+    return [
+        ("embed", "w", (E, FL)), ("embed", "b", (E,)),
+        ("enc_fwd", "w_ih", (4 * H, E)), ("enc_fwd", "w_hh", (4 * H, H)), ("enc_fwd", "b", (4 * H,)),
+        ("enc_bwd", "w_ih", (4 * H, E)), ("enc_bwd", "w_hh", (4 * H, H)), ("enc_bwd", "b", (4 * H,)),
+        ("decoder", "w_ih", (4 * Hd, Din)), ("decoder", "w_hh", (4 * Hd, Hd)), ("decoder", "b", (4 * Hd,)),
+        ("type_ctx", "w", (D, Hd)),
+        ("type_row", "w", (D, FT)), ("type_row", "b", (D,)),
+        ("type_hid", "w", (D, D)), ("type_hid", "b", (D,)),
+        ("type_out", "w", (1, D)),
+        ("node_ctx", "w", (D, FG)), ("node_ctx", "b", (D,)), ("node_ctx2", "w", (D, D)),
+        ("node_row", "w", (D, FN)), ("node_row", "b", (D,)),
+        ("node_hid", "w", (D, D)), ("node_hid", "b", (D,)),
+        ("node_out", "w", (1, D)),
+    ]
+
+
+def agent_case(rs, c):
+    """Weights and one batch of stored trajectories: G instances of len[g]
+    layers, B episodes (two share instance 0), K types with some masked,
+    padded steps (action -1, mask all 0) past each instance's length and one
+    dead end (action -1 on a live row); N node decisions over Kn nodes, one
+    of them padding."""
+    T, G, B, K, N, Kn = c["T"], c["G"], c["B"], c["K"], c["N"], c["Kn"]
+    p = {}
+    for layer, name, shp in agent_table(c):
+        # large output weights: logits of a few units, where the tanh clip bends
+        scale = 4.0 if name == "w" and layer.endswith("_out") else 0.5
+        p[f"{layer}/{name}"] = f32(rs.uniform(-scale, scale, size=shp))
+    lens = np.array([T, 2], dtype=np.int32)[:G]
+    inst = np.array([0, 1, 0], dtype=np.int32)[:B]
+    mask = (rs.uniform(size=(T, B, K)) < 0.7).astype(np.uint8)
+    mask[:, :, 0] = 1  # at least one allowed type
+    action = np.full((T, B), -1, dtype=np.int32)
+    for b in range(B):
+        for t in range(T):
+            if t >= lens[inst[b]]:
+                mask[t, b, :] = 0
+                continue
+            action[t, b] = rs.choice(np.flatnonzero(mask[t, b]))
+    action[1, 2] = -1  # a dead end inside the episode
+    nmask = (rs.uniform(size=(N, Kn)) < 0.6).astype(np.uint8)
+    nmask[:, 1] = 1
+    naction = np.array([rs.choice(np.flatnonzero(nmask[n])) for n in range(N)], dtype=np.int32)
+    nmask[N - 1, :] = 0  # padding
+    naction[N - 1] = -1
+    inputs = {
+        "lf": f32(rs.uniform(-1, 1, size=(T, G, c["FL"]))),
+        "len": lens,
+        "inst": inst,
+        "glob": f32(rs.uniform(-1, 1, size=(T, B, c["FG"]))),
+        "rows": f32(rs.uniform(-1, 1, size=(T, B, K, c["FT"]))),
+        "prev": f32(rs.uniform(-1, 1, size=(T, B, c["FT"]))),
+        "mask": mask,
+        "action": action,
+        "adv": f32(rs.uniform(-1.5, 1.5, size=B)),
+        "nglob": f32(rs.uniform(-1, 1, size=(N, c["FG"]))),
+        "nrows": f32(rs.uniform(-1, 1, size=(N, Kn, c["FN"]))),
+        "nmask": nmask,
+        "naction": naction,
+        "nadv": f32(rs.uniform(-1.5, 1.5, size=N)),
+    }
+    return p, inputs
+
+
+def lstm_from(w, prefix, suffix, lstm, fwd):
+    """Puts agent weights prefix/{w_ih,w_hh,b} into lstm's direction
+    (suffix "" or "_reverse") and rebinds w to the LSTM's own tensors so
+    that their .grad is the gradient. agent/net.c has one bias b: it is
+    b_ih, and b_hh stays 0 (so d/db = d/db_ih)."""
+    with torch.no_grad():
+        getattr(lstm, "weight_ih_l0" + suffix).copy_(w[prefix + "/w_ih"])
+        getattr(lstm, "weight_hh_l0" + suffix).copy_(w[prefix + "/w_hh"])
+        getattr(lstm, "bias_ih_l0" + suffix).copy_(w[prefix + "/b"])
+        getattr(lstm, "bias_hh_l0" + suffix).zero_()
+    w[prefix + "/w_ih"] = getattr(lstm, "weight_ih_l0" + suffix)
+    w[prefix + "/w_hh"] = getattr(lstm, "weight_hh_l0" + suffix)
+    w[prefix + "/b"] = getattr(lstm, "bias_ih_l0" + suffix)
+
+
+def scorer(w, head, rows, ctx, clip):
+    """z1 = relu(Wr r + br + ctx), z2 = relu(Wh z1 + bh), logit = C tanh(wo z2 / C)."""
+    z1 = torch.relu(F.linear(rows, w[head + "_row/w"], w[head + "_row/b"]) + ctx.unsqueeze(-2))
+    z2 = torch.relu(F.linear(z1, w[head + "_hid/w"], w[head + "_hid/b"]))
+    raw = F.linear(z2, w[head + "_out/w"])[..., 0]
+    return clip * torch.tanh(raw / clip)
+
+
+def pg_terms(logits, mask, action, adv):
+    """Masked softmax over the last axis; returns (probs with all-masked rows
+    0, sum of -adv logp[action], sum of entropies) over rows with action >= 0."""
+    mask = torch.tensor(mask, dtype=torch.bool)
+    live = mask.any(-1, keepdim=True)
+    m = mask | ~live  # an all-masked row (never counted) gets a finite softmax
+    logp = torch.log_softmax(logits.masked_fill(~m, float("-inf")), dim=-1)
+    probs = logp.exp()
+    zero = torch.zeros(())
+    ent = -(probs * torch.where(m, logp, zero)).sum(-1)
+    act = torch.tensor(action, dtype=torch.long)
+    has = act >= 0
+    chosen = torch.where(has, logp.gather(-1, act.clamp(min=0).unsqueeze(-1))[..., 0], zero)
+    pg = torch.where(has, -adv * chosen, zero).sum()
+    en = torch.where(has, ent, zero).sum()
+    return torch.where(live, probs, zero), pg, en
+
+
+def agent_forward(c, p, inp):
+    """agent/net.c's network on stored trajectories: returns (loss, outputs, leaf tensors)."""
+    T, B, H, Hd, clip = c["T"], c["B"], c["H"], c["Hd"], c["clip"]
+    w = {k: torch.tensor(v, requires_grad=True) for k, v in p.items()}
+    lens = torch.tensor(inp["len"], dtype=torch.long)
+    inst = torch.tensor(inp["inst"], dtype=torch.long)
+    # encoder: dense + relu, then a bidirectional LSTM over each instance's layers
+    ex = torch.relu(F.linear(torch.tensor(inp["lf"]), w["embed/w"], w["embed/b"]))  # [T,G,E]
+    enc_lstm = torch.nn.LSTM(c["E"], H, bidirectional=True)
+    lstm_from(w, "enc_fwd", "", enc_lstm, True)
+    lstm_from(w, "enc_bwd", "_reverse", enc_lstm, False)
+    out, _ = enc_lstm(torch.nn.utils.rnn.pack_padded_sequence(ex, lens, enforce_sorted=False))
+    enc, _ = torch.nn.utils.rnn.pad_packed_sequence(out, total_length=T)  # [T,G,2H], 0 past len
+    # decoder: din = [enc[t, inst(b)], glob, prev], an LSTM over t, ctx = hd Wc^T
+    din = torch.cat([enc[:, inst, :], torch.tensor(inp["glob"]), torch.tensor(inp["prev"])], dim=2)
+    dec = torch.nn.LSTM(din.shape[2], Hd)
+    lstm_from(w, "decoder", "", dec, True)
+    out, _ = dec(torch.nn.utils.rnn.pack_padded_sequence(din, lens[inst], enforce_sorted=False))
+    hd, _ = torch.nn.utils.rnn.pad_packed_sequence(out, total_length=T)  # [T,B,Hd]
+    ctx = F.linear(hd, w["type_ctx/w"])
+    tlogits = scorer(w, "type", torch.tensor(inp["rows"]), ctx, clip)  # [T,B,K]
+    adv = torch.tensor(inp["adv"])[None, :].expand(T, B)
+    tprobs, tpg, tent = pg_terms(tlogits, inp["mask"], inp["action"], adv)
+    # node head: ctx = Wn2 relu(Wn glob + bn), a scorer of its own
+    nctx = F.linear(torch.relu(F.linear(torch.tensor(inp["nglob"]), w["node_ctx/w"], w["node_ctx/b"])),
+                    w["node_ctx2/w"])
+    nlogits = scorer(w, "node", torch.tensor(inp["nrows"]), nctx, clip)  # [N,Kn]
+    nprobs, npg, nent = pg_terms(nlogits, inp["nmask"], inp["naction"], torch.tensor(inp["nadv"]))
+    beta, scale = c["beta"], c["scale"]
+    loss = scale * (tpg - beta * tent) + scale * (npg - beta * nent)
+    outs = {"enc": enc, "type_logits": tlogits, "type_probs": tprobs, "node_logits": nlogits,
+            "node_probs": nprobs, "type_pg": tpg, "type_ent": tent, "node_pg": npg, "node_ent": nent,
+            "loss": loss}
+    return loss, outs, w
+
+
+def write_agent(h5):
+    # feature widths of env/gym.h and agent/net.h (the C test checks them)
+    c = dict(FL=12, FG=24, FT=20, FN=16, E=5, H=6, Hd=7, D=8, clip=2.5, beta=0.125, scale=0.25,
+             T=4, G=2, B=3, K=3, N=5, Kn=4)
+    rs = np.random.RandomState(11)
+    p, inp = agent_case(rs, c)
+    loss, outs, w = agent_forward(c, p, inp)
+    loss.backward()
+    g = h5.create_group("agent")
+    for k, v in c.items():
+        g.attrs[k] = v
+    for k, v in inp.items():
+        g.create_dataset("inputs/" + k, data=v)
+    for k, v in p.items():
+        g.create_dataset("params/" + k, data=v)
+    for k, v in outs.items():
+        g.create_dataset("outputs/" + k, data=v.detach().numpy())
+    for k, v in w.items():
+        g.create_dataset("grads/" + k, data=v.grad.numpy())
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: torch_reference.py OUT.h5")
@@ -217,6 +399,7 @@ def main():
         write_case(h5, "clip", dict(base, clip=2.5), 2)
         write_adamw(h5, p, grads)
         write_units(h5)
+        write_agent(h5)
 
 
 if __name__ == "__main__":
