@@ -347,6 +347,123 @@ done:
     return rc;
 }
 
+/* The core driver's buffer, kept when HDF5 closes the file (HDF5's file
+ * image callbacks; what H5LTopen_file_image does for images it opens). */
+typedef struct {
+    void *mem;   /* the buffer, once HDF5 closed the file */
+    size_t size; /* its size: the last one HDF5 asked for */
+} image_keep;
+
+static void *img_malloc(size_t size, H5FD_file_image_op_t op, void *udata)
+{
+    image_keep *k = udata;
+    (void)op;
+    void *m = malloc(size);
+    if (m && k) k->size = size;
+    return m;
+}
+
+static void *img_memcpy(void *dest, const void *src, size_t size, H5FD_file_image_op_t op, void *udata)
+{
+    (void)op;
+    (void)udata;
+    return memcpy(dest, src, size);
+}
+
+static void *img_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *udata)
+{
+    image_keep *k = udata;
+    (void)op;
+    void *m = realloc(ptr, size);
+    if (m && k) k->size = size;
+    return m;
+}
+
+static herr_t img_free(void *ptr, H5FD_file_image_op_t op, void *udata)
+{
+    image_keep *k = udata;
+    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && k && !k->mem)
+        k->mem = ptr;
+    else
+        free(ptr);
+    return 0;
+}
+
+static void *img_udata_copy(void *udata)
+{
+    return udata;
+}
+
+static herr_t img_udata_free(void *udata)
+{
+    (void)udata;
+    return 0;
+}
+
+/* Builds the checkpoint as an HDF5 file in memory (core driver, no backing
+ * store; `name` only names it) and takes its buffer when HDF5 closes it,
+ * so that the image is the file HDF5 would have written: superblock
+ * flagged closed and checksummed, cut at its end of allocation. (HDF5
+ * 1.10's H5Fget_file_image clears the superblock's status flags without
+ * updating its checksum: its images do not open.) Returns the image's
+ * size with *image malloc'ed (the caller frees it), or -1 with a message
+ * naming `path`. Every HDF5 handle is closed exactly once, here. */
+static ssize_t build_image(const char *name, const nn_params *p, const ckpt_meta *meta, unsigned char **image,
+                           char *err, size_t errlen, const char *path)
+{
+    quiet_t q;
+    reason_t r;
+    quiet_begin(&q);
+    ssize_t n = -1;
+    image_keep keep = {NULL, 0};
+    H5FD_file_image_callbacks_t cb = {img_malloc, img_memcpy,    img_realloc,   img_free,
+                                      img_udata_copy, img_udata_free, &keep};
+    *image = NULL;
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    /* 1.10 object format: checksummed superblock, object headers and chunk
+   * indexes; readable by HDF5 >= 1.10 (h5py, h5dump) */
+    hid_t f = -1;
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, (size_t)1 << 20, 0) >= 0 &&
+        H5Pset_file_image_callbacks(fapl, &cb) >= 0 &&
+        H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST) >= 0)
+        f = H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (fapl >= 0) H5Pclose(fapl);
+    if (f < 0) {
+        msg(err, errlen, "ckpt_save '%s': HDF5 cannot create the file in memory (%s)", path, h5_reason(&r));
+        quiet_end(&q);
+        return -1;
+    }
+    char what[256];
+    int bad = write_all(f, p, meta, what, sizeof what);
+    if (bad)
+        msg(err, errlen, "ckpt_save '%s': %s failed (HDF5: %s); the previous checkpoint is untouched", path, what,
+            h5_reason(&r));
+    /* a file in memory: closing it writes nothing to disk, so it cannot
+     * fail for lack of space */
+    if (H5Fclose(f) < 0 && !bad) {
+        msg(err, errlen, "ckpt_save '%s': closing the in-memory file failed (HDF5: %s)", path, h5_reason(&r));
+        bad = 1;
+    }
+    quiet_end(&q);
+    /* the superblock (version 2 or 3, 8-byte addresses) ends the file at
+     * its end-of-file address, bytes 28..35, little-endian */
+    const unsigned char *m = keep.mem;
+    uint64_t eof = 0;
+    if (!bad && m && keep.size >= 48 && m[8] >= 2 && m[9] == 8)
+        for (int k = 7; k >= 0; k--) eof = eof << 8 | m[28 + k];
+    if (!bad && (eof < 48 || eof > (uint64_t)keep.size)) {
+        msg(err, errlen, "ckpt_save '%s': HDF5 left no usable file image in memory", path);
+        bad = 1;
+    }
+    if (bad) {
+        free(keep.mem);
+        return -1;
+    }
+    *image = keep.mem;
+    n = (ssize_t)eof;
+    return n;
+}
+
 int ckpt_save(const char *path, const nn_params *p, const ckpt_meta *meta, char *err, size_t errlen)
 {
     if (!path || !path[0] || !p || !meta) {
@@ -398,41 +515,40 @@ int ckpt_save(const char *path, const nn_params *p, const ckpt_meta *meta, char 
         }
         fchmod(fd, mode);
     }
-    close(fd);
-
-    quiet_t q;
-    reason_t r;
-    quiet_begin(&q);
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    /* 1.10 object format: checksummed superblock, object headers and chunk
-   * indexes; readable by HDF5 >= 1.10 (h5py, h5dump) */
-    H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    H5Pclose(fapl);
-    if (f < 0) {
-        msg(err, errlen, "ckpt_save '%s': HDF5 cannot create '%s' (%s)", path, tmp, h5_reason(&r));
-        quiet_end(&q);
+    /* HDF5 builds the file in memory (the core driver, no backing store)
+     * and we write its image ourselves: HDF5 then never meets a failed
+     * write. When it does (a full disk, a file size limit), HDF5 1.10's
+     * H5Fclose fails after freeing the file but leaves its ID registered,
+     * and the library's atexit handler closes it again: a SIGSEGV at exit
+     * after the error was reported. */
+    unsigned char *image = NULL;
+    ssize_t isize = build_image(tmp, p, meta, &image, err, errlen, path);
+    if (isize < 0) goto fail;
+    const char *why = NULL;
+    for (size_t off = 0; off < (size_t)isize && !why;) {
+        ssize_t w = write(fd, image + off, (size_t)isize - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) why = w < 0 ? strerror(errno) : "no progress";
+        else off += (size_t)w;
+    }
+    free(image);
+    if (why) {
+        msg(err, errlen, "ckpt_save '%s': writing %lld bytes to '%s' failed: %s (disk full or file size limit?); the "
+            "previous checkpoint is untouched", path, (long long)isize, tmp, why);
         goto fail;
     }
-    char what[256];
-    if (write_all(f, p, meta, what, sizeof what)) {
-        msg(err, errlen, "ckpt_save '%s': %s failed (HDF5: %s); the previous checkpoint is untouched", path,
-            what, h5_reason(&r));
-        H5Fclose(f);
-        quiet_end(&q);
+    if (fsync(fd)) {
+        msg(err, errlen, "ckpt_save '%s': fsync of '%s' failed: %s; the previous checkpoint is untouched", path,
+            tmp, strerror(errno));
         goto fail;
     }
-    if (H5Fclose(f) < 0) {
-        msg(err, errlen, "ckpt_save '%s': closing the file failed (HDF5: %s; disk full?)", path,
-            h5_reason(&r));
-        quiet_end(&q);
+    if (close(fd)) {
+        fd = -1;
+        msg(err, errlen, "ckpt_save '%s': closing '%s' failed: %s; the previous checkpoint is untouched", path,
+            tmp, strerror(errno));
         goto fail;
     }
-    quiet_end(&q);
-    if (fsync_path(tmp, 0)) {
-        msg(err, errlen, "ckpt_save '%s': fsync of '%s' failed: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
+    fd = -1;
     if (rename(tmp, path)) {
         msg(err, errlen, "ckpt_save '%s': rename from '%s' failed: %s", path, tmp, strerror(errno));
         goto fail;
@@ -441,6 +557,7 @@ int ckpt_save(const char *path, const nn_params *p, const ckpt_meta *meta, char 
     rc = CKPT_OK;
     goto out;
 fail:
+    if (fd >= 0) close(fd);
     unlink(tmp);
 out:
     free(tmp);

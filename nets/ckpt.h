@@ -21,11 +21,14 @@
  * (tests/test_nets_ckpt.c flips bytes all over a file). Readable by any
  * HDF5 >= 1.10 (h5py, h5dump).
  *
- * A save is atomic: the file is written under a temporary name in the same
- * folder (".<name>.tmp.<pid>.XXXXXX"), flushed and fsync'ed, renamed over
- * the target and the folder fsync'ed; a crash at any moment leaves either
- * the old or the new checkpoint, never a mix. Temporary files left by dead
- * processes are removed by the next save.
+ * A save is atomic: HDF5 builds the file in memory (its core driver), and
+ * the image is written under a temporary name in the same folder
+ * (".<name>.tmp.<pid>.XXXXXX"), fsync'ed, renamed over the target and the
+ * folder fsync'ed; a crash at any moment leaves either the old or the new
+ * checkpoint, never a mix. HDF5 itself never writes to disk, so a full
+ * disk or a file size limit is a plain write error (HDF5 1.10 cannot
+ * survive a failed close: it closes the file again at exit, a SIGSEGV).
+ * Temporary files left by dead processes are removed by the next save.
  *
  * Errors never print: HDF5's own error printing is switched off around
  * every call (and restored), and its innermost reason is folded into the
