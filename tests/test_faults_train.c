@@ -12,6 +12,10 @@
  *             handler, closing again the file whose close had failed);
  *             last.h5 and best.h5 must be byte for byte the ones before,
  *             and load as policies.
+ *   taken     a new run (no --resume) into a folder holding an earlier
+ *             run's last.h5, best.h5 or metrics.csv is refused (status 2,
+ *             a message naming the file and --overwrite), the files kept
+ *             byte for byte; --overwrite replaces them; --resume goes on.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -146,9 +150,70 @@ static void test_no_space_for_checkpoints(void **state) {
     free(e);
 }
 
+/* The step of FOLDER/last.h5, loaded as a policy. */
+static long long step_of(const char *folder) {
+    char path[1300], err[2048];
+    snprintf(path, sizeof path, "%s/last.h5", folder);
+    agent_policy *p = agent_policy_load(path, err, sizeof err);
+    if (!p) fail_msg("%s", err);
+    long long s = agent_policy_step(p);
+    agent_policy_free(p);
+    return s;
+}
+
+static void test_earlier_run_is_kept(void **state) {
+    (void)state;
+    char taken[1200], errpath[1200], last[1300], csv[1300];
+    snprintf(taken, sizeof taken, "%s/taken", dir);
+    snprintf(errpath, sizeof errpath, "%s/taken.err", dir);
+    snprintf(last, sizeof last, "%s/last.h5", taken);
+    snprintf(csv, sizeof csv, "%s/metrics.csv", taken);
+    assert_int_equal(sh_run("rm -rf '%s' && cp -r '%s' '%s'", taken, out, taken), 0);
+    size_t n0, n1, ne;
+    char *l0 = slurp(last, &n0);
+    assert_non_null(l0);
+    /* a new run over it: refused, nothing replaced */
+    const char *fresh[] = {bin, "train", "--search", yaml, "--steps", "2", "--seed", "2", "--out", taken, "--quiet",
+                           NULL};
+    int st = run_limited(fresh, 0, errpath);
+    char *e = slurp(errpath, &ne);
+    assert_non_null(e);
+    print_message("  stderr: %s", e);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 2);
+    assert_non_null(strstr(e, last));
+    assert_non_null(strstr(e, "--overwrite"));
+    free(e);
+    char *l1 = slurp(last, &n1);
+    assert_true(l1 && n1 == n0 && memcmp(l0, l1, n0) == 0);
+    free(l1);
+    assert_int_equal(step_of(taken), 3);
+    /* only metrics.csv left: still refused, naming it */
+    assert_int_equal(sh_run("rm -f '%s/last.h5' '%s/best.h5'", taken, taken), 0);
+    st = run_limited(fresh, 0, errpath);
+    e = slurp(errpath, &ne);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    assert_non_null(strstr(e, csv));
+    free(e);
+    /* --overwrite: a new run, from step 0 */
+    const char *over[] = {bin, "train", "--search", yaml, "--steps", "2", "--seed", "2", "--out", taken, "--quiet",
+                          "--overwrite", NULL};
+    st = run_limited(over, 0, errpath);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(step_of(taken), 2);
+    /* --resume continues it in the same folder */
+    const char *resume[] = {bin, "train", "--search", yaml, "--steps", "4", "--seed", "2", "--resume", last,
+                            "--out", taken, "--quiet", NULL};
+    st = run_limited(resume, 0, errpath);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(step_of(taken), 4);
+    free(l0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_space_for_checkpoints),
+        cmocka_unit_test(test_earlier_run_is_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
