@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <libgen.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -745,8 +746,10 @@ static int read_meta(lctx *c, hid_t f, ckpt_info *info)
     hid_t d = H5Lexists(m, "config_yaml", H5P_DEFAULT) > 0 ? H5Dopen2(m, "config_yaml", H5P_DEFAULT) : -1;
     if (d >= 0) {
         hid_t ft = H5Dget_type(d), sp = H5Dget_space(d);
+        /* a fixed-length string is allocated at its declared size: only
+         * when the file does hold that many bytes */
         if (ft >= 0 && sp >= 0 && H5Tget_class(ft) == H5T_STRING && H5Tis_variable_str(ft) == 0 &&
-            H5Sget_simple_extent_npoints(sp) == 1) {
+            H5Sget_simple_extent_npoints(sp) == 1 && H5Dget_storage_size(d) >= H5Tget_size(ft)) {
             size_t n = H5Tget_size(ft);
             hid_t mt = H5Tcopy(H5T_C_S1);
             H5Tset_size(mt, n + 1);
@@ -831,13 +834,20 @@ static int path_exists(hid_t f, const char *path)
     }
 }
 
-/* Reads tensor i of p from group path `where` (e.g. "/" or
- * "/meta/optimizer/m") into dst, checking its shape. */
-static int read_tensor(lctx *c, hid_t f, const char *where, const nn_params *p, int i, float *dst)
+/* Opens tensor s under group path `where` (e.g. "/" or
+ * "/meta/optimizer/m") into *dout, checking, before anything is read or
+ * allocated, that it exists, has s's shape, is floating point and that
+ * its storage in the file holds at least as many bytes as its shape
+ * declares (ckpt_save writes float32, uncompressed: a dataset declared
+ * large whose data were never written holds 0 bytes). dpath receives the
+ * dataset's path. Returns CKPT_OK with *dout open (the caller closes it),
+ * or an error with *dout = -1. */
+static int open_tensor(lctx *c, hid_t f, const char *where, const nn_tensor_spec *s, hid_t *dout, char *dpath,
+                       size_t dlen)
 {
-    const nn_tensor_spec *s = &p->spec[i];
-    char dpath[512], want[128], got[128];
-    snprintf(dpath, sizeof dpath, "%s/%s/%s", strcmp(where, "/") ? where : "", s->layer, s->name);
+    char want[128], got[128];
+    *dout = -1;
+    snprintf(dpath, dlen, "%s/%s/%s", strcmp(where, "/") ? where : "", s->layer, s->name);
     nn_shape_str(want, sizeof want, s->ndim, s->dims);
     if (!path_exists(f, dpath)) {
         msg(c->err, c->errlen,
@@ -867,6 +877,8 @@ static int read_tensor(lctx *c, hid_t f, const char *where, const nn_params *p, 
         for (int k = 0; k < nd; k++) di[k] = (int64_t)dims[k];
         for (int k = 0; same && k < nd; k++) same = di[k] == s->dims[k];
     }
+    uint64_t n = 1;
+    for (int k = 0; k < s->ndim; k++) n *= (uint64_t)s->dims[k];
     int rc = CKPT_OK;
     if (nd < 0 || ft < 0) {
         msg(c->err, c->errlen,
@@ -889,16 +901,85 @@ static int read_tensor(lctx *c, hid_t f, const char *where, const nn_params *p, 
             "checkpoint '%s': tensor %s is not floating point; not a strata checkpoint tensor", c->path,
             dpath);
         rc = CKPT_EFORMAT;
-    } else if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0) {
+    } else if ((uint64_t)H5Dget_storage_size(d) < n * sizeof(float)) {
+        msg(c->err, c->errlen,
+            "checkpoint '%s': dataset %s declares shape %s (%llu bytes of float32) but holds %llu bytes in "
+            "the file; its data were never written or are compressed, which ckpt_save never does: the file "
+            "is damaged or forged, use an older checkpoint",
+            c->path, dpath, want, (unsigned long long)(n * sizeof(float)),
+            (unsigned long long)H5Dget_storage_size(d));
+        rc = CKPT_ECORRUPT;
+    }
+    if (ft >= 0) H5Tclose(ft);
+    if (sp >= 0) H5Sclose(sp);
+    if (rc == CKPT_OK)
+        *dout = d;
+    else
+        H5Dclose(d);
+    return rc;
+}
+
+/* Reads tensor i of p from group path `where` into dst (see open_tensor
+ * for what is checked first), then checks its values: every one finite,
+ * weights (which = 0) of magnitude at most CKPT_MAX_WEIGHT, Adam's second
+ * moments (which = 2) not negative. */
+static int read_tensor(lctx *c, hid_t f, const char *where, int which, const nn_params *p, int i, float *dst)
+{
+    char dpath[512];
+    hid_t d;
+    int rc = open_tensor(c, f, where, &p->spec[i], &d, dpath, sizeof dpath);
+    if (rc != CKPT_OK) return rc;
+    if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0) {
         msg(c->err, c->errlen,
             "checkpoint '%s': reading tensor %s failed (HDF5: %s); the file is corrupt: use an older "
             "checkpoint",
             c->path, dpath, h5_reason(&c->r));
         rc = CKPT_ECORRUPT;
     }
-    if (ft >= 0) H5Tclose(ft);
-    if (sp >= 0) H5Sclose(sp);
     H5Dclose(d);
+    for (size_t k = 0; rc == CKPT_OK && k < p->size[i]; k++) {
+        float v = dst[k];
+        const char *bad = !isfinite(v)                                   ? "a non-finite value"
+                          : which == 0 && fabsf(v) > CKPT_MAX_WEIGHT ? "a weight beyond +-1e6"
+                          : which == 2 && v < 0                          ? "a negative second moment"
+                                                                         : NULL;
+        if (bad) {
+            msg(c->err, c->errlen,
+                "checkpoint '%s': tensor %s holds %s (%g) at index %zu of %zu; the weights are unusable "
+                "(a diverged run or a damaged file): use an older checkpoint",
+                c->path, dpath, bad, (double)v, k, p->size[i]);
+            rc = CKPT_EVALUE;
+        }
+    }
+    return rc;
+}
+
+int ckpt_check_sizes(const char *path, const nn_tensor_spec *spec, int n, char *err, size_t errlen)
+{
+    if (!path || !spec || n < 0) {
+        msg(err, errlen, "ckpt_check_sizes: path and table are required");
+        return CKPT_EARG;
+    }
+    lctx c = {path, err, errlen, {{0}}};
+    quiet_t q;
+    quiet_begin(&q);
+    int rc = CKPT_OK;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) {
+        msg(err, errlen, "checkpoint '%s' cannot be opened (HDF5: %s); use an older checkpoint", path,
+            h5_reason(&c.r));
+        rc = CKPT_ECORRUPT;
+    }
+    const char *where[3] = {"/", "/meta/optimizer/m", "/meta/optimizer/v"};
+    for (int w = 0; w < 3 && rc == CKPT_OK; w++)
+        for (int i = 0; i < n && rc == CKPT_OK; i++) {
+            char dpath[512];
+            hid_t d;
+            rc = open_tensor(&c, f, where[w], &spec[i], &d, dpath, sizeof dpath);
+            if (rc == CKPT_OK) H5Dclose(d);
+        }
+    if (f >= 0) H5Fclose(f);
+    quiet_end(&q);
     return rc;
 }
 
@@ -1019,7 +1100,7 @@ int ckpt_load(const char *path, nn_params *p, ckpt_info *info, char *err, size_t
     const char *where[3] = {"", "/meta/optimizer/m", "/meta/optimizer/v"};
     for (int w = 0; w < 3 && rc == CKPT_OK; w++)
         for (int i = 0; i < p->n && rc == CKPT_OK; i++)
-            rc = read_tensor(&c, f, w ? where[w] : "/", p, i, buf + (size_t)w * p->total + p->off[i]);
+            rc = read_tensor(&c, f, w ? where[w] : "/", w, p, i, buf + (size_t)w * p->total + p->off[i]);
     if (rc != CKPT_OK) goto out;
     /* nothing the network does not have */
     extra_ctx e = {p, NULL, ""};
