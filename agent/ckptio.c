@@ -9,6 +9,7 @@
 #include "agent/rollout.h"
 #include "agent/trainconf.h"
 #include "env/gym.h"
+#include "env/model.h"
 #include "nets/ckpt.h"
 
 void agent_ckpt_state_clear(agent_ckpt_state *st) {
@@ -99,6 +100,73 @@ static char *dup(const char *s) {
     return d;
 }
 
+/* Every number a policy checkpoint carries, with the range a load
+ * accepts (docs/reliability.md prints this table). The network's sizes
+ * and clip take the train config's bounds (agent/trainconf.c); a value
+ * outside is refused naming the field, since an absurd one that is still
+ * finite (a clip of 1e300) turns logits into infinities. */
+typedef struct {
+    const char *key;
+    int is_int;    /* 1: must be an integer attribute */
+    int required;  /* 1: a file without it is refused */
+    double lo, hi; /* accepted range, inclusive */
+    int inf_ok;    /* 1: +infinity also accepted ("none yet") */
+} hp_range;
+
+static const hp_range HP_RANGES[] = {
+    {"embed", 1, 1, 1, 4096, 0},
+    {"hidden", 1, 1, 1, 4096, 0},
+    {"decoder", 1, 1, 1, 4096, 0},
+    {"scorer", 1, 1, 1, 4096, 0},
+    {"clip", 0, 1, 0.001, 1000, 0},
+    {"seed", 1, 0, 0, 2147483647.0, 0},
+    {"episodes", 0, 0, 0, 1e18, 0},
+    {"time_s", 0, 0, 0, 1e12, 0},
+    {"base_type", 0, 0, -1e6, 1e6, 0},
+    {"base_node", 0, 0, -1e6, 1e6, 0},
+    {"base_init", 1, 0, 0, 1, 0},
+    {"best_valid", 0, 0, -1, 1e18, 1},
+    {"best_cost", 0, 0, 0, 1e30, 1},
+};
+#define HP_N ((int)(sizeof HP_RANGES / sizeof *HP_RANGES))
+#define STEP_MAX 1e15 /* /meta step */
+
+/* check_ranges: 0 when every hyperparameter of HP_RANGES present in `in`
+ * has its type and lies in its range (and the required ones are there),
+ * and the step is in [0, STEP_MAX]; else -1 with a message naming the
+ * first field that is not. */
+static int check_ranges(const char *path, const ckpt_info *in, char *err, size_t errlen) {
+    for (int i = 0; i < HP_N; i++) {
+        const hp_range *r = &HP_RANGES[i];
+        const ckpt_kv *kv = ckpt_info_hparam(in, r->key);
+        if (!kv) {
+            if (!r->required) continue;
+            snprintf(err, errlen, "%s: hyperparameter %s is missing from /meta/hparams; not a complete policy checkpoint",
+                     path, r->key);
+            return -1;
+        }
+        double v = kv->type == CKPT_KV_INT ? (double)kv->i : kv->type == CKPT_KV_REAL ? kv->r : NAN;
+        if (kv->type == CKPT_KV_STR || (r->is_int && kv->type != CKPT_KV_INT)) {
+            snprintf(err, errlen, "%s: hyperparameter %s in /meta/hparams is a %s, expected %s", path, r->key,
+                     kv->type == CKPT_KV_STR ? "string" : "real", r->is_int ? "an integer" : "a number");
+            return -1;
+        }
+        if (!(v >= r->lo && v <= r->hi) && !(r->inf_ok && v == INFINITY)) {
+            snprintf(err, errlen,
+                     "%s: hyperparameter %s = %.17g in /meta/hparams is outside [%g, %g]%s; the file is damaged or "
+                     "edited: use another checkpoint",
+                     path, r->key, v, r->lo, r->hi, r->inf_ok ? " (or inf)" : "");
+            return -1;
+        }
+    }
+    if (!(in->step >= 0 && (double)in->step <= STEP_MAX)) {
+        snprintf(err, errlen, "%s: /meta step = %lld is outside [0, %g]; the file is damaged: use another checkpoint",
+                 path, (long long)in->step, STEP_MAX);
+        return -1;
+    }
+    return 0;
+}
+
 /* decode fills d and st from info; returns 0 or -1 with a message. */
 static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agent_ckpt_state *st,
                   char *err, size_t errlen) {
@@ -128,14 +196,25 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
                  path, in->schema_version, GYM_SCHEMA_VERSION);
         return -1;
     }
-    double clip = 0;
-    if (get_int(in, "embed", &e) || get_int(in, "hidden", &h) || get_int(in, "decoder", &dec) ||
-        get_int(in, "scorer", &sc) || get_real(in, "clip", &clip) || e < 1 || h < 1 || dec < 1 ||
-        sc < 1 || e > 4096 || h > 4096 || dec > 4096 || sc > 4096 || !(clip > 0)) {
-        snprintf(err, errlen, "%s: the network's dimensions (embed, hidden, decoder, scorer, clip) are missing or bad",
-                 path);
+    if (check_ranges(path, in, err, errlen)) return -1;
+    const char *mode = get_str(in, "mode"), *pl = get_str(in, "placement");
+    if (mode && strcmp(mode, "general") && strcmp(mode, "search")) {
+        snprintf(err, errlen, "%s: hyperparameter mode = '%.40s' in /meta/hparams is neither search nor general",
+                 path, mode);
         return -1;
     }
+    int pl_parsed;
+    if (pl && placer_placement_parse(pl, &pl_parsed) < 0) {
+        snprintf(err, errlen, "%s: hyperparameter placement = '%.40s' in /meta/hparams is not a placement method",
+                 path, pl);
+        return -1;
+    }
+    double clip = 0;
+    get_int(in, "embed", &e);
+    get_int(in, "hidden", &h);
+    get_int(in, "decoder", &dec);
+    get_int(in, "scorer", &sc);
+    get_real(in, "clip", &clip);
     d->embed = (int)e;
     d->hidden = (int)h;
     d->decoder = (int)dec;
@@ -145,11 +224,9 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
     st->step = in->step;
     get_int(in, "seed", &seed);
     st->seed = (int)seed;
-    const char *mode = get_str(in, "mode");
     st->mode = mode && !strcmp(mode, "general") ? AGENT_MODE_GENERAL : AGENT_MODE_SEARCH;
-    const char *pl = get_str(in, "placement");
     st->placement = PLACER_PLACE_NONE;
-    if (pl) placer_placement_parse(pl, &st->placement); /* unknown: none */
+    if (pl) placer_placement_parse(pl, &st->placement); /* checked above */
     get_real(in, "episodes", &st->episodes);
     get_real(in, "time_s", &st->time_s);
     get_real(in, "base_type", &st->base_type);
@@ -164,14 +241,22 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
     if (as && *as) {
         int n = 1;
         for (const char *c = as; *c; c++) n += *c == ',';
+        if (n > MODEL_MAX_LAYERS) {
+            snprintf(err, errlen, "%s: hyperparameter best_assign has %d layers, more than %d", path, n,
+                     MODEL_MAX_LAYERS);
+            return -1;
+        }
         st->best_assign = malloc((size_t)n * sizeof(int));
         if (!st->best_assign) goto oom;
         const char *c = as;
         for (int i = 0; i < n; i++) {
             char *end;
             long v = strtol(c, &end, 10);
-            if (end == c) {
-                snprintf(err, errlen, "%s: best_assign is malformed", path);
+            if (end == c || v < 0 || v >= MODEL_MAX_TYPES || (*end && *end != ',')) {
+                snprintf(err, errlen,
+                         "%s: hyperparameter best_assign is malformed at layer %d (a type index in [0, %d] "
+                         "expected)",
+                         path, i, MODEL_MAX_TYPES - 1);
                 agent_ckpt_state_clear(st);
                 return -1;
             }
@@ -197,7 +282,16 @@ int agent_ckpt_peek(const char *path, agent_net_dims *d, agent_ckpt_state *st, c
     if (ckpt_load(path, NULL, &in, err, errlen) != CKPT_OK) return -1;
     int rc = decode(path, &in, d, st, err, errlen);
     ckpt_info_free(&in);
-    return rc;
+    if (rc) return rc;
+    /* the network these sizes describe must be in the file, every byte of
+     * it, before any caller allocates it */
+    nn_tensor_spec table[AN_N_TENSORS];
+    agent_net_table(d, table);
+    if (ckpt_check_sizes(path, table, AN_N_TENSORS, err, errlen) != CKPT_OK) {
+        agent_ckpt_state_clear(st);
+        return -1;
+    }
+    return 0;
 }
 
 int agent_ckpt_read(const char *path, nn_params *p, const agent_net_dims *d, agent_ckpt_state *st,

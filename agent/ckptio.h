@@ -15,7 +15,12 @@
  *
  * agent_ckpt_read refuses a file of another format or version, of another
  * feature schema (GYM_SCHEMA_VERSION or AGENT_FEATURES_VERSION), or whose network differs from the
- * one expected, naming the file and the difference.
+ * one expected, naming the file and the difference. agent_ckpt_peek (and
+ * so every load) refuses a hyperparameter outside its range (the table
+ * HP_RANGES in ckptio.c, printed in docs/reliability.md) naming it, and a
+ * file whose tensors do not hold every byte the sizes declare, naming the
+ * dataset, before anything of those sizes is allocated (ckpt_check_sizes);
+ * nets/ckpt refuses non-finite weights naming the tensor and index.
  */
 #ifndef STRATA_AGENT_CKPTIO_H
 #define STRATA_AGENT_CKPTIO_H

@@ -345,6 +345,13 @@ agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume,
                 agent_ckpt_state_clear(&st);
                 goto fail;
             }
+            for (int l = 0; l < L; l++)
+                if (st.best_assign[l] >= t->problem.ai.cl->n_types) {
+                    snprintf(err, errlen, "%s: hyperparameter best_assign puts layer %d on type %d, the cluster has %d",
+                             resume, l, st.best_assign[l], t->problem.ai.cl->n_types);
+                    agent_ckpt_state_clear(&st);
+                    goto fail;
+                }
             memcpy(t->best_assign, st.best_assign, (size_t)L * sizeof(int));
             t->have_best = 1;
         }

@@ -22,7 +22,7 @@ static const command commands[] = {
     {"fit", cmd_fit, "fit FILE [--job NAME] [--max-speed] [--max-workers N] [--max-ps N] [--json]   fit a throughput curve to measurements"},
     {"serve", cmd_serve, "serve [--policy FILE.h5] [--listen HOST:PORT] [--threads N] [--token-file F]   run the placement daemon"},
     {"eval", cmd_eval, "eval CONFIG [--out DIR] [--jobs N] [--no-times] [--quiet]   evaluation runs: results.csv, summary.md, plots"},
-    {"train", cmd_train, "train CONFIG [--resume CKPT] [--seconds N] [--json] | train --search FILE [--seconds N] [--json]   train the placement policy"},
+    {"train", cmd_train, "train CONFIG [--resume CKPT | --overwrite] [--seconds N] [--json] | train --search FILE [--seconds N] [--json]   train the placement policy"},
 };
 
 static void usage(FILE *f) {

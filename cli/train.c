@@ -1,10 +1,10 @@
 /* train.c -- `strata train`: policy-gradient training of the placement policy.
  *
- *   strata train CONFIG [--resume CKPT] [--seconds N] [--steps N] [--stop-at N]
- *                [--out DIR] [--threads N] [--json] [--quiet]
- *   strata train --search FILE [--seconds N] [--steps N] [--samples N]
- *                [--seed S] [--polish] [--out DIR] [--json] [--quiet]
- *                [--compare [--policy CKPT]]
+ *   strata train CONFIG [--resume CKPT | --overwrite] [--seconds N] [--steps N]
+ *                [--stop-at N] [--out DIR] [--threads N] [--json] [--quiet]
+ *   strata train --search FILE [--overwrite] [--seconds N] [--steps N]
+ *                [--samples N] [--seed S] [--polish] [--out DIR] [--json]
+ *                [--quiet] [--compare [--policy CKPT]]
  *
  * CONFIG is a train config (agent/trainconf.h, docs/agent.md); --search
  * FILE trains from scratch on the one job of FILE with the search defaults
@@ -15,7 +15,8 @@
  * it exists). Progress goes to stderr: a bar
  * redrawn in place on a terminal, plain lines every few seconds otherwise.
  * Metrics go to OUT/metrics.csv, checkpoints to OUT/last.h5 and
- * OUT/best.h5. --steps changes the run's length (and so the learning-rate
+ * OUT/best.h5; a new run (no --resume) refuses a folder that holds any of
+ * them, from an earlier run, unless --overwrite. --steps changes the run's length (and so the learning-rate
  * and entropy schedules); --stop-at N stops after step N without changing
  * them, as an interruption would (a later --resume continues exactly). Under `mpirun -np K` the rollouts are split over the ranks
  * and only rank 0 prints and writes. Exit status: 0 done, 1 a failed run
@@ -44,10 +45,32 @@
 
 static void train_usage(FILE *f) {
     fprintf(f,
-            "usage: strata train CONFIG [--resume CKPT] [--seconds N] [--steps N] [--stop-at N] "
+            "usage: strata train CONFIG [--resume CKPT | --overwrite] [--seconds N] [--steps N] [--stop-at N] "
             "[--out DIR] [--threads N] [--json] [--quiet]\n"
-            "       strata train --search FILE [--seconds N] [--steps N] [--samples N] [--seed S] "
-            "[--polish] [--out DIR] [--json] [--quiet] [--compare [--policy CKPT]]\n");
+            "       strata train --search FILE [--overwrite] [--seconds N] [--steps N] [--samples N] [--seed S] "
+            "[--polish] [--out DIR] [--json] [--quiet] [--compare [--policy CKPT]]\n"
+            "  --resume CKPT  continue the run saved in CKPT (its files in the folder are updated)\n"
+            "  --overwrite    start afresh even if the folder holds metrics.csv, last.h5 or best.h5\n"
+            "                 of an earlier run (they are replaced); without it such a run is refused\n");
+}
+
+/* earlier_run: 1 with a message in err when folder `out` holds a file of
+ * an earlier run (metrics.csv, last.h5, best.h5) that a new run would
+ * replace; else 0. */
+static int earlier_run(const char *out, char *err, size_t errlen) {
+    static const char *const files[] = {"last.h5", "best.h5", "metrics.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", out, files[i]);
+        if (access(path, F_OK) == 0) {
+            snprintf(err, errlen,
+                     "%.600s exists, from an earlier run; a new run would replace it: pass --resume %.600s/last.h5 "
+                     "to continue that run, --out DIR to train into another folder, or --overwrite to replace it",
+                     path, out);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static int parse_num(const char *opt, const char *text, double lo, double *out) {
@@ -290,13 +313,14 @@ int cmd_train(int argc, char **argv) {
         {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
         {"stop-at", required_argument, 0, 'x'},
         {"compare", no_argument, 0, 'c'},      {"policy", required_argument, 0, 'P'},
+        {"overwrite", no_argument, 0, 'w'},
         {0, 0, 0, 0},
     };
     const char *resume = NULL, *search = NULL, *out = NULL, *policy = "checkpoints/general.h5";
     double seconds = -1, steps = -1, threads = -1, samples = -1, seed = -1, stop_at = -1;
-    int as_json = 0, quiet = 0, polish = 0, do_compare = 0, c;
+    int as_json = 0, quiet = 0, polish = 0, do_compare = 0, overwrite = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "r:s:n:o:t:S:k:e:x:cP:pJqh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:s:n:o:t:S:k:e:x:cP:pwJqh", opts, NULL)) != -1) {
         switch (c) {
         case 'r': resume = optarg; break;
         case 's': if (parse_num("--seconds", optarg, 0, &seconds)) return CLI_USAGE; break;
@@ -308,6 +332,7 @@ int cmd_train(int argc, char **argv) {
         case 'e': if (parse_num("--seed", optarg, 0, &seed)) return CLI_USAGE; break;
         case 'x': if (parse_num("--stop-at", optarg, 1, &stop_at)) return CLI_USAGE; break;
         case 'p': polish = 1; break;
+        case 'w': overwrite = 1; break;
         case 'c': do_compare = 1; break;
         case 'P': policy = optarg; break;
         case 'J': as_json = 1; break;
@@ -345,6 +370,16 @@ int cmd_train(int argc, char **argv) {
     if (polish) tc->polish = 1;
     if (out) snprintf(tc->out, sizeof tc->out, "%s", out);
     if (search && !out) snprintf(tc->out, sizeof tc->out, "runs/search");
+    /* rank 0 looks (before it writes there) and tells the others, so that
+     * all refuse together */
+    int refuse = !resume && !overwrite && rank == 0 && earlier_run(tc->out, err, sizeof err);
+#ifdef STRATA_HAVE_MPI
+    if (mpi) MPI_Bcast(&refuse, 1, MPI_INT, 0, MPI_COMM_WORLD);
+#endif
+    if (refuse) {
+        if (rank == 0) fprintf(stderr, "strata: %s\n", err);
+        goto done;
+    }
     t = agent_train_create(tc, resume, err, sizeof err);
     if (!t) {
         if (rank == 0) fprintf(stderr, "strata: %s\n", err);

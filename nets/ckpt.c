@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <libgen.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -347,6 +348,123 @@ done:
     return rc;
 }
 
+/* The core driver's buffer, kept when HDF5 closes the file (HDF5's file
+ * image callbacks; what H5LTopen_file_image does for images it opens). */
+typedef struct {
+    void *mem;   /* the buffer, once HDF5 closed the file */
+    size_t size; /* its size: the last one HDF5 asked for */
+} image_keep;
+
+static void *img_malloc(size_t size, H5FD_file_image_op_t op, void *udata)
+{
+    image_keep *k = udata;
+    (void)op;
+    void *m = malloc(size);
+    if (m && k) k->size = size;
+    return m;
+}
+
+static void *img_memcpy(void *dest, const void *src, size_t size, H5FD_file_image_op_t op, void *udata)
+{
+    (void)op;
+    (void)udata;
+    return memcpy(dest, src, size);
+}
+
+static void *img_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *udata)
+{
+    image_keep *k = udata;
+    (void)op;
+    void *m = realloc(ptr, size);
+    if (m && k) k->size = size;
+    return m;
+}
+
+static herr_t img_free(void *ptr, H5FD_file_image_op_t op, void *udata)
+{
+    image_keep *k = udata;
+    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && k && !k->mem)
+        k->mem = ptr;
+    else
+        free(ptr);
+    return 0;
+}
+
+static void *img_udata_copy(void *udata)
+{
+    return udata;
+}
+
+static herr_t img_udata_free(void *udata)
+{
+    (void)udata;
+    return 0;
+}
+
+/* Builds the checkpoint as an HDF5 file in memory (core driver, no backing
+ * store; `name` only names it) and takes its buffer when HDF5 closes it,
+ * so that the image is the file HDF5 would have written: superblock
+ * flagged closed and checksummed, cut at its end of allocation. (HDF5
+ * 1.10's H5Fget_file_image clears the superblock's status flags without
+ * updating its checksum: its images do not open.) Returns the image's
+ * size with *image malloc'ed (the caller frees it), or -1 with a message
+ * naming `path`. Every HDF5 handle is closed exactly once, here. */
+static ssize_t build_image(const char *name, const nn_params *p, const ckpt_meta *meta, unsigned char **image,
+                           char *err, size_t errlen, const char *path)
+{
+    quiet_t q;
+    reason_t r;
+    quiet_begin(&q);
+    ssize_t n = -1;
+    image_keep keep = {NULL, 0};
+    H5FD_file_image_callbacks_t cb = {img_malloc, img_memcpy,    img_realloc,   img_free,
+                                      img_udata_copy, img_udata_free, &keep};
+    *image = NULL;
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    /* 1.10 object format: checksummed superblock, object headers and chunk
+   * indexes; readable by HDF5 >= 1.10 (h5py, h5dump) */
+    hid_t f = -1;
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, (size_t)1 << 20, 0) >= 0 &&
+        H5Pset_file_image_callbacks(fapl, &cb) >= 0 &&
+        H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST) >= 0)
+        f = H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (fapl >= 0) H5Pclose(fapl);
+    if (f < 0) {
+        msg(err, errlen, "ckpt_save '%s': HDF5 cannot create the file in memory (%s)", path, h5_reason(&r));
+        quiet_end(&q);
+        return -1;
+    }
+    char what[256];
+    int bad = write_all(f, p, meta, what, sizeof what);
+    if (bad)
+        msg(err, errlen, "ckpt_save '%s': %s failed (HDF5: %s); the previous checkpoint is untouched", path, what,
+            h5_reason(&r));
+    /* a file in memory: closing it writes nothing to disk, so it cannot
+     * fail for lack of space */
+    if (H5Fclose(f) < 0 && !bad) {
+        msg(err, errlen, "ckpt_save '%s': closing the in-memory file failed (HDF5: %s)", path, h5_reason(&r));
+        bad = 1;
+    }
+    quiet_end(&q);
+    /* the superblock (version 2 or 3, 8-byte addresses) ends the file at
+     * its end-of-file address, bytes 28..35, little-endian */
+    const unsigned char *m = keep.mem;
+    uint64_t eof = 0;
+    if (!bad && m && keep.size >= 48 && m[8] >= 2 && m[9] == 8)
+        for (int k = 7; k >= 0; k--) eof = eof << 8 | m[28 + k];
+    if (!bad && (eof < 48 || eof > (uint64_t)keep.size)) {
+        msg(err, errlen, "ckpt_save '%s': HDF5 left no usable file image in memory", path);
+        bad = 1;
+    }
+    if (bad) {
+        free(keep.mem);
+        return -1;
+    }
+    *image = keep.mem;
+    n = (ssize_t)eof;
+    return n;
+}
+
 int ckpt_save(const char *path, const nn_params *p, const ckpt_meta *meta, char *err, size_t errlen)
 {
     if (!path || !path[0] || !p || !meta) {
@@ -398,41 +516,40 @@ int ckpt_save(const char *path, const nn_params *p, const ckpt_meta *meta, char 
         }
         fchmod(fd, mode);
     }
-    close(fd);
-
-    quiet_t q;
-    reason_t r;
-    quiet_begin(&q);
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    /* 1.10 object format: checksummed superblock, object headers and chunk
-   * indexes; readable by HDF5 >= 1.10 (h5py, h5dump) */
-    H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    H5Pclose(fapl);
-    if (f < 0) {
-        msg(err, errlen, "ckpt_save '%s': HDF5 cannot create '%s' (%s)", path, tmp, h5_reason(&r));
-        quiet_end(&q);
+    /* HDF5 builds the file in memory (the core driver, no backing store)
+     * and we write its image ourselves: HDF5 then never meets a failed
+     * write. When it does (a full disk, a file size limit), HDF5 1.10's
+     * H5Fclose fails after freeing the file but leaves its ID registered,
+     * and the library's atexit handler closes it again: a SIGSEGV at exit
+     * after the error was reported. */
+    unsigned char *image = NULL;
+    ssize_t isize = build_image(tmp, p, meta, &image, err, errlen, path);
+    if (isize < 0) goto fail;
+    const char *why = NULL;
+    for (size_t off = 0; off < (size_t)isize && !why;) {
+        ssize_t w = write(fd, image + off, (size_t)isize - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) why = w < 0 ? strerror(errno) : "no progress";
+        else off += (size_t)w;
+    }
+    free(image);
+    if (why) {
+        msg(err, errlen, "ckpt_save '%s': writing %lld bytes to '%s' failed: %s (disk full or file size limit?); the "
+            "previous checkpoint is untouched", path, (long long)isize, tmp, why);
         goto fail;
     }
-    char what[256];
-    if (write_all(f, p, meta, what, sizeof what)) {
-        msg(err, errlen, "ckpt_save '%s': %s failed (HDF5: %s); the previous checkpoint is untouched", path,
-            what, h5_reason(&r));
-        H5Fclose(f);
-        quiet_end(&q);
+    if (fsync(fd)) {
+        msg(err, errlen, "ckpt_save '%s': fsync of '%s' failed: %s; the previous checkpoint is untouched", path,
+            tmp, strerror(errno));
         goto fail;
     }
-    if (H5Fclose(f) < 0) {
-        msg(err, errlen, "ckpt_save '%s': closing the file failed (HDF5: %s; disk full?)", path,
-            h5_reason(&r));
-        quiet_end(&q);
+    if (close(fd)) {
+        fd = -1;
+        msg(err, errlen, "ckpt_save '%s': closing '%s' failed: %s; the previous checkpoint is untouched", path,
+            tmp, strerror(errno));
         goto fail;
     }
-    quiet_end(&q);
-    if (fsync_path(tmp, 0)) {
-        msg(err, errlen, "ckpt_save '%s': fsync of '%s' failed: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
+    fd = -1;
     if (rename(tmp, path)) {
         msg(err, errlen, "ckpt_save '%s': rename from '%s' failed: %s", path, tmp, strerror(errno));
         goto fail;
@@ -441,6 +558,7 @@ int ckpt_save(const char *path, const nn_params *p, const ckpt_meta *meta, char 
     rc = CKPT_OK;
     goto out;
 fail:
+    if (fd >= 0) close(fd);
     unlink(tmp);
 out:
     free(tmp);
@@ -628,8 +746,10 @@ static int read_meta(lctx *c, hid_t f, ckpt_info *info)
     hid_t d = H5Lexists(m, "config_yaml", H5P_DEFAULT) > 0 ? H5Dopen2(m, "config_yaml", H5P_DEFAULT) : -1;
     if (d >= 0) {
         hid_t ft = H5Dget_type(d), sp = H5Dget_space(d);
+        /* a fixed-length string is allocated at its declared size: only
+         * when the file does hold that many bytes */
         if (ft >= 0 && sp >= 0 && H5Tget_class(ft) == H5T_STRING && H5Tis_variable_str(ft) == 0 &&
-            H5Sget_simple_extent_npoints(sp) == 1) {
+            H5Sget_simple_extent_npoints(sp) == 1 && H5Dget_storage_size(d) >= H5Tget_size(ft)) {
             size_t n = H5Tget_size(ft);
             hid_t mt = H5Tcopy(H5T_C_S1);
             H5Tset_size(mt, n + 1);
@@ -714,13 +834,20 @@ static int path_exists(hid_t f, const char *path)
     }
 }
 
-/* Reads tensor i of p from group path `where` (e.g. "/" or
- * "/meta/optimizer/m") into dst, checking its shape. */
-static int read_tensor(lctx *c, hid_t f, const char *where, const nn_params *p, int i, float *dst)
+/* Opens tensor s under group path `where` (e.g. "/" or
+ * "/meta/optimizer/m") into *dout, checking, before anything is read or
+ * allocated, that it exists, has s's shape, is floating point and that
+ * its storage in the file holds at least as many bytes as its shape
+ * declares (ckpt_save writes float32, uncompressed: a dataset declared
+ * large whose data were never written holds 0 bytes). dpath receives the
+ * dataset's path. Returns CKPT_OK with *dout open (the caller closes it),
+ * or an error with *dout = -1. */
+static int open_tensor(lctx *c, hid_t f, const char *where, const nn_tensor_spec *s, hid_t *dout, char *dpath,
+                       size_t dlen)
 {
-    const nn_tensor_spec *s = &p->spec[i];
-    char dpath[512], want[128], got[128];
-    snprintf(dpath, sizeof dpath, "%s/%s/%s", strcmp(where, "/") ? where : "", s->layer, s->name);
+    char want[128], got[128];
+    *dout = -1;
+    snprintf(dpath, dlen, "%s/%s/%s", strcmp(where, "/") ? where : "", s->layer, s->name);
     nn_shape_str(want, sizeof want, s->ndim, s->dims);
     if (!path_exists(f, dpath)) {
         msg(c->err, c->errlen,
@@ -750,6 +877,8 @@ static int read_tensor(lctx *c, hid_t f, const char *where, const nn_params *p, 
         for (int k = 0; k < nd; k++) di[k] = (int64_t)dims[k];
         for (int k = 0; same && k < nd; k++) same = di[k] == s->dims[k];
     }
+    uint64_t n = 1;
+    for (int k = 0; k < s->ndim; k++) n *= (uint64_t)s->dims[k];
     int rc = CKPT_OK;
     if (nd < 0 || ft < 0) {
         msg(c->err, c->errlen,
@@ -772,16 +901,85 @@ static int read_tensor(lctx *c, hid_t f, const char *where, const nn_params *p, 
             "checkpoint '%s': tensor %s is not floating point; not a strata checkpoint tensor", c->path,
             dpath);
         rc = CKPT_EFORMAT;
-    } else if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0) {
+    } else if ((uint64_t)H5Dget_storage_size(d) < n * sizeof(float)) {
+        msg(c->err, c->errlen,
+            "checkpoint '%s': dataset %s declares shape %s (%llu bytes of float32) but holds %llu bytes in "
+            "the file; its data were never written or are compressed, which ckpt_save never does: the file "
+            "is damaged or forged, use an older checkpoint",
+            c->path, dpath, want, (unsigned long long)(n * sizeof(float)),
+            (unsigned long long)H5Dget_storage_size(d));
+        rc = CKPT_ECORRUPT;
+    }
+    if (ft >= 0) H5Tclose(ft);
+    if (sp >= 0) H5Sclose(sp);
+    if (rc == CKPT_OK)
+        *dout = d;
+    else
+        H5Dclose(d);
+    return rc;
+}
+
+/* Reads tensor i of p from group path `where` into dst (see open_tensor
+ * for what is checked first), then checks its values: every one finite,
+ * weights (which = 0) of magnitude at most CKPT_MAX_WEIGHT, Adam's second
+ * moments (which = 2) not negative. */
+static int read_tensor(lctx *c, hid_t f, const char *where, int which, const nn_params *p, int i, float *dst)
+{
+    char dpath[512];
+    hid_t d;
+    int rc = open_tensor(c, f, where, &p->spec[i], &d, dpath, sizeof dpath);
+    if (rc != CKPT_OK) return rc;
+    if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0) {
         msg(c->err, c->errlen,
             "checkpoint '%s': reading tensor %s failed (HDF5: %s); the file is corrupt: use an older "
             "checkpoint",
             c->path, dpath, h5_reason(&c->r));
         rc = CKPT_ECORRUPT;
     }
-    if (ft >= 0) H5Tclose(ft);
-    if (sp >= 0) H5Sclose(sp);
     H5Dclose(d);
+    for (size_t k = 0; rc == CKPT_OK && k < p->size[i]; k++) {
+        float v = dst[k];
+        const char *bad = !isfinite(v)                                   ? "a non-finite value"
+                          : which == 0 && fabsf(v) > CKPT_MAX_WEIGHT ? "a weight beyond +-1e6"
+                          : which == 2 && v < 0                          ? "a negative second moment"
+                                                                         : NULL;
+        if (bad) {
+            msg(c->err, c->errlen,
+                "checkpoint '%s': tensor %s holds %s (%g) at index %zu of %zu; the weights are unusable "
+                "(a diverged run or a damaged file): use an older checkpoint",
+                c->path, dpath, bad, (double)v, k, p->size[i]);
+            rc = CKPT_EVALUE;
+        }
+    }
+    return rc;
+}
+
+int ckpt_check_sizes(const char *path, const nn_tensor_spec *spec, int n, char *err, size_t errlen)
+{
+    if (!path || !spec || n < 0) {
+        msg(err, errlen, "ckpt_check_sizes: path and table are required");
+        return CKPT_EARG;
+    }
+    lctx c = {path, err, errlen, {{0}}};
+    quiet_t q;
+    quiet_begin(&q);
+    int rc = CKPT_OK;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) {
+        msg(err, errlen, "checkpoint '%s' cannot be opened (HDF5: %s); use an older checkpoint", path,
+            h5_reason(&c.r));
+        rc = CKPT_ECORRUPT;
+    }
+    const char *where[3] = {"/", "/meta/optimizer/m", "/meta/optimizer/v"};
+    for (int w = 0; w < 3 && rc == CKPT_OK; w++)
+        for (int i = 0; i < n && rc == CKPT_OK; i++) {
+            char dpath[512];
+            hid_t d;
+            rc = open_tensor(&c, f, where[w], &spec[i], &d, dpath, sizeof dpath);
+            if (rc == CKPT_OK) H5Dclose(d);
+        }
+    if (f >= 0) H5Fclose(f);
+    quiet_end(&q);
     return rc;
 }
 
@@ -902,7 +1100,7 @@ int ckpt_load(const char *path, nn_params *p, ckpt_info *info, char *err, size_t
     const char *where[3] = {"", "/meta/optimizer/m", "/meta/optimizer/v"};
     for (int w = 0; w < 3 && rc == CKPT_OK; w++)
         for (int i = 0; i < p->n && rc == CKPT_OK; i++)
-            rc = read_tensor(&c, f, w ? where[w] : "/", p, i, buf + (size_t)w * p->total + p->off[i]);
+            rc = read_tensor(&c, f, w ? where[w] : "/", w, p, i, buf + (size_t)w * p->total + p->off[i]);
     if (rc != CKPT_OK) goto out;
     /* nothing the network does not have */
     extra_ctx e = {p, NULL, ""};

@@ -21,11 +21,14 @@
  * (tests/test_nets_ckpt.c flips bytes all over a file). Readable by any
  * HDF5 >= 1.10 (h5py, h5dump).
  *
- * A save is atomic: the file is written under a temporary name in the same
- * folder (".<name>.tmp.<pid>.XXXXXX"), flushed and fsync'ed, renamed over
- * the target and the folder fsync'ed; a crash at any moment leaves either
- * the old or the new checkpoint, never a mix. Temporary files left by dead
- * processes are removed by the next save.
+ * A save is atomic: HDF5 builds the file in memory (its core driver), and
+ * the image is written under a temporary name in the same folder
+ * (".<name>.tmp.<pid>.XXXXXX"), fsync'ed, renamed over the target and the
+ * folder fsync'ed; a crash at any moment leaves either the old or the new
+ * checkpoint, never a mix. HDF5 itself never writes to disk, so a full
+ * disk or a file size limit is a plain write error (HDF5 1.10 cannot
+ * survive a failed close: it closes the file again at exit, a SIGSEGV).
+ * Temporary files left by dead processes are removed by the next save.
  *
  * Errors never print: HDF5's own error printing is switched off around
  * every call (and restored), and its innermost reason is folded into the
@@ -51,7 +54,12 @@ typedef enum {
     CKPT_EFORMAT = -4,  /* HDF5, but not a strata nets checkpoint */
     CKPT_EVERSION = -5, /* a checkpoint format version this build cannot read */
     CKPT_ESHAPE = -6,   /* tensors missing, extra, or of another shape */
+    CKPT_EVALUE = -7,   /* a NaN or infinite value, a weight beyond +-CKPT_MAX_WEIGHT, a negative v */
 } ckpt_status;
+
+/* No weight of a trained network comes near this; a larger one (or a NaN,
+ * an infinity) is refused on load. */
+#define CKPT_MAX_WEIGHT 1e6f
 
 typedef enum { CKPT_KV_INT, CKPT_KV_REAL, CKPT_KV_STR } ckpt_kv_type;
 
@@ -94,11 +102,21 @@ int ckpt_save(const char *path, const nn_params *p, const ckpt_meta *meta, char 
 /* Reads the checkpoint at path. info (may be NULL) receives the metadata;
  * free it with ckpt_info_free. If p is not NULL, the file's tensors must
  * match p's table exactly (same layer/weight names, same shapes, no extra
- * ones) and are read into p->params, p->m and p->v; p is modified only if
+ * ones, storage for every declared byte, every value finite, weights
+ * within +-CKPT_MAX_WEIGHT, v >= 0) and are read into p->params, p->m and p->v; p is modified only if
  * the whole load succeeds. Returns CKPT_OK or an error; the message says
  * which (truncated, checksum, wrong format or version, which tensor has
  * which shape against which) and what to do. */
 int ckpt_load(const char *path, nn_params *p, ckpt_info *info, char *err, size_t errlen);
+
+/* Checks, without reading tensor data or allocating for it, that the file
+ * at path holds every tensor of the table spec[n] (weights and both Adam
+ * moments) with the table's shape, floating point, and with storage in the
+ * file of at least the bytes its shape declares. Call it before creating
+ * the network a file's hyperparameters describe: a small file declaring
+ * huge tensors is refused here, naming the dataset, instead of costing
+ * gigabytes. Returns CKPT_OK or an error with a message. */
+int ckpt_check_sizes(const char *path, const nn_tensor_spec *spec, int n, char *err, size_t errlen);
 
 void ckpt_info_free(ckpt_info *info);
 

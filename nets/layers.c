@@ -292,8 +292,24 @@ int nn_sample(int *action, const float *probs, const uint8_t *mask, int N, int K
                 last = k;
             }
         if (last < 0) {
-            action[n] = -1;
-            none++;
+            /* no positive probability (NaN or underflowed logits): draw
+             * uniformly among the real entries rather than hand back -1,
+             * which a caller would use as an index; -1 only when the row
+             * has no real entry at all */
+            int real = 0;
+            for (int k = 0; k < K; k++) real += !mk || mk[k];
+            if (real == 0) {
+                action[n] = -1;
+                none++;
+                continue;
+            }
+            int j = (int)(rng_uniform_at(r->seed, r->stream, r->counter + (uint64_t)n) * real);
+            if (j >= real) j = real - 1;
+            for (int k = 0; k < K; k++)
+                if ((!mk || mk[k]) && j-- == 0) {
+                    action[n] = k;
+                    break;
+                }
             continue;
         }
         double u = rng_uniform_at(r->seed, r->stream, r->counter + (uint64_t)n) * total, cum = 0;

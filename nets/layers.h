@@ -193,8 +193,10 @@ void nn_pg_loss_backward_d(double *dlogp, double *dent, const int *action, const
  * Row n draws u from the block (r->seed, r->stream, r->counter + n) and
  * takes the first real entry whose cumulative probability exceeds u times
  * the row's total; afterwards r->counter += N. The draws are therefore
- * independent of threading or of how a batch is split. action[n] = -1 for a
- * row with no real entry. Returns the number of such rows. */
+ * independent of threading or of how a batch is split. A row with real
+ * entries but no positive probability among them (NaN or underflowed
+ * logits) takes one of them uniformly: action[n] = -1 only for a row with
+ * no real entry. Returns the number of such rows. */
 int nn_sample(int *action /*[N]*/, const float *probs /*[N,K]*/, const uint8_t *mask /*[N,K] or NULL*/, int N,
               int K, rng_t *r);
 /* Greedy: the real entry of largest value (first on ties), -1 if none. */

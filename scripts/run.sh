@@ -16,7 +16,8 @@ S=build/strata
 $S check "$CONFIG"
 echo
 echo "== a policy trained on this job for ${SECONDS_BUDGET} s, against the baselines"
-$S train --search "$CONFIG" --seconds "$SECONDS_BUDGET" --compare --quiet --out runs/search
+# --overwrite: a re-run replaces the previous run's runs/search
+$S train --search "$CONFIG" --seconds "$SECONDS_BUDGET" --compare --quiet --out runs/search --overwrite
 echo
 echo "== its tasks on the cluster's nodes (strata place --method best)"
 $S place "$CONFIG" --method best --plan-method exact

@@ -27,7 +27,9 @@ OUT=${OUT:-runs/general}
 # for the same 60 search steps), and the environments use both cores anyway.
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 start=$(date +%s)
-"$BIN" train configs/train/general.yaml --out "$OUT"
+# --overwrite: a re-run replaces the earlier run in $OUT (the place phase
+# resumes from its last.h5, which --resume allows into any folder)
+"$BIN" train configs/train/general.yaml --out "$OUT" --overwrite
 "$BIN" train configs/train/general-place.yaml --resume "$OUT/last.h5" --out "$OUT/place"
 echo "train_general: trained in $(( $(date +%s) - start )) s"
 

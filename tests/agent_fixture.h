@@ -19,10 +19,13 @@
 #include "tests/shell.h"
 
 /* afx_scratch puts root/name (root: the tests' scratch folder, usually
- * $STRATA_TMP) into dir and creates both folders if they do not exist. */
+ * $STRATA_TMP) into dir and makes it a new, empty folder (the runs of an
+ * earlier ctest are removed: `strata train` refuses to start a new run
+ * over an earlier one's files without --overwrite). */
 static inline void afx_scratch(char *dir, size_t len, const char *root, const char *name) {
     snprintf(dir, len, "%s/%s", root, name);
     mkdir(root, 0777);
+    sh_run("rm -rf '%s'", dir);
     mkdir(dir, 0777);
 }
 

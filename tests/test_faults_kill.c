@@ -66,7 +66,7 @@ static int setup(void **state) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
-/* Starts `strata train cfg [--resume last] --out out [--stop-at N] --quiet`
+/* Starts `strata train cfg [--resume last | --overwrite] --out out [--stop-at N] --quiet`
  * with its output thrown away; returns the pid. */
 static pid_t start_train(int resume, long stop_at) {
     char last[1300], stop[32];
@@ -77,6 +77,10 @@ static pid_t start_train(int resume, long stop_at) {
     if (resume) {
         argv[argc++] = "--resume";
         argv[argc++] = last;
+    } else {
+        /* a round killed before its first checkpoint leaves metrics.csv:
+         * the next round starts afresh over it */
+        argv[argc++] = "--overwrite";
     }
     if (stop_at > 0) {
         argv[argc++] = "--stop-at";

@@ -12,6 +12,11 @@
  *              version 0, a local heap claiming 123 TB)
  *   missing    no file at all
  *   directory  a folder in its place
+ *   clip       the checkpoint with clip = 1e300 (finite, absurd: it used to
+ *              load, and sampling then read a type index of -1)
+ *   nan        the checkpoint with one NaN weight (it used to load)
+ *   huge       the checkpoint with every size 4096 and tensors declared at
+ *              those shapes, never written (it used to cost ~6 GB)
  *
  * After each one: the reload is counted as failed in /metrics
  * (strata_policy_loads_total{result="error"} grows by one), /readyz still
@@ -20,6 +25,7 @@
  * policy keeps serving. Finally the good file comes back and loads
  * (generation 2).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +34,7 @@
 
 #include <cmocka.h>
 
+#include "tests/ckpt_forge.h"
 #include "tests/serve_client.h"
 
 static const char *TINY_YAML =
@@ -126,8 +133,27 @@ static void test_bad_reloads(void **state) {
         assert_string_equal(hash, hash0);
         place_ok(p.port, bad[i].what);
     }
+    /* Well-formed files whose contents are absurd (tests/ckpt_forge.h). */
+    static const char *const forged[] = {"clip", "nan", "huge"};
+    int nf = (int)(sizeof forged / sizeof *forged);
+    for (int i = 0; i < nf; i++) {
+        char tmp[1200];
+        snprintf(tmp, sizeof tmp, "%s.new", live);
+        assert_int_equal(sh_run("rm -rf '%s' && cp '%s' '%s'", live, good, tmp), 0);
+        int rc = i == 0 ? forge_set_real(tmp, "clip", 1e300)
+                 : i == 1 ? forge_poke(tmp, "/embed/b", 3, NAN)
+                          : forge_huge_dims(tmp);
+        assert_int_equal(rc, 0);
+        assert_int_equal(rename(tmp, live), 0);
+        kill(p.pid, SIGHUP);
+        if (!sv_wait_series(p.port, "strata_policy_loads_total{result=\"error\"}", n + i + 1))
+            fail_msg("the %s reload was not counted as failed", forged[i]);
+        assert_int_equal(ready_policy(p.port, hash, sizeof hash), 1);
+        assert_string_equal(hash, hash0);
+        place_ok(p.port, forged[i]);
+    }
     /* The good file back: it loads. */
-    assert_int_equal(sh_run("rmdir '%s' && cp '%s' '%s'", live, good, live), 0);
+    assert_int_equal(sh_run("rm -rf '%s' && cp '%s' '%s'", live, good, live), 0);
     kill(p.pid, SIGHUP);
     assert_true(sv_wait_series(p.port, "strata_policy_loads_total{result=\"ok\"}", 2));
     assert_int_equal(ready_policy(p.port, hash, sizeof hash), 2);
@@ -135,7 +161,11 @@ static void test_bad_reloads(void **state) {
     place_ok(p.port, "good");
     assert_int_equal(sv_stop(&p), 0);
     assert_int_equal(sv_log_count(&p, "SIGHUP: reload failed, the old policy keeps serving",
-                                  live, NULL), n);
+                                  live, NULL), n + nf);
+    /* the log says why, naming the field, the tensor or the dataset */
+    assert_int_equal(sv_log_count(&p, "hyperparameter clip", NULL), 1);
+    assert_int_equal(sv_log_count(&p, "tensor /embed/b holds a non-finite value", NULL), 1);
+    assert_int_equal(sv_log_count(&p, "declares shape", NULL), 1);
     assert_int_equal(sv_log_count(&p, "SIGHUP: reloaded", NULL), 1);
 }
 

@@ -150,12 +150,32 @@ static void test_sample_edges(void **state)
     assert_int_equal(act[0], -1);
 }
 
+/* Rows whose real entries have NaN or zero probabilities (the softmax of
+ * infinite logits) still get one of their real entries, never -1 (a caller
+ * indexes with it), and both real entries come up. */
+static void test_sample_nan_rows(void **state)
+{
+    (void)state;
+    float probs[2 * 4] = {NAN, NAN, NAN, NAN, 0, NAN, 0, 0};
+    uint8_t mask[2 * 4] = {1, 0, 1, 0, 1, 1, 1, 1};
+    int act[2], seen[4] = {0};
+    rng_t r;
+    rng_init(&r, 9);
+    for (int rep = 0; rep < 200; rep++) {
+        assert_int_equal(nn_sample(act, probs, mask, 2, 4, &r), 0);
+        assert_true(act[0] == 0 || act[0] == 2);
+        assert_true(act[1] >= 0 && act[1] < 4);
+        seen[act[0]]++;
+    }
+    assert_true(seen[0] > 50 && seen[2] > 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_philox_kat),         cmocka_unit_test(test_cursor),
         cmocka_unit_test(test_sample_frequencies), cmocka_unit_test(test_sample_independent_of_split),
-        cmocka_unit_test(test_sample_edges),
+        cmocka_unit_test(test_sample_edges),       cmocka_unit_test(test_sample_nan_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
