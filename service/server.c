@@ -22,7 +22,8 @@
  * cleans up) every connection that has been reading one request for longer
  * than request_deadline_ms, which libmicrohttpd's own timeout cannot do: it
  * restarts on every byte. A new connection that finds max_conns open
- * closes the connection idle longest to take its place.
+ * closes the connection idle longest (else the one reading its request
+ * longest) to take its place.
  *
  * Body memory: bodies grow as their bytes arrive (never on the declared
  * Content-Length), large buffers are mapped pages returned to the system
@@ -599,8 +600,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 /* Connection opened or closed: keeps the list the reaper walks. A new
- * connection beyond max_conns closes the one idle longest (or, with none
- * idle, is itself closed). */
+ * connection beyond max_conns closes the one idle longest, or with none
+ * idle the one reading its request longest, or with none of those (all
+ * working) is itself closed. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code) {
     srv_server *s = cls;
@@ -618,15 +620,22 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         int open = 0;
         for (conn_track *c = s->conns.next; c != &s->conns; c = c->next) open += !c->cut;
         if (open >= s->cfg.max_conns) {
-            conn_track *old = NULL;
-            for (conn_track *c = s->conns.next; c != &s->conns; c = c->next)
-                if (!c->cut && atomic_load(&c->state) == CT_IDLE &&
-                    (!old || atomic_load(&c->since) < atomic_load(&old->since)))
-                    old = c;
-            conn_track *victim = old ? old : ct;
+            /* The victim: the connection idle longest; else the one that
+             * has been reading its request longest (under a flood of
+             * slow connections from many addresses, a quick client still
+             * gets in); never one whose request is being worked on. */
+            conn_track *idle = NULL, *reading = NULL;
+            for (conn_track *c = s->conns.next; c != &s->conns; c = c->next) {
+                if (c->cut) continue;
+                int st = atomic_load(&c->state);
+                conn_track **best = st == CT_IDLE ? &idle : st == CT_READING ? &reading : NULL;
+                if (best && (!*best || atomic_load(&c->since) < atomic_load(&(*best)->since)))
+                    *best = c;
+            }
+            conn_track *victim = idle ? idle : reading ? reading : ct;
             if (victim->fd >= 0) shutdown(victim->fd, SHUT_RDWR);
             victim->cut = 1;
-            if (old) atomic_fetch_add(&s->cut_idle, 1);
+            if (victim != ct) atomic_fetch_add(&s->cut_idle, 1);
             else refused = 1;
         }
         ct->next = &s->conns;

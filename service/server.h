@@ -17,8 +17,9 @@
  *
  * Limits (docs/reliability.md): max_conns connections at once and
  * max_conns_per_ip from one address; when the daemon is full, the
- * connection idle longest between two requests is closed to make room for
- * a new one (idle keep-alive connections never lock clients out). A
+ * connection idle longest between two requests (else the one that has
+ * been reading its request longest) is closed to make room for a new one:
+ * neither idle keep-alive nor slow connections lock clients out. A
  * request's headers and body must arrive within request_deadline_ms of the
  * connection's start (or of the previous answer on a kept-alive
  * connection), however slowly they trickle: past it the connection is
