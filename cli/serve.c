@@ -2,7 +2,9 @@
  *
  *   strata serve [--policy FILE.h5] [--listen HOST:PORT] [--threads N]
  *                [--token-file F] [--max-layers N] [--max-nodes N]
- *                [--max-budget-ms N] [--quiet]
+ *                [--max-budget-ms N] [--max-conns N] [--max-conns-per-ip N]
+ *                [--request-deadline-ms N] [--idle-timeout-s N]
+ *                [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]
  *
  * Starts service/server on HOST:PORT (default 127.0.0.1:7878; port 0 picks
  * a free one), prints "strata serve: listening on HOST:PORT" on stdout once
@@ -17,13 +19,19 @@
  *   SIGHUP           load the --policy file again; requests in flight finish
  *                    on the old policy; a file that fails to load leaves the
  *                    old one serving and the log says why
- *   SIGTERM, SIGINT  stop accepting, let requests in flight finish (up to
- *                    30 s), exit 0
+ *   SIGTERM, SIGINT  stop accepting, let requests in flight finish, exit 0;
+ *                    the process is gone --shutdown-ms (25 s) after the
+ *                    signal whatever is still running (exit 1 then): a
+ *                    watchdog thread ends it, so that no handler and no
+ *                    connection can hold it past the bound (the manifests
+ *                    give 40 s)
  *
- * The token file holds one bearer token (surrounding whitespace ignored).
+ * The token file holds one bearer token: surrounding spaces and one
+ * trailing newline are ignored; a NUL or any other control byte refuses the
+ * file (a NUL would otherwise cut the token short, silently).
  * Exit status: 0 after a clean drain, 2 on bad usage or a policy, token or
- * address that does not load, 1 when requests were still running after
- * the drain timeout.
+ * address that does not load, 1 when requests were still running at the
+ * shutdown bound.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,9 +54,21 @@
 #define SERVE_USAGE                                                                          \
     "usage: strata serve [--policy FILE.h5] [--listen HOST:PORT] [--threads N]\n"            \
     "                    [--token-file F] [--max-layers N] [--max-nodes N]\n"                \
-    "                    [--max-budget-ms N] [--quiet]\n"
+    "                    [--max-budget-ms N] [--max-conns N] [--max-conns-per-ip N]\n"  \
+    "                    [--request-deadline-ms N] [--idle-timeout-s N]\n"                 \
+    "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
+    "\n"                                                                                    \
+    "limits (docs/reliability.md):\n"                                                       \
+    "  --threads N               requests computing at once (default: the CPUs)\n"         \
+    "  --max-conns N             connections at once, all clients (default 512)\n"         \
+    "  --max-conns-per-ip N      connections at once from one address (default 64)\n"      \
+    "  --request-deadline-ms N   headers + body of one request, however slow (10000)\n"    \
+    "  --idle-timeout-s N        a silent connection is closed after N s (default 10)\n"   \
+    "  --max-body-memory-mb N    request bodies held at once, all connections (64)\n"      \
+    "  --shutdown-ms N           SIGTERM to exit, whatever runs (default 25000)\n"         \
+    "  --max-layers N, --max-nodes N, --max-budget-ms N   per request\n"
 
-#define SERVE_DRAIN_MS 30000
+#define SERVE_SHUTDOWN_MS 25000
 
 /* The signal handler's pipe: [0] read by the main thread, [1] written by
  * the handler. */
@@ -80,9 +100,10 @@ static void log_line(void *ud, const char *line) {
 /* The longest token file read (docs/reliability.md). */
 #define TOKEN_FILE_MAX 4096
 
-/* Reads the bearer token from path into a new string; NULL with a message.
- * The file must be a regular file (a FIFO is refused, not waited on) of at
- * most TOKEN_FILE_MAX bytes. */
+/* Reads the bearer token from path into a new string; NULL with a message
+ * naming the file. The file must be a regular file (a FIFO is refused, not
+ * waited on) of at most TOKEN_FILE_MAX bytes. The whole file is checked, not
+ * a C string of it: a NUL would end the token early. */
 static char *read_token(const char *path) {
     char *buf, why[256];
     size_t n;
@@ -90,23 +111,52 @@ static char *read_token(const char *path) {
         fprintf(stderr, "strata: --token-file %s: %s\n", path, why);
         return NULL;
     }
-    char *t = buf, *tok = NULL;
-    while (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r') t++;
-    size_t len = strlen(t);
-    while (len > 0 && (t[len - 1] == ' ' || t[len - 1] == '\t' || t[len - 1] == '\n' ||
-                       t[len - 1] == '\r'))
-        t[--len] = '\0';
-    int bad = 0;
-    for (size_t i = 0; i < len; i++) bad |= (unsigned char)t[i] <= ' ' || t[i] == 0x7f;
-    if (len == 0)
+    char *tok = NULL;
+    if (n > 0 && buf[n - 1] == '\n') n--; /* one trailing newline, maybe \r\n */
+    if (n > 0 && buf[n - 1] == '\r') n--;
+    size_t a = 0;
+    while (a < n && buf[a] == ' ') a++;
+    while (n > a && buf[n - 1] == ' ') n--;
+    for (size_t i = a; i < n; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c < 0x20 || c == 0x7f) {
+            fprintf(stderr, "strata: --token-file %s: control byte 0x%02x at offset %zu (a "
+                    "token file holds the token and at most one trailing newline)\n",
+                    path, c, i);
+            goto done;
+        }
+        if (c == ' ') {
+            fprintf(stderr, "strata: --token-file %s: the token may not contain spaces\n", path);
+            goto done;
+        }
+    }
+    if (n == a) {
         fprintf(stderr, "strata: --token-file %s: the file holds no token\n", path);
-    else if (bad)
-        fprintf(stderr, "strata: --token-file %s: the token may not contain spaces or "
-                "control characters\n", path);
-    else
-        tok = strdup(t);
+        goto done;
+    }
+    buf[n] = '\0';
+    tok = strdup(buf + a);
+done:
     free(buf);
     return tok;
+}
+
+/* The shutdown watchdog: started at SIGTERM, ends the process when the
+ * bound passes, whatever the main thread is waiting for (a handler still
+ * running, libmicrohttpd joining its threads). */
+typedef struct {
+    int ms;
+    srv_server *s;
+} watchdog_arg;
+
+static void *watchdog_main(void *v) {
+    watchdog_arg *w = v;
+    struct timespec ts = {w->ms / 1000, (long)(w->ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+    srv_log(w->s, "strata serve: still stopping %d ms after the signal (--shutdown-ms); "
+            "exiting now", w->ms);
+    _exit(CLI_FAIL);
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -118,6 +168,12 @@ int cmd_serve(int argc, char **argv) {
         {"max-layers", required_argument, 0, 'L'},
         {"max-nodes", required_argument, 0, 'N'},
         {"max-budget-ms", required_argument, 0, 'B'},
+        {"max-conns", required_argument, 0, 'C'},
+        {"max-conns-per-ip", required_argument, 0, 'I'},
+        {"request-deadline-ms", required_argument, 0, 'D'},
+        {"idle-timeout-s", required_argument, 0, 'i'},
+        {"max-body-memory-mb", required_argument, 0, 'M'},
+        {"shutdown-ms", required_argument, 0, 'S'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -129,9 +185,10 @@ int cmd_serve(int argc, char **argv) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cfg.threads = cpus > 0 ? (int)(cpus < 64 ? cpus : 64) : 2;
     const char *token_file = NULL;
+    int shutdown_ms = SERVE_SHUTDOWN_MS;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
         case 'l': cfg.listen = optarg; break;
@@ -151,6 +208,31 @@ int cmd_serve(int argc, char **argv) {
         case 'B':
             if (cli_parse_int("--max-budget-ms", optarg, 1, 3600000, &n)) return CLI_USAGE;
             cfg.max_budget_ms = n;
+            break;
+        case 'C':
+            if (cli_parse_int("--max-conns", optarg, 1, 100000, &n)) return CLI_USAGE;
+            cfg.max_conns = (int)n;
+            break;
+        case 'I':
+            if (cli_parse_int("--max-conns-per-ip", optarg, 1, 100000, &n)) return CLI_USAGE;
+            cfg.max_conns_per_ip = (int)n;
+            break;
+        case 'D':
+            if (cli_parse_int("--request-deadline-ms", optarg, 10, 3600000, &n))
+                return CLI_USAGE;
+            cfg.request_deadline_ms = (int)n;
+            break;
+        case 'i':
+            if (cli_parse_int("--idle-timeout-s", optarg, 1, 3600, &n)) return CLI_USAGE;
+            cfg.idle_timeout_s = (int)n;
+            break;
+        case 'M':
+            if (cli_parse_int("--max-body-memory-mb", optarg, 1, 1 << 20, &n)) return CLI_USAGE;
+            cfg.body_budget = (size_t)n << 20;
+            break;
+        case 'S':
+            if (cli_parse_int("--shutdown-ms", optarg, 100, 3600000, &n)) return CLI_USAGE;
+            shutdown_ms = (int)n;
             break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;
@@ -229,12 +311,26 @@ int cmd_serve(int argc, char **argv) {
                         err);
             continue;
         }
-        srv_log(s, "strata serve: %s: draining", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        int left = srv_drain(s, SERVE_DRAIN_MS);
-        if (left > 0) {
+        srv_log(s, "strata serve: %s: draining (exit within %d ms)",
+                sig == SIGINT ? "SIGINT" : "SIGTERM", shutdown_ms);
+        static watchdog_arg wa;
+        wa.ms = shutdown_ms;
+        wa.s = s;
+        pthread_t wd;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        int wd_ok = pthread_create(&wd, &at, watchdog_main, &wa) == 0;
+        pthread_attr_destroy(&at);
+        /* The drain gets the bound less a margin for stopping the threads. */
+        int drain_ms = shutdown_ms - (shutdown_ms / 10 < 1000 ? shutdown_ms / 10 : 1000);
+        int left = srv_drain(s, drain_ms);
+        if (left > 0 || !wd_ok) {
+            /* srv_free would wait for the handlers still running: the
+             * bound is what counts, so the process ends here. */
             srv_log(s, "strata serve: %d requests still running after %d ms; stopping anyway",
-                    left, SERVE_DRAIN_MS);
-            status = CLI_FAIL;
+                    left, drain_ms);
+            _exit(CLI_FAIL);
         }
         break;
     }

@@ -9,22 +9,43 @@
  * reliably receives the 401 or 413 instead of a reset connection; a body
  * announced or sent beyond SRV_HARD_BODY bytes closes the connection.
  *
- * Threads: a pool of `threads` libmicrohttpd threads on epoll, each
- * running handlers to completion. Shared state (policy slot, cache, jobs,
- * metrics) is thread-safe on its own.
+ * Threads: libmicrohttpd runs one thread per connection (so /healthz and
+ * /readyz never wait behind another connection's work) and the computing
+ * routes take one of `threads` work slots (a semaphore) around their
+ * handler. Shared state (policy slot, cache, jobs, metrics) is thread-safe
+ * on its own.
+ *
+ * Connections are tracked here too (libmicrohttpd's connection
+ * notifications): each has a state (reading a request, working on one,
+ * idle between two) and the time it entered it. A reaper thread closes
+ * (shutdown(2) on the socket; libmicrohttpd's thread then sees the end and
+ * cleans up) every connection that has been reading one request for longer
+ * than request_deadline_ms, which libmicrohttpd's own timeout cannot do: it
+ * restarts on every byte. A new connection that finds max_conns open
+ * closes the connection idle longest (else the one reading its request
+ * longest) to take its place.
+ *
+ * Body memory: bodies grow as their bytes arrive (never on the declared
+ * Content-Length), large buffers are mapped pages returned to the system
+ * when freed, and all buffers together are charged to a budget of
+ * body_budget bytes; a request that would pass it gets 503.
  */
 #include "service/server.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +56,21 @@
 #include "service/metrics.h"
 
 #define SRV_HARD_BODY (64u << 20) /* beyond this, refused bodies are not even read */
+
+/* A connection's state, for the reaper. */
+enum { CT_READING, CT_WORKING, CT_IDLE };
+
+/* One open connection (libmicrohttpd's socket context). The list and fd
+ * are guarded by srv_server.conn_lock: libmicrohttpd closes the socket only
+ * after its CLOSED notification has unlinked the entry, so a shutdown(2)
+ * made under the lock always reaches the right socket. */
+typedef struct conn_track {
+    struct conn_track *prev, *next;
+    int fd;
+    int cut;                 /* shut down by us already */
+    atomic_int state;        /* CT_* */
+    _Atomic uint64_t since;  /* web_now_ns() when it entered that state */
+} conn_track;
 
 struct srv_server {
     srv_config cfg;
@@ -50,6 +86,17 @@ struct srv_server {
     k8s_env k8s;       /* the same policy, jobs and limits as env */
     atomic_int inflight;
     atomic_int draining;
+    sem_t work;                  /* cfg.threads slots for the computing routes */
+    int work_ok;                 /* work was initialised */
+    _Atomic size_t body_held;    /* bytes of body buffers, all connections */
+    pthread_mutex_t conn_lock;   /* guards conns, live, reaper_stop */
+    pthread_cond_t reaper_cv;
+    conn_track conns;            /* list head (sentinel) */
+    int live;                    /* connections in the list */
+    int reaper_stop;
+    pthread_t reaper;
+    int reaper_ok;
+    atomic_long cut_deadline, cut_idle, refused_full; /* for the log and tests */
 };
 
 /* One request in progress. */
@@ -58,78 +105,76 @@ typedef struct {
     metrics_route route;
     int auth_ok;
     int too_big;       /* the body passed max_body: discarded, 413 */
+    int busy;          /* the body budget was spent: discarded, 503 */
+    int bad_length;    /* conflicting or malformed Content-Length: 400 */
+    int authed;        /* the token matched (or none is set), probes included */
     char *body;
     size_t len, cap;
     size_t received;   /* body bytes received, kept or not */
     srv_server *s;
 } req_ctx;
 
-/* Body buffers: each request thread keeps the last one it freed (up to
- * SPARE_MAX bytes) for its next request, so that the steady state of a
- * busy daemon allocates no body buffer at all. The spare lives in a
- * thread-specific slot whose destructor frees it when the thread ends. */
-#define SPARE_MAX (256u << 10)
+/* Body buffers: below BIG_BUF bytes from malloc, from BIG_BUF on mapped
+ * pages, so that the memory of large bodies goes back to the system the
+ * moment they are freed (glibc would keep freed heap memory in its arenas,
+ * one per thread). */
+#define BIG_BUF (64u << 10)
 
-typedef struct {
-    char *buf;
-    size_t cap;
-} spare;
-
-static pthread_key_t spare_key;
-static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
-
-static void spare_destroy(void *p) {
-    spare *sp = p;
-    free(sp->buf);
-    free(sp);
-}
-
-static void spare_init(void) { pthread_key_create(&spare_key, spare_destroy); }
-
-/* This thread's spare slot, or NULL when out of memory. */
-static spare *my_spare(void) {
-    pthread_once(&spare_once, spare_init);
-    spare *sp = pthread_getspecific(spare_key);
-    if (!sp && (sp = calloc(1, sizeof *sp)) && pthread_setspecific(spare_key, sp) != 0) {
-        free(sp);
-        sp = NULL;
+/* Resizes buffer b (of cap bytes, may be NULL) to ncap bytes keeping its
+ * first len bytes. Returns the new buffer, or NULL (b untouched). */
+static char *buf_resize(char *b, size_t cap, size_t len, size_t ncap) {
+    char *n;
+    if (ncap < BIG_BUF) {
+        if (cap >= BIG_BUF) return NULL; /* buffers only grow */
+        return realloc(b, ncap);
     }
-    return sp;
-}
-
-/* Returns a buffer of at least n bytes (*cap gets its size), or NULL. */
-static char *body_alloc(size_t n, size_t *cap) {
-    spare *sp = my_spare();
-    if (sp && sp->buf && sp->cap >= n) {
-        char *b = sp->buf;
-        *cap = sp->cap;
-        sp->buf = NULL;
-        sp->cap = 0;
-        return b;
+    if (b && cap >= BIG_BUF) {
+        n = mremap(b, cap, ncap, MREMAP_MAYMOVE);
+        return n == MAP_FAILED ? NULL : n;
     }
-    char *b = malloc(n);
-    *cap = b ? n : 0;
-    return b;
-}
-
-/* Gives a buffer back: kept as this thread's spare when it is small enough
- * and larger than the spare it has. */
-static void body_release(char *b, size_t cap) {
-    if (!b) return;
-    spare *sp = cap <= SPARE_MAX ? my_spare() : NULL;
-    if (sp && (!sp->buf || sp->cap < cap)) {
-        free(sp->buf);
-        sp->buf = b;
-        sp->cap = cap;
-        return;
-    }
+    n = mmap(NULL, ncap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (n == MAP_FAILED) return NULL;
+    if (len) memcpy(n, b, len);
     free(b);
+    return n;
+}
+
+static void buf_free(char *b, size_t cap) {
+    if (!b) return;
+    if (cap >= BIG_BUF) munmap(b, cap);
+    else free(b);
+}
+
+/* Charges delta bytes to the body budget; returns 0, or -1 (nothing
+ * charged) when that would pass it. */
+static int budget_take(srv_server *s, size_t delta) {
+    size_t was = atomic_fetch_add(&s->body_held, delta);
+    if (was + delta > s->cfg.body_budget) {
+        atomic_fetch_sub(&s->body_held, delta);
+        return -1;
+    }
+    return 0;
+}
+
+/* Frees a request's body buffer and gives its bytes back to the budget. */
+static void body_drop(srv_server *s, char **b, size_t *cap, size_t *len) {
+    if (*b) {
+        buf_free(*b, *cap);
+        atomic_fetch_sub(&s->body_held, *cap);
+    }
+    *b = NULL;
+    *cap = *len = 0;
 }
 
 void srv_config_default(srv_config *c) {
     memset(c, 0, sizeof *c);
     c->listen = SRV_DEFAULT_LISTEN;
     c->threads = 2;
+    c->max_conns = SRV_DEFAULT_MAX_CONNS;
+    c->max_conns_per_ip = SRV_DEFAULT_MAX_CONNS_PER_IP;
+    c->request_deadline_ms = SRV_DEFAULT_REQUEST_DEADLINE_MS;
+    c->idle_timeout_s = SRV_DEFAULT_IDLE_TIMEOUT_S;
+    c->body_budget = SRV_DEFAULT_BODY_BUDGET;
     c->max_body = SRV_DEFAULT_MAX_BODY;
     c->limits.max_layers = RJ_DEFAULT_MAX_LAYERS;
     c->limits.max_nodes = RJ_DEFAULT_MAX_NODES;
@@ -142,11 +187,12 @@ void srv_config_default(srv_config *c) {
 
 void srv_log(srv_server *s, const char *fmt, ...) {
     if (!s->cfg.log) return;
-    char line[2048];
+    char raw[2048], line[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    web_escape_controls(line, sizeof line, raw);
     s->cfg.log(s->cfg.log_ud, line);
 }
 
@@ -222,7 +268,9 @@ static void handle_healthz(web_reply *rep) {
     web_reply_json(rep, 200, json_pack("{s:s}", "status", "ok"));
 }
 
-static void handle_readyz(srv_server *s, web_reply *rep) {
+/* /readyz: the policy's file path is shown to an authenticated caller only
+ * (probes need no token, and a path tells an attacker where to write). */
+static void handle_readyz(srv_server *s, int authed, web_reply *rep) {
     if (atomic_load(&s->draining)) {
         web_reply_json(rep, 503, json_pack("{s:b, s:s}", "ready", 0, "reason", "draining"));
         return;
@@ -231,9 +279,11 @@ static void handle_readyz(srv_server *s, web_reply *rep) {
     if (!pol)
         web_reply_json(rep, 503, json_pack("{s:b, s:s}", "ready", 0, "reason",
                                            "no policy loaded"));
-    else
-        web_reply_json(rep, 200, json_pack("{s:b, s:o}", "ready", 1, "policy",
-                                           api_policy_json(pol)));
+    else {
+        json_t *p = api_policy_json(pol);
+        if (!authed) json_object_del(p, "file");
+        web_reply_json(rep, 200, json_pack("{s:b, s:o}", "ready", 1, "policy", p));
+    }
     pslot_release(s->env.policy, pol);
 }
 
@@ -322,7 +372,7 @@ static enum MHD_Result queue_reply(srv_server *s, struct MHD_Connection *conn, r
                                 rep->content_type ? rep->content_type : "application/json");
     for (int i = 0; i < rep->n_headers; i++)
         MHD_add_response_header(resp, rep->header_name[i], rep->header_value[i]);
-    if (atomic_load(&s->draining) || rc->too_big)
+    if (atomic_load(&s->draining) || rc->too_big || rc->busy || rc->bad_length)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result r = MHD_queue_response(conn, (unsigned)rep->status, resp);
     MHD_destroy_response(resp);
@@ -358,6 +408,13 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
                         rc->received);
         return;
     }
+    if (rc->busy) {
+        web_reply_error(rep, 503, "server busy: the request bodies being received already "
+                        "hold the daemon's body memory budget (%zu bytes, "
+                        "--max-body-memory-mb); retry later", s->cfg.body_budget);
+        web_reply_header(rep, "Retry-After", "1");
+        return;
+    }
     web_request req = {method, path, rc->body ? rc->body : "", rc->len, rc->start_ns};
     switch (rc->route) {
     case METRICS_PLACE: api_place(&s->env, &req, rep); break;
@@ -367,40 +424,96 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
     case METRICS_K8S_FILTER: k8s_filter(&s->k8s, &req, rep); break;
     case METRICS_K8S_PRIORITIZE: k8s_prioritize(&s->k8s, &req, rep); break;
     case METRICS_HEALTHZ: handle_healthz(rep); break;
-    case METRICS_READYZ: handle_readyz(s, rep); break;
+    case METRICS_READYZ: handle_readyz(s, rc->authed, rep); break;
     case METRICS_METRICS: handle_metrics(s, rep); break;
     default: web_reply_error(rep, 404, "no such endpoint"); break;
     }
 }
 
-/* Appends body bytes, or counts them when refused or over the limit. */
+/* Appends body bytes, or counts them when refused or over a limit. The
+ * buffer grows (doubling from 4 KiB) only as bytes arrive, each growth
+ * charged to the body budget; past the budget the body is dropped and the
+ * request marked busy (503). Returns -1 to close the connection. */
 static int take_body(srv_server *s, req_ctx *rc, const char *data, size_t n) {
     rc->received += n;
     if (rc->received > SRV_HARD_BODY) return -1;
-    if (rc->too_big || !rc->auth_ok) return 0;
+    if (rc->too_big || rc->busy || rc->bad_length || !rc->auth_ok) return 0;
     if (rc->len + n > s->cfg.max_body) {
         rc->too_big = 1;
-        body_release(rc->body, rc->cap);
-        rc->body = NULL;
-        rc->len = rc->cap = 0;
+        body_drop(s, &rc->body, &rc->cap, &rc->len);
         return 0;
     }
     if (rc->len + n + 1 > rc->cap) {
         size_t cap = rc->cap ? rc->cap : 4096;
         while (cap < rc->len + n + 1) cap *= 2;
         if (cap > s->cfg.max_body + 1) cap = s->cfg.max_body + 1;
-        size_t got;
-        char *b = body_alloc(cap, &got);
-        if (!b) return -1;
-        if (rc->len) memcpy(b, rc->body, rc->len);
-        body_release(rc->body, rc->cap);
+        if (rc->cap < BIG_BUF && cap >= BIG_BUF && cap < 2 * BIG_BUF) cap = 2 * BIG_BUF;
+        if (budget_take(s, cap - rc->cap) < 0) {
+            rc->busy = 1;
+            body_drop(s, &rc->body, &rc->cap, &rc->len);
+            return 0;
+        }
+        char *b = buf_resize(rc->body, rc->cap, rc->len, cap);
+        if (!b) {
+            atomic_fetch_sub(&s->body_held, cap - rc->cap);
+            return -1;
+        }
         rc->body = b;
-        rc->cap = got;
+        rc->cap = cap;
     }
     memcpy(rc->body + rc->len, data, n);
     rc->len += n;
     rc->body[rc->len] = '\0';
     return 0;
+}
+
+/* What check_lengths collects from the request's headers. */
+typedef struct {
+    int n_length;         /* Content-Length headers */
+    int bad;              /* one is not a plain decimal number */
+    int differ;           /* two disagree */
+    int chunked;          /* Transfer-Encoding is present */
+    unsigned long long first;
+} length_scan;
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+    (void)kind;
+    length_scan *ls = cls;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) ls->chunked = 1;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0) return MHD_YES;
+    const char *v = value ? value : "";
+    while (*v == ' ' || *v == '\t') v++;
+    unsigned long long n = 0;
+    int digits = 0;
+    for (; *v >= '0' && *v <= '9'; v++, digits++) {
+        if (n > (ULLONG_MAX - 9) / 10) ls->bad = 1;
+        else n = n * 10 + (unsigned long long)(*v - '0');
+    }
+    while (*v == ' ' || *v == '\t') v++;
+    if (!digits || *v) ls->bad = 1;
+    if (ls->n_length++ == 0) ls->first = n;
+    else if (n != ls->first) ls->differ = 1;
+    return MHD_YES;
+}
+
+/* This connection's tracking entry, or NULL. */
+static conn_track *track_of(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void track_set(conn_track *ct, int state) {
+    if (!ct) return;
+    atomic_store(&ct->since, web_now_ns());
+    atomic_store(&ct->state, state);
+}
+
+/* Whether a route computes (takes a work slot) rather than reports. */
+static int route_works(metrics_route r) {
+    return r != METRICS_HEALTHZ && r != METRICS_READYZ && r != METRICS_METRICS &&
+           r != METRICS_OTHER;
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -421,11 +534,26 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         rc->auth_ok = rc->route == METRICS_HEALTHZ || rc->route == METRICS_READYZ ||
                       token_ok(s, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                               MHD_HTTP_HEADER_AUTHORIZATION));
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl) {
-            char *end;
-            unsigned long long n = strtoull(cl, &end, 10);
+        rc->authed = rc->auth_ok && token_ok(s, MHD_lookup_connection_value(
+                                         conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
+        length_scan ls;
+        memset(&ls, 0, sizeof ls);
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, scan_header, &ls);
+        if (ls.bad || ls.differ || (ls.n_length && ls.chunked)) {
+            /* A request whose length two parsers could read differently
+             * (request smuggling): answer and close, reading nothing. */
+            rc->bad_length = 1;
+            web_reply rep;
+            memset(&rep, 0, sizeof rep);
+            web_reply_error(&rep, 400, "%s",
+                            ls.bad ? "malformed Content-Length header (expected one decimal "
+                                     "number)"
+                            : ls.differ ? "conflicting Content-Length headers"
+                                        : "both Content-Length and Transfer-Encoding given");
+            return queue_reply(s, conn, rc, method, url, &rep);
+        }
+        if (ls.n_length) {
+            unsigned long long n = ls.first;
             if (n > SRV_HARD_BODY) { /* not worth reading: answer and close */
                 rc->too_big = 1;
                 rc->received = (size_t)(n > SIZE_MAX ? SIZE_MAX : n);
@@ -435,11 +563,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                                 s->cfg.max_body);
                 return queue_reply(s, conn, rc, method, url, &rep);
             }
-            if (n > s->cfg.max_body) rc->too_big = 1;
-            else if (n > 0 && rc->auth_ok) {
-                rc->body = body_alloc((size_t)n + 1, &rc->cap);
-                if (!rc->body) return MHD_NO;
-            }
+            if (n > s->cfg.max_body) rc->too_big = 1; /* memory comes as bytes do */
         }
         return MHD_YES;
     }
@@ -449,9 +573,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_YES;
     }
     route_of(url, &name);
+    track_set(track_of(conn), CT_WORKING);
     web_reply rep;
     memset(&rep, 0, sizeof rep);
+    int slot = route_works(rc->route) && rc->auth_ok && !rc->too_big && !rc->busy;
+    if (slot)
+        while (sem_wait(&s->work) < 0 && errno == EINTR) {
+        }
     dispatch(s, rc, method, url, name, &rep);
+    if (slot) sem_post(&s->work);
     enum MHD_Result r = queue_reply(s, conn, rc, method, url, &rep);
     free(rep.body);
     return r;
@@ -459,14 +589,115 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)conn, (void)toe;
+    (void)toe;
     srv_server *s = cls;
     req_ctx *rc = *con_cls;
+    track_set(track_of(conn), CT_IDLE);
     if (!rc) return;
-    body_release(rc->body, rc->cap);
+    body_drop(s, &rc->body, &rc->cap, &rc->len);
     free(rc);
     *con_cls = NULL;
     atomic_fetch_sub(&s->inflight, 1);
+}
+
+/* Connection opened or closed: keeps the list the reaper walks. A new
+ * connection beyond max_conns closes the one idle longest, or with none
+ * idle the one reading its request longest, or with none of those (all
+ * working) is itself closed. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    srv_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        conn_track *ct = calloc(1, sizeof *ct);
+        *socket_context = ct;
+        if (!ct) return;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        ct->fd = ci ? (int)ci->connect_fd : -1;
+        atomic_init(&ct->state, CT_READING);
+        atomic_init(&ct->since, web_now_ns());
+        int refused = 0;
+        pthread_mutex_lock(&s->conn_lock);
+        int open = 0;
+        for (conn_track *c = s->conns.next; c != &s->conns; c = c->next) open += !c->cut;
+        if (open >= s->cfg.max_conns) {
+            /* The victim: the connection idle longest; else the one that
+             * has been reading its request longest (under a flood of
+             * slow connections from many addresses, a quick client still
+             * gets in); never one whose request is being worked on. */
+            conn_track *idle = NULL, *reading = NULL;
+            for (conn_track *c = s->conns.next; c != &s->conns; c = c->next) {
+                if (c->cut) continue;
+                int st = atomic_load(&c->state);
+                conn_track **best = st == CT_IDLE ? &idle : st == CT_READING ? &reading : NULL;
+                if (best && (!*best || atomic_load(&c->since) < atomic_load(&(*best)->since)))
+                    *best = c;
+            }
+            conn_track *victim = idle ? idle : reading ? reading : ct;
+            if (victim->fd >= 0) shutdown(victim->fd, SHUT_RDWR);
+            victim->cut = 1;
+            if (victim != ct) atomic_fetch_add(&s->cut_idle, 1);
+            else refused = 1;
+        }
+        ct->next = &s->conns;
+        ct->prev = s->conns.prev;
+        ct->prev->next = ct;
+        s->conns.prev = ct;
+        s->live++;
+        pthread_mutex_unlock(&s->conn_lock);
+        if (refused && atomic_fetch_add(&s->refused_full, 1) % 100 == 0)
+            srv_log(s, "connection refused: %d connections open (--max-conns)",
+                    s->cfg.max_conns);
+        return;
+    }
+    conn_track *ct = *socket_context;
+    if (!ct) return;
+    pthread_mutex_lock(&s->conn_lock);
+    ct->prev->next = ct->next;
+    ct->next->prev = ct->prev;
+    s->live--;
+    pthread_mutex_unlock(&s->conn_lock);
+    free(ct);
+    *socket_context = NULL;
+}
+
+/* The reaper: every tick, closes the connections that have been reading
+ * one request (or idle since the last) for longer than the deadline. */
+static void *reaper_main(void *arg) {
+    srv_server *s = arg;
+    uint64_t deadline = (uint64_t)s->cfg.request_deadline_ms * 1000000ull;
+    long tick_ms = s->cfg.request_deadline_ms / 10;
+    if (tick_ms < 10) tick_ms = 10;
+    if (tick_ms > 250) tick_ms = 250;
+    pthread_mutex_lock(&s->conn_lock);
+    while (!s->reaper_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += tick_ms * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&s->reaper_cv, &s->conn_lock, &until);
+        uint64_t now = web_now_ns();
+        int cut = 0;
+        for (conn_track *c = s->conns.next; c != &s->conns; c = c->next)
+            if (!c->cut && atomic_load(&c->state) != CT_WORKING &&
+                now - atomic_load(&c->since) > deadline) {
+                if (c->fd >= 0) shutdown(c->fd, SHUT_RDWR);
+                c->cut = 1;
+                cut++;
+            }
+        if (cut) {
+            long before = atomic_fetch_add(&s->cut_deadline, cut);
+            pthread_mutex_unlock(&s->conn_lock);
+            if (before / 100 != (before + cut) / 100 || before == 0)
+                srv_log(s, "closed %d connections with no complete request after %d ms "
+                        "(--request-deadline-ms; %ld so far)",
+                        cut, s->cfg.request_deadline_ms, before + cut);
+            pthread_mutex_lock(&s->conn_lock);
+        }
+    }
+    pthread_mutex_unlock(&s->conn_lock);
+    return NULL;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -532,9 +763,21 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     }
     s->cfg = *c;
     s->listen_fd = -1;
+    s->conns.next = s->conns.prev = &s->conns;
+    pthread_mutex_init(&s->conn_lock, NULL);
+    pthread_cond_init(&s->reaper_cv, NULL);
+    atomic_init(&s->body_held, 0);
+    atomic_init(&s->cut_deadline, 0);
+    atomic_init(&s->cut_idle, 0);
+    atomic_init(&s->refused_full, 0);
     atomic_init(&s->inflight, 0);
     atomic_init(&s->draining, 0);
     if (s->cfg.threads < 1) s->cfg.threads = 1;
+    if (s->cfg.max_conns < 1) s->cfg.max_conns = 1;
+    if (s->cfg.max_conns_per_ip < 1) s->cfg.max_conns_per_ip = 1;
+    if (s->cfg.request_deadline_ms < 1) s->cfg.request_deadline_ms = 1;
+    if (s->cfg.idle_timeout_s < 1) s->cfg.idle_timeout_s = 1;
+    s->work_ok = sem_init(&s->work, 0, (unsigned)s->cfg.threads) == 0;
     if (c->policy_path) s->policy_path = strdup(c->policy_path);
     if (c->token) {
         s->token = strdup(c->token);
@@ -548,7 +791,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     s->env.max_budget_ms = c->max_budget_ms;
     s->env.counters = &s->counters;
     s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms};
-    if (!s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
+    if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
         (c->policy_path && !s->policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");
         srv_free(s);
@@ -569,14 +812,27 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         srv_free(s);
         return NULL;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0) | MHD_USE_ERROR_LOG;
+    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
+        snprintf(err, errlen, "cannot start a thread");
+        srv_free(s);
+        return NULL;
+    }
+    s->reaper_ok = 1;
+    /* One thread per connection. libmicrohttpd's own connection limit sits
+     * above ours: on_connection makes room by closing an idle connection,
+     * and the one it closes counts until its thread has gone. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0) |
+                     MHD_USE_ERROR_LOG;
+    unsigned hard = (unsigned)s->cfg.max_conns + (unsigned)s->cfg.max_conns / 4 + 8;
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(s->cfg.threads > 1 ? s->cfg.threads : 0),
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, hard,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->cfg.max_conns_per_ip,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256, MHD_OPTION_END);
     if (!s->mhd) {
         snprintf(err, errlen, "cannot listen on %s (address in use, or not an address of this "
@@ -612,18 +868,30 @@ int srv_drain(srv_server *s, int timeout_ms) {
         MHD_socket fd = MHD_quiesce_daemon(s->mhd);
         if (fd != MHD_INVALID_SOCKET) s->listen_fd = fd;
     }
+    /* Timed by the clock, not by counting sleeps: each sleep overshoots. */
     struct timespec tick = {0, 5 * 1000 * 1000};
-    for (int waited = 0; waited < timeout_ms; waited += 5) {
-        if (atomic_load(&s->inflight) == 0) return 0;
+    uint64_t until = web_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+    while (atomic_load(&s->inflight) != 0) {
+        if (web_now_ns() >= until) return atomic_load(&s->inflight);
         nanosleep(&tick, NULL);
     }
-    return atomic_load(&s->inflight);
+    return 0;
 }
 
 void srv_free(srv_server *s) {
     if (!s) return;
     if (s->mhd) MHD_stop_daemon(s->mhd);
     if (s->listen_fd >= 0) close(s->listen_fd);
+    if (s->reaper_ok) {
+        pthread_mutex_lock(&s->conn_lock);
+        s->reaper_stop = 1;
+        pthread_cond_signal(&s->reaper_cv);
+        pthread_mutex_unlock(&s->conn_lock);
+        pthread_join(s->reaper, NULL);
+    }
+    if (s->work_ok) sem_destroy(&s->work);
+    pthread_cond_destroy(&s->reaper_cv);
+    pthread_mutex_destroy(&s->conn_lock);
     rc_free(s->env.cache);
     jobs_free(s->env.jobs);
     pslot_free(s->env.policy);

@@ -10,6 +10,24 @@
  *   GET /readyz                           200 once a policy is loaded, else 503
  *   GET /metrics                          Prometheus text (service/metrics.h)
  *
+ * Threads: one libmicrohttpd thread per connection, so that a probe never
+ * waits behind another connection's work; the requests that compute
+ * (everything but /healthz, /readyz and /metrics) take one of `threads`
+ * work slots first, so no more than `threads` of them run at once.
+ *
+ * Limits (docs/reliability.md): max_conns connections at once and
+ * max_conns_per_ip from one address; when the daemon is full, the
+ * connection idle longest between two requests (else the one that has
+ * been reading its request longest) is closed to make room for a new one:
+ * neither idle keep-alive nor slow connections lock clients out. A
+ * request's headers and body must arrive within request_deadline_ms of the
+ * connection's start (or of the previous answer on a kept-alive
+ * connection), however slowly they trickle: past it the connection is
+ * closed. Request bodies held in memory by all connections together stay
+ * under body_budget bytes: past it a request gets 503. Memory is taken as
+ * body bytes arrive, never on the declared Content-Length; conflicting or
+ * malformed Content-Length headers get 400.
+ *
  * Safety: with a token, every request but /healthz and /readyz needs
  * "Authorization: Bearer TOKEN" (401 otherwise, compared in constant
  * time); bodies over max_body bytes get 413; unknown paths 404, wrong
@@ -43,7 +61,12 @@ typedef void (*srv_log_fn)(void *ud, const char *line);
 
 typedef struct {
     const char *listen;      /* "HOST:PORT": IPv4, [IPv6] or localhost; port 0 picks one */
-    int threads;             /* request threads (>= 1) */
+    int threads;             /* work slots: computing requests at once (>= 1) */
+    int max_conns;           /* connections at once, all clients */
+    int max_conns_per_ip;    /* connections at once from one client address */
+    int request_deadline_ms; /* headers + body of one request, however slow */
+    int idle_timeout_s;      /* a connection silent this long is closed */
+    size_t body_budget;      /* bytes of request bodies held at once, all connections */
     const char *policy_path; /* NULL: start without a policy */
     const char *token;       /* NULL: no authentication */
     size_t max_body;         /* bytes; larger bodies get 413 */
@@ -58,6 +81,11 @@ typedef struct {
 
 #define SRV_DEFAULT_LISTEN "127.0.0.1:7878"
 #define SRV_DEFAULT_MAX_BODY (1u << 20) /* 1 MiB */
+#define SRV_DEFAULT_MAX_CONNS 512
+#define SRV_DEFAULT_MAX_CONNS_PER_IP 64
+#define SRV_DEFAULT_REQUEST_DEADLINE_MS 10000
+#define SRV_DEFAULT_IDLE_TIMEOUT_S 10
+#define SRV_DEFAULT_BODY_BUDGET (64u << 20) /* 64 MiB */
 
 typedef struct srv_server srv_server;
 
@@ -83,10 +111,13 @@ int srv_reload(srv_server *s, char *err, size_t errlen);
 int srv_drain(srv_server *s, int timeout_ms);
 
 /* srv_free stops the threads (after srv_drain for a clean exit) and frees
- * everything; accepts NULL. */
+ * everything; accepts NULL. It waits for handlers still running: a caller
+ * bound by a deadline whose srv_drain returned > 0 exits instead. */
 void srv_free(srv_server *s);
 
-/* srv_log writes a line through the configured callback (printf-style). */
+/* srv_log writes a line through the configured callback (printf-style),
+ * with every control byte escaped (web_escape_controls): a client's text
+ * quoted in a line can never start a line of its own or drive a terminal. */
 void srv_log(srv_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

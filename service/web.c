@@ -67,12 +67,39 @@ static void utf8_clean(char *s) {
     }
 }
 
+size_t web_escape_controls(char *dst, size_t cap, const char *src) {
+    if (cap == 0) return 0;
+    size_t j = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+        char esc[5];
+        size_t n;
+        if (*p >= 0x20 && *p != 0x7f) {
+            esc[0] = (char)*p;
+            n = 1;
+        } else if (*p == '\n' || *p == '\r' || *p == '\t' || *p == 0x1b) {
+            esc[0] = '\\';
+            esc[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : *p == '\t' ? 't' : 'e';
+            n = 2;
+        } else {
+            static const char hex[] = "0123456789abcdef";
+            esc[0] = '\\', esc[1] = 'x', esc[2] = hex[*p >> 4], esc[3] = hex[*p & 15];
+            n = 4;
+        }
+        if (j + n >= cap) break;
+        memcpy(dst + j, esc, n);
+        j += n;
+    }
+    dst[j] = '\0';
+    return j;
+}
+
 void web_reply_error(web_reply *r, int status, const char *fmt, ...) {
-    char msg[2048];
+    char raw[2048], msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    web_escape_controls(msg, sizeof msg, raw);
     utf8_clean(msg);
     snprintf(r->note, sizeof r->note, "%.250s", msg);
     web_reply_json(r, status, json_pack("{s:s}", "error", msg));

@@ -50,7 +50,8 @@ uint64_t web_now_ns(void);
 void web_reply_json(web_reply *r, int status, json_t *obj);
 
 /* web_reply_error sets status and the body {"error": message}; the message
- * is printf-formatted and also kept (shortened) in r->note for the log. */
+ * is printf-formatted, its control bytes escaped (web_escape_controls),
+ * and also kept (shortened) in r->note for the log. */
 void web_reply_error(web_reply *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -65,6 +66,14 @@ void web_reply_header(web_reply *r, const char *name, const char *value);
 
 /* web_reply_clear frees the body and resets r to an empty 500 reply. */
 void web_reply_clear(web_reply *r);
+
+/* web_escape_controls copies src into dst[cap] (always NUL-terminated,
+ * cut to fit), writing each control byte as an escape: \n, \r, \t, \e
+ * (ESC), and \xHH for the other bytes below 0x20 and for 0x7f. Every log
+ * line (srv_log) and every error message (web_reply_error) goes through
+ * it, so a newline or a terminal escape sent by a client can neither forge
+ * a log line nor reach a terminal. Returns the length written. */
+size_t web_escape_controls(char *dst, size_t cap, const char *src);
 
 /* web_parse_json parses body[len] as one JSON object. Returns it (caller
  * owns the reference), or NULL with a message in err[errlen] naming the

@@ -1,0 +1,425 @@
+/* test_serve_limits.c -- `strata serve` under attack: the daemon's limits, black-box.
+ *
+ * The real daemon over loopback, each attack scaled down with small limits
+ * set by flags so that every test takes a few seconds:
+ *
+ *   - slowloris: connections trickling a header byte every 100 ms are
+ *     closed at --request-deadline-ms although every byte restarts
+ *     libmicrohttpd's own timeout, and /healthz answers meanwhile;
+ *   - idle keep-alive connections filling --max-conns do not lock a new
+ *     client out (the idle one is closed for it);
+ *   - partial bodies are charged to --max-body-memory-mb: past it, 503
+ *     with a JSON error, and the budget comes back when they close;
+ *   - conflicting Content-Length headers get 400;
+ *   - a token file with a NUL is refused, naming the file; /readyz shows
+ *     the policy's path to an authenticated caller only;
+ *   - newlines and terminal escapes a client sends reach neither the log
+ *     nor an error message raw;
+ *   - SIGTERM ends the process within --shutdown-ms with a request still
+ *     running;
+ *   - /healthz and /readyz answer within 100 ms while every work slot is
+ *     busy.
+ *
+ * The attackers connect from 127.0.0.2 and 127.0.0.3 (the loopback is a
+ * /8), so that the per-address limit leaves the probing client at 127.0.0.1
+ * alone.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "tests/serve_client.h"
+
+/* Connects to 127.0.0.1:port from address `from`; returns the socket or -1. */
+static int connect_from(int port, const char *from) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, from, &a.sin_addr);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    a.sin_port = htons((uint16_t)port);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Whether the daemon has closed fd: a read finds the end (or a reset)
+ * without waiting. */
+static int closed_by_peer(int fd) {
+    char b[4096];
+    for (;;) {
+        ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+        if (n > 0) continue; /* an answer (408...) before the end is fine */
+        if (n == 0) return 1;
+        return errno != EAGAIN && errno != EWOULDBLOCK;
+    }
+}
+
+/* GET path over a new connection; returns the status and *ms the time. */
+static int timed_get(int port, const char *path, const char *headers, double *ms,
+                     sv_resp *r) {
+    double t0 = clock_now_s();
+    int st = sv_http(port, "GET", path, headers, NULL, 0, r);
+    *ms = (clock_now_s() - t0) * 1e3;
+    return st;
+}
+
+static void test_slowloris(void **state) {
+    (void)state;
+    sv_proc p;
+    const char *args[] = {"--max-conns", "24", "--max-conns-per-ip", "8",
+                          "--request-deadline-ms", "1000", "--idle-timeout-s", "30", NULL};
+    assert_int_equal(sv_start(&p, "slowloris", args), 0);
+    enum { N = 30 };
+    int fd[N];
+    for (int i = 0; i < N; i++) {
+        fd[i] = connect_from(p.port, i % 2 ? "127.0.0.2" : "127.0.0.3");
+        if (fd[i] >= 0) (void)!send(fd[i], "POST /v1/place HTTP/1.1\r\n", 25, MSG_NOSIGNAL);
+    }
+    /* Trickle "X-a: b\r\n" one byte per 100 ms for 2.5 s (2.5 times the
+     * deadline), probing /healthz from 127.0.0.1 meanwhile. */
+    static const char drip[] = "X-a: b\r\n";
+    double worst = 0;
+    int probes_ok = 0;
+    for (int t = 0; t < 25; t++) {
+        for (int i = 0; i < N; i++)
+            if (fd[i] >= 0) (void)!send(fd[i], drip + t % 8, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (t % 3 == 0) {
+            sv_resp r;
+            double ms;
+            probes_ok += timed_get(p.port, "/healthz", NULL, &ms, &r) == 200;
+            if (ms > worst) worst = ms;
+            sv_resp_free(&r);
+        }
+        usleep(100000);
+    }
+    int open = 0;
+    for (int i = 0; i < N; i++)
+        if (fd[i] >= 0) {
+            open += !closed_by_peer(fd[i]);
+            close(fd[i]);
+        }
+    printf("slowloris: %d of %d trickling connections still open after 2.5 s; /healthz "
+           "worst %.1f ms (%d of 9 ok)\n", open, N, worst, probes_ok);
+    /* Every trickling connection was closed although each kept sending. */
+    assert_int_equal(open, 0);
+    assert_int_equal(probes_ok, 9);
+    assert_true(worst < 500);
+    assert_true(sv_log_count(&p, "no complete request after 1000 ms", NULL) >= 1);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+/* Sends one keep-alive GET /healthz on fd and reads its answer. */
+static int keepalive_probe(int fd) {
+    static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    if (sv_send_all(fd, req, sizeof req - 1) < 0) return -1;
+    char b[2048];
+    size_t got = 0;
+    while (got < sizeof b - 1) {
+        ssize_t n = recv(fd, b + got, sizeof b - 1 - got, 0);
+        if (n <= 0) return -1;
+        got += (size_t)n;
+        b[got] = '\0';
+        const char *sep = strstr(b, "\r\n\r\n");
+        const char *cl = strcasestr(b, "Content-Length:");
+        if (sep && cl && got >= (size_t)(sep + 4 - b) + (size_t)atoi(cl + 15))
+            return atoi(b + 9);
+    }
+    return -1;
+}
+
+static void test_idle_keepalive(void **state) {
+    (void)state;
+    sv_proc p;
+    const char *args[] = {"--max-conns", "16", "--max-conns-per-ip", "8",
+                          "--idle-timeout-s", "30", NULL};
+    assert_int_equal(sv_start(&p, "idle", args), 0);
+    /* 16 connections, each answered once and then idle: the daemon is full. */
+    int fd[16], served = 0;
+    for (int i = 0; i < 16; i++) {
+        fd[i] = connect_from(p.port, i < 8 ? "127.0.0.2" : "127.0.0.3");
+        served += fd[i] >= 0 && keepalive_probe(fd[i]) == 200;
+    }
+    assert_int_equal(served, 16);
+    /* New clients still get in, each in well under a second. */
+    for (int k = 0; k < 5; k++) {
+        sv_resp r;
+        double ms;
+        assert_int_equal(timed_get(p.port, "/healthz", NULL, &ms, &r), 200);
+        assert_true(ms < 500);
+        sv_resp_free(&r);
+    }
+    /* The room was made by closing idle connections. */
+    int closed = 0;
+    usleep(100000);
+    for (int i = 0; i < 16; i++) {
+        closed += closed_by_peer(fd[i]);
+        close(fd[i]);
+    }
+    assert_true(closed >= 1);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+static void test_body_budget(void **state) {
+    (void)state;
+    sv_proc p;
+    const char *args[] = {"--max-body-memory-mb", "1", NULL};
+    assert_int_equal(sv_start(&p, "budget", args), 0);
+    /* Two bodies of a declared 1 MiB - 1 byte, 400 KiB of each sent: each
+     * buffer has grown to 512 KiB, the whole budget. */
+    static char chunk[400 << 10];
+    memset(chunk, ' ', sizeof chunk);
+    int a = sv_connect(p.port), b = sv_connect(p.port);
+    static const char head[] = "POST /v1/cost HTTP/1.1\r\nHost: x\r\nContent-Length: 1048575\r\n"
+                               "\r\n";
+    assert_int_equal(sv_send_all(a, head, sizeof head - 1), 0);
+    assert_int_equal(sv_send_all(b, head, sizeof head - 1), 0);
+    assert_int_equal(sv_send_all(a, chunk, sizeof chunk), 0);
+    assert_int_equal(sv_send_all(b, chunk, sizeof chunk), 0);
+    usleep(300000);
+    /* A third body finds no memory left: 503 with a JSON error. */
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "POST", "/v1/cost", NULL, "{}", 2, &r), 503);
+    json_t *o = sv_body_json(&r);
+    assert_non_null(o);
+    assert_non_null(strstr(json_string_value(json_object_get(o, "error")),
+                           "body memory budget (1048576 bytes"));
+    json_decref(o);
+    sv_resp_free(&r);
+    /* The budget comes back when the partial bodies go. */
+    close(a);
+    close(b);
+    usleep(300000);
+    assert_int_equal(sv_http(p.port, "POST", "/v1/cost", NULL, "{}", 2, &r), 400);
+    sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+/* Sends raw bytes and returns the answer's status (reading to EOF). */
+static int raw_status(int port, const char *req, char *body, size_t blen) {
+    int fd = sv_connect(port);
+    if (fd < 0 || sv_send_all(fd, req, strlen(req)) < 0) return -1;
+    char b[8192];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof b - 1 && (n = recv(fd, b + got, sizeof b - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    close(fd);
+    b[got] = '\0';
+    const char *sep = strstr(b, "\r\n\r\n");
+    if (body) snprintf(body, blen, "%s", sep ? sep + 4 : "");
+    return got > 12 && !strncmp(b, "HTTP/1.1 ", 9) ? atoi(b + 9) : -1;
+}
+
+static void test_conflicting_length(void **state) {
+    (void)state;
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "length", NULL), 0);
+    char body[4096];
+    assert_int_equal(raw_status(p.port,
+                                "POST /v1/cost HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                                "Content-Length: 30\r\nConnection: close\r\n\r\n{}",
+                                body, sizeof body), 400);
+    assert_non_null(strstr(body, "conflicting Content-Length headers"));
+    assert_int_equal(raw_status(p.port,
+                                "POST /v1/cost HTTP/1.1\r\nHost: x\r\nContent-Length: 2, 2\r\n"
+                                "Connection: close\r\n\r\n{}",
+                                body, sizeof body), 400);
+    /* One plain Content-Length still works. */
+    assert_int_equal(raw_status(p.port,
+                                "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                                "Connection: close\r\n\r\n",
+                                body, sizeof body), 200);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+static void test_token_file(void **state) {
+    (void)state;
+    char dir[1024], tok[1100], yaml[1100], out[1100], pol[1200];
+    snprintf(dir, sizeof dir, "%s/serve-limits-%d", sv_tmp(), (int)getpid());
+    mkdir(sv_tmp(), 0777);
+    mkdir(dir, 0777);
+    snprintf(tok, sizeof tok, "%s/token", dir);
+    FILE *f = fopen(tok, "wb");
+    assert_non_null(f);
+    fwrite("abc\0secret\n", 1, 11, f);
+    fclose(f);
+    sv_proc p;
+    const char *args[] = {"--token-file", tok, NULL};
+    assert_int_equal(sv_start(&p, "token-nul", args), -1);
+    assert_int_equal(sv_log_count(&p, tok, "control byte 0x00 at offset 3", NULL), 1);
+
+    /* A good token; /readyz names the policy file to its holder only. */
+    assert_int_equal(sv_write_file(tok, "s3cret\n"), 0);
+    snprintf(yaml, sizeof yaml, "%s/tiny.yaml", dir);
+    assert_int_equal(sv_write_file(yaml,
+        "cluster:\n  types:\n    - {name: gpu, kind: gpu, flops: 1TFLOPS, io_bw: 1GB/s, "
+        "net_bw: 8Gbit/s, mem: 10GB, price: 3.6}\n  zones: [{name: a}]\n  nodes:\n"
+        "    - {name: n0, type: gpu, units: 4, zone: a, bw: 1GB/s}\njob:\n  name: tiny\n"
+        "  batch: 10\n  samples: 3.6e6\n  min_throughput: 100\n  layers:\n"
+        "    - {name: a, flops: 1GFLOP, io: 0, act: 0, params: 1MB, mem: 1MB}\n"), 0);
+    snprintf(out, sizeof out, "%s/run", dir);
+    assert_int_equal(sv_train_search(yaml, 2, 1, out), 0);
+    snprintf(pol, sizeof pol, "%s/last.h5", out);
+    const char *args2[] = {"--token-file", tok, "--policy", pol, NULL};
+    assert_int_equal(sv_start(&p, "token-ok", args2), 0);
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "GET", "/readyz", NULL, NULL, 0, &r), 200);
+    assert_null(strstr(r.body, "last.h5"));
+    assert_non_null(strstr(r.body, "\"hash\""));
+    sv_resp_free(&r);
+    assert_int_equal(sv_http(p.port, "GET", "/readyz", "Authorization: Bearer s3cret\r\n",
+                             NULL, 0, &r), 200);
+    assert_non_null(strstr(r.body, "last.h5"));
+    sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+static void test_log_escaping(void **state) {
+    (void)state;
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "escape", NULL), 0);
+    /* A key holding a forged log line and a terminal escape. */
+    static const char body[] =
+        "{\"cluster\": {\"types\": [], \"x\\n2099-01-01T00:00:00.000Z 6.6.6.6 GET /admin 200 "
+        "0 0 0.1ms\\u001b[31m\": 1}, \"job\": {}}";
+    sv_resp r;
+    int st = sv_http(p.port, "POST", "/v1/cost", NULL, body, sizeof body - 1, &r);
+    assert_int_equal(st, 400);
+    json_t *o = sv_body_json(&r);
+    const char *msg = json_string_value(json_object_get(o, "error"));
+    assert_non_null(msg);
+    assert_null(strchr(msg, '\n'));
+    assert_null(strchr(msg, 0x1b));
+    assert_non_null(strstr(msg, "x\\n2099-01-01T00:00:00.000Z 6.6.6.6"));
+    assert_non_null(strstr(msg, "0.1ms\\e[31m"));
+    json_decref(o);
+    sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+    /* No log line starts with the forged text; no ESC byte is in the log. */
+    FILE *f = fopen(p.log, "r");
+    assert_non_null(f);
+    char line[4096];
+    int forged = 0, esc = 0, quoted = 0;
+    while (fgets(line, sizeof line, f)) {
+        forged += !strncmp(line, "2099-", 5);
+        esc += strchr(line, 0x1b) != NULL;
+        quoted += strstr(line, "POST /v1/cost 400") && strstr(line, "x\\n2099-01-01");
+    }
+    fclose(f);
+    assert_int_equal(forged, 0);
+    assert_int_equal(esc, 0);
+    assert_int_equal(quoted, 1);
+}
+
+/* A /v1/solve that searches for budget_ms (random search, an evaluation
+ * budget far beyond what the time allows). */
+static char *slow_body(int budget_ms) {
+    char *b = NULL;
+    if (asprintf(&b,
+        "{\"cluster\": {\"types\": ["
+        "{\"name\": \"gpu\", \"kind\": \"gpu\", \"flops\": 1e13, \"io_bw\": 1e9, "
+        "\"net_bw\": 1e9, \"mem\": 1e10, \"price\": 3, \"count\": 64},"
+        "{\"name\": \"cpu\", \"kind\": \"cpu\", \"flops\": 1e12, \"io_bw\": 1e10, "
+        "\"net_bw\": 1e9, \"mem\": 1e11, \"price\": 1, \"count\": 64}]},"
+        " \"job\": {\"name\": \"j\", \"batch\": 10, \"samples\": 1e6, "
+        "\"min_throughput\": 100, \"layers\": ["
+        "{\"name\": \"l0\", \"flops\": 1e9, \"io\": 1e3, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
+        "{\"name\": \"l1\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
+        "{\"name\": \"l2\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
+        "{\"name\": \"l3\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6}]},"
+        " \"options\": {\"method\": \"random\", \"budget_ms\": %d, "
+        "\"max_evals\": 100000000}}", budget_ms) < 0)
+        return NULL;
+    return b;
+}
+
+typedef struct {
+    int port;
+    const char *body;
+    int status;
+} slow_arg;
+
+static void *slow_thread(void *v) {
+    slow_arg *a = v;
+    sv_resp r;
+    a->status = sv_http(a->port, "POST", "/v1/solve", NULL, a->body, strlen(a->body), &r);
+    sv_resp_free(&r);
+    return NULL;
+}
+
+static void test_shutdown_bound(void **state) {
+    (void)state;
+    sv_proc p;
+    const char *args[] = {"--shutdown-ms", "1000", NULL};
+    assert_int_equal(sv_start(&p, "shutdown", args), 0);
+    char *body = slow_body(6000);
+    slow_arg a = {p.port, body, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, slow_thread, &a);
+    usleep(300000);
+    double t0 = clock_now_s();
+    int code = sv_wait(&p, SIGTERM, 10.0);
+    double took = clock_now_s() - t0;
+    pthread_join(th, NULL);
+    printf("shutdown: exit %d after %.2f s with a 6 s request in flight\n", code, took);
+    assert_int_equal(code, 1);
+    assert_true(took < 1.5);
+    assert_int_equal(sv_log_count(&p, "stopping anyway", NULL), 1);
+    free(body);
+}
+
+static void test_probes_while_busy(void **state) {
+    (void)state;
+    sv_proc p;
+    const char *args[] = {"--threads", "1", NULL};
+    assert_int_equal(sv_start(&p, "probes", args), 0);
+    char *body = slow_body(1500);
+    slow_arg a[2] = {{p.port, body, 0}, {p.port, body, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, slow_thread, &a[i]);
+    usleep(300000); /* the one work slot is busy, a second request waits for it */
+    double worst = 0;
+    for (int k = 0; k < 10; k++) {
+        sv_resp r;
+        double ms;
+        assert_int_equal(timed_get(p.port, k % 2 ? "/readyz" : "/healthz", NULL, &ms, &r),
+                         k % 2 ? 503 : 200); /* no policy: readyz says so at once */
+        if (ms > worst) worst = ms;
+        sv_resp_free(&r);
+    }
+    printf("probes: worst %.1f ms with the work slot busy\n", worst);
+    assert_true(worst < 100);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(a[i].status, 200);
+    }
+    free(body);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slowloris),       cmocka_unit_test(test_idle_keepalive),
+        cmocka_unit_test(test_body_budget),     cmocka_unit_test(test_conflicting_length),
+        cmocka_unit_test(test_token_file),      cmocka_unit_test(test_log_escaping),
+        cmocka_unit_test(test_shutdown_bound),  cmocka_unit_test(test_probes_while_busy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
