@@ -140,6 +140,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     }
     agent_instance in = {job, cl, 1.0};
     double t0 = now_ms(), best = INFINITY;
+    res->stopped = 0;
     int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0;
     /* keep_episode copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \
@@ -173,7 +174,10 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             }
             for (int b = 0; b < B; b++) KEEP_EPISODE(b);
             used += B;
-            if (opts->budget_ms > 0 && now_ms() - t0 >= opts->budget_ms) break;
+            if (opts->budget_ms > 0 && base + B < n_sampled && now_ms() - t0 >= opts->budget_ms) {
+                res->stopped = 1;
+                break;
+            }
         }
     }
     if (rc == 0) {

@@ -181,7 +181,7 @@ int api_decide(const model_job *job, const model_cluster *cl, const api_opts *o,
                                 o->placement >= 0 ? placer_method_name((placer_method)o->placement)
                                                   : NULL,
                                 (int)o->budget_ms};
-        agent_decode_result res = {d->assign, ao.place ? d->task_node : NULL, d->plan, 0};
+        agent_decode_result res = {d->assign, ao.place ? d->task_node : NULL, d->plan, 0, 0};
         char msg[1024] = "";
         int rc = agent_policy_decode(pol->policy, job, cl, &ao, &res, msg, sizeof msg);
         if (rc < 0) {
