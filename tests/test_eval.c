@@ -312,7 +312,16 @@ static void test_config_errors(void **state) {
     expect_error("ev4.yaml", text, ":2:14: instances[0].models: '/nowhere/*.yaml' matches no file");
     snprintf(text, sizeof text, "repeats: 0\ninstances:\n  - {cluster: %s, models: %s}\n"
              "methods: [exact]\n", cl, cl);
-    expect_error("ev5.yaml", text, ":1:10: repeats: must be >= 1, got \"0\"");
+    expect_error("ev5.yaml", text, ":1:10: repeats: must be >= 1 and <= 100, got \"0\"");
+    /* upper bounds (issue 13): 1e6 repeats, or a count drawing thousands of
+     * files, were taken */
+    snprintf(text, sizeof text, "repeats: 101\ninstances:\n  - {cluster: %s, models: %s}\n"
+             "methods: [exact]\n", cl, cl);
+    expect_error("ev5b.yaml", text, ":1:10: repeats: must be >= 1 and <= 100, got \"101\"");
+    snprintf(text, sizeof text, "instances:\n  - {cluster: %s,\n     generate: {seed: 1, "
+             "count: 3759, layers: [4, 9]}}\nmethods: [exact]\n", cl);
+    expect_error("ev5c.yaml", text, ":3:33: instances[0].generate.count: must be >= 1 and <= 1000, got "
+                 "\"3759\"");
     snprintf(text, sizeof text, "instances:\n  - {modles: %s, cluster: %s}\nmethods: [exact]\n",
              cl, cl);
     expect_error("ev6.yaml", text, ":2:6: instances[0].modles: unknown key (did you mean "
