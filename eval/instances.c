@@ -149,7 +149,7 @@ static cfg_run *load_pair(build_ctx *b, int entry, const char *cluster_abs, cons
         fprintf(f, "include: [\"%s\", \"%s\"]\n", cluster_abs, model_abs);
     else
         fprintf(f, "include: \"%s\"\njob: {name: probe, batch: 1, samples: 1, min_throughput: 1,"
-                   " layers: [{name: l, flops: 0, io: 0, act: 0, params: 0, mem: 0}]}\n",
+                   " layers: [{name: l, flops: 1, io: 0, act: 0, params: 0, mem: 0}]}\n",
                 cluster_abs);
     fclose(f);
     cfg_run *run = cfg_load(tmp, msg, sizeof msg);

@@ -6,6 +6,8 @@
  * - `strata solve --method policy --samples N` stops sampling when
  *   --budget-ms is spent (the 10 s default included) and says how many
  *   plans it decoded; --samples is bounded.
+ * - a job with a layer that does no work (flops 0 and io 0) is refused when
+ *   loaded, naming the job and the layer: it had an infinite throughput.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -67,9 +69,57 @@ static void test_policy_budget(void **state) {
                                         "got '1000001'"));
 }
 
+/* The all-zero job loaded and answered "feasible" with no throughput in
+ * the JSON and "stages": []; now every command that loads it refuses it
+ * with file:line:col, the job and the reason. A job with one such layer
+ * among working ones is refused naming the layer. */
+static void test_zero_work_job(void **state) {
+    (void)state;
+    const char *yaml =
+        "cluster:\n"
+        "  types:\n"
+        "    - {name: gpu, kind: gpu, flops: 1e13, io_bw: 1e9, net_bw: 2e9, mem: 1.6e10, "
+        "price: 3, count: 64}\n"
+        "job:\n"
+        "  name: zj\n"
+        "  batch: 32\n"
+        "  samples: 1e8\n"
+        "  min_throughput: 30\n"
+        "  layers:\n"
+        "    - {name: a, flops: 0, io: 0, act: 0, params: 0, mem: 1e8}\n"
+        "    - {name: b, flops: 0, io: 0, act: 0, params: 0, mem: 1e8}\n";
+    char path[1024], cmd[2400];
+    snprintf(path, sizeof path, "%s/zero_job.yaml", harness_tmp());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(yaml, f);
+    fclose(f);
+    const char *cmds[] = {"solve %s --json", "cost %s --assign gpu --json", "check %s"};
+    for (int i = 0; i < 3; i++) {
+        char sub[1200];
+        snprintf(sub, sizeof sub, cmds[i], path);
+        snprintf(cmd, sizeof cmd, "%s %s 2>&1", harness_bin(), sub);
+        int rc = harness_run(cmd);
+        if (rc == 0 || !strstr(harness_out, "zero_job.yaml:10:5: job.layers: job zj: every layer "
+                                            "has flops, io and params 0"))
+            fail_msg("%s: exit %d\n%s", sub, rc, harness_out);
+    }
+    f = fopen(path, "w");
+    assert_non_null(f);
+    const char *at = strstr(yaml, "{name: a, flops: 0");
+    fprintf(f, "%.*s{name: a, flops: 1e9%s", (int)(at - yaml), yaml, at + strlen("{name: a, flops: 0"));
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s cost %s --assign gpu --json 2>&1", harness_bin(), path);
+    assert_int_equal(harness_run(cmd), 2);
+    if (!strstr(harness_out, "zero_job.yaml:11:7: job.layers[1]: job zj: layer 'b' has flops 0 "
+                             "and io 0"))
+        fail_msg("%s", harness_out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_policy_budget),
+        cmocka_unit_test(test_zero_work_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
