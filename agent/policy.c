@@ -133,6 +133,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     }
     agent_instance in = {job, cl, 1.0};
     double t0 = clock_now_s(), best = INFINITY;
+    res->stopped = 0;
     int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0;
     /* KEEP_EPISODE(b) copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \
@@ -173,7 +174,11 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             }
             for (int b = 0; b < B; b++) KEEP_EPISODE(b);
             used += B;
-            if (opts->budget_ms > 0 && (clock_now_s() - t0) * 1e3 >= opts->budget_ms) break;
+            if (opts->budget_ms > 0 && base + B < n_sampled &&
+                (clock_now_s() - t0) * 1e3 >= opts->budget_ms) {
+                res->stopped = 1;
+                break;
+            }
         }
     }
     if (rc == 0) {

@@ -38,7 +38,9 @@ typedef struct {
     int placement;     /* a placer_placement (solvers/placers.h): PLACER_PLACE_NONE
                           plans only; PLACER_PLACE_POLICY also places the tasks
                           with the node head; a placer_method with that placer */
-    int budget_ms;     /* stop sampling after this long (0: no limit) */
+    int budget_ms;     /* stop sampling after this long (0: no limit); checked
+                          after every batch of 64 samples, and the greedy plan
+                          is decoded after the last */
 } agent_decode_opts;
 
 typedef struct {
@@ -51,6 +53,8 @@ typedef struct {
     int samples_used; /* plans decoded: at most `samples` when sampling (more
                          only when greedy backtracks out of dead ends with no
                          sampled plan feasible); greedy: its passes */
+    int stopped;      /* 1 when budget_ms ran out before `samples` were drawn:
+                         the answer is the best of samples_used */
 } agent_decode_result;
 
 /* agent_policy_load reads a checkpoint. Returns NULL with a message that

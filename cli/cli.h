@@ -28,9 +28,10 @@ int cmd_train(int argc, char **argv);
 
 /* cli_solve_policy is `strata solve --method policy` (cli/train.c): decodes
  * the policy checkpoint `ckpt` on job (greedy, or the best of `samples`
- * sampled plans when samples > 1) and prints it as cmd_solve does. */
+ * sampled plans when samples > 1, sampling stopped when budget_ms > 0 is
+ * spent) and prints it as cmd_solve does, with the samples drawn. */
 int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt, int samples,
-                     uint64_t seed, int as_json);
+                     uint64_t seed, long budget_ms, int as_json);
 
 /* cmd_solve_jobs is `strata solve` for several jobs (objective jct,
  * cli/solve_jobs.c). cmd_solve calls it first with its own arguments; it

@@ -8,12 +8,12 @@
  * relative error and the (workers, ps) that reach the job's min_throughput
  * at the least worker unit-seconds per sample or, with --max-speed, the
  * fastest. Workers range up to the cluster's units (--max-workers), ps
- * tasks up to its ps slots (--max-ps; the units when it lists no nodes).
+ * tasks up to its ps slots (--max-ps; the units when it lists no nodes),
+ * both at most FIT_MAX_SEARCH (100,000).
  * With --type, the pick's cost is also given in dollars at that type's
  * price. Exit status 1 when no (workers, ps) reaches the target.
  */
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,11 +49,11 @@ int cmd_fit(int argc, char **argv) {
         case 'j': job_name = optarg; break;
         case 'S': fastest = 1; break;
         case 'w':
-            if (cli_parse_int("--max-workers", optarg, 1, INT_MAX, &v)) return CLI_USAGE;
+            if (cli_parse_int("--max-workers", optarg, 1, FIT_MAX_SEARCH, &v)) return CLI_USAGE;
             max_w = (int)v;
             break;
         case 'p':
-            if (cli_parse_int("--max-ps", optarg, 1, INT_MAX, &v)) return CLI_USAGE;
+            if (cli_parse_int("--max-ps", optarg, 1, FIT_MAX_SEARCH, &v)) return CLI_USAGE;
             max_p = (int)v;
             break;
         case 't': type_name = optarg; break;
@@ -101,12 +101,13 @@ int cmd_fit(int argc, char **argv) {
     if (max_w == 0) {
         long units = 0;
         for (int t = 0; t < cl->n_types; t++) units += cl->types[t].count;
-        max_w = units < 1 ? 1 : units > 100000 ? 100000 : (int)units;
+        max_w = units < 1 ? 1 : units > FIT_MAX_SEARCH ? FIT_MAX_SEARCH : (int)units;
     }
     if (max_p == 0) {
         long slots = 0;
         for (int n = 0; n < cl->n_nodes; n++) slots += cl->nodes[n].ps_slots;
-        max_p = cl->n_nodes == 0 ? max_w : slots < 1 ? 1 : slots > 100000 ? 100000 : (int)slots;
+        max_p = cl->n_nodes == 0 ? max_w
+                : slots < 1 ? 1 : slots > FIT_MAX_SEARCH ? FIT_MAX_SEARCH : (int)slots;
     }
     fit_pick pk;
     fit_best(&job->curve, job->min_throughput, max_w, max_p, fastest, &pk);

@@ -32,7 +32,7 @@ static void solve_usage(FILE *f) {
                "[--job NAME] [--json]\n  methods:");
     for (int m = 0; m < SOLVE_N_METHODS; m++) fprintf(f, " %s", solve_method_name((solve_method)m));
     fprintf(f, " policy (default exact)\n  --method policy --policy CKPT [--samples N]: decode a trained "
-               "policy, greedy or the best of N samples\n  several jobs (objective: jct): --method sequential|smd "
+               "policy, greedy or the best of N samples\n    (N <= 1000000; sampling stops when --budget-ms is spent)\n  several jobs (objective: jct): --method sequential|smd "
                "[--plan-method M]\n  --budget-ms: wall-clock budget, default %ld (0: none)\n"
                "  --evals: evaluation budget of random/genetic/anneal, default %ld\n",
             SOLVE_DEFAULT_BUDGET_MS, SOLVE_DEFAULT_EVALS);
@@ -108,7 +108,7 @@ int cmd_solve(int argc, char **argv) {
             fprintf(stderr, "strata solve: --method policy needs --policy CKPT (and --policy needs --method policy)\n");
             goto done;
         }
-        status = cli_solve_policy(run, job, policy, samples, so.seed, as_json);
+        status = cli_solve_policy(run, job, policy, samples, so.seed, so.budget_ms, as_json);
         goto done;
     }
     res = solve_result_create(job->n_layers);

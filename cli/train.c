@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,7 +291,7 @@ static void compare(agent_trainer *t, const char *policy, double secs) {
                                .seed = 1,
                                .placement = PLACER_PLACE_NONE,
                                .budget_ms = 0};
-        agent_decode_result r = {as, NULL, plan, 0};
+        agent_decode_result r = {as, NULL, plan, 0, 0};
         snprintf(label, sizeof label, "general policy, %s", k ? "best of 16" : "greedy");
         if (agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err) == 0)
             printf("  %-34s %14.6g %+11.2f%%\n", label, plan->cost, 100 * (plan->cost / exact - 1));
@@ -435,7 +436,7 @@ done:
  * ------------------------------------------------------------------------ */
 
 int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt, int samples,
-                     uint64_t seed, int as_json) {
+                     uint64_t seed, long budget_ms, int as_json) {
     char err[2048];
     agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
     if (!pol) {
@@ -454,8 +455,8 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
                            .samples = samples > 1 ? samples : 1,
                            .seed = seed,
                            .placement = PLACER_PLACE_NONE,
-                           .budget_ms = 0};
-    agent_decode_result res = {assign, NULL, plan, 0};
+                           .budget_ms = budget_ms <= 0 ? 0 : budget_ms > INT_MAX ? INT_MAX : (int)budget_ms};
+    agent_decode_result res = {assign, NULL, plan, 0, 0};
     double t0 = clock_now_s();
     int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
     double secs = clock_now_s() - t0;
@@ -480,7 +481,7 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
         json_object_set_new(o2, "found", json_boolean(rc == 0));
         json_object_set_new(o2, "method", json_string("policy"));
         json_object_set_new(o2, "optimal", json_false());
-        json_object_set_new(o2, "stopped", json_false());
+        json_object_set_new(o2, "stopped", json_boolean(res.stopped));
         json_object_set_new(o2, "seconds", json_real(secs));
         json_object_set_new(o2, "evaluations", json_integer(res.samples_used));
         json_object_set_new(o2, "decoding", json_string(decoding));
@@ -496,10 +497,10 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
             report_plan_table(stdout, job, cl, plan);
         else
             printf("no feasible plan: %s\n", plan->why);
-        printf("method: policy (%s, %d decoded), not proven optimal\npolicy: %s, step %lld, weights %s\n"
+        printf("method: policy (%s, %d decoded%s), not proven optimal\npolicy: %s, step %lld, weights %s\n"
                "wall time: %.3f s\n",
-               decoding, res.samples_used, agent_policy_path(pol), (long long)agent_policy_step(pol),
-               agent_policy_hash(pol), secs);
+               decoding, res.samples_used, res.stopped ? ", stopped by the budget" : "",
+               agent_policy_path(pol), (long long)agent_policy_step(pol), agent_policy_hash(pol), secs);
     }
     status = rc == 0 ? CLI_OK : CLI_FAIL;
 done:

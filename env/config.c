@@ -572,6 +572,13 @@ static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *
                             l->name, need, have, cl->types[big].name);
         }
     }
+    int bad;
+    char why[320];
+    if (model_job_check(job, &bad, why, sizeof why) < 0) { /* finite figures: env/model.h */
+        char p[128];
+        cfg_path_index(p, sizeof p, lp, bad);
+        return cfg_fail(c, bad < 0 ? list : cfg_seq_at(c, list, bad), bad < 0 ? lp : p, "%s", why);
+    }
     yaml_node_t *meas = vals[JO_MEAS];
     if (meas) {
         /* Four coefficients to fit: fewer points cannot pin them (FIT_MIN_POINTS). */

@@ -191,6 +191,29 @@ int model_eval(const model_job *job, const model_cluster *cl,
     return MODEL_FEASIBLE;
 }
 
+int model_job_check(const model_job *job, int *bad_layer, char *err, size_t errlen) {
+    int bad = -1, zero = 0;
+    *bad_layer = -1;
+    for (int l = 0; l < job->n_layers; l++) {
+        const model_layer *ly = &job->layers[l];
+        if (ly->flops > 0.0 || ly->io > 0.0) continue;
+        if (bad < 0) bad = l;
+        zero += ly->params == 0.0;
+    }
+    if (bad < 0) return 0;
+    if (zero == job->n_layers) {
+        snprintf(err, errlen, "job %s: every layer has flops, io and params 0: the job does no "
+                 "work and its throughput would be infinite; give the layers' figures",
+                 job->name);
+        return -1;
+    }
+    *bad_layer = bad;
+    snprintf(err, errlen, "job %s: layer '%s' has flops 0 and io 0: a stage of it alone does no "
+             "work per sample and its throughput can be infinite; give its forward + backward "
+             "FLOP (or the input bytes it reads)", job->name, job->layers[bad].name);
+    return -1;
+}
+
 int model_cluster_type(const model_cluster *cl, const char *name) {
     for (int t = 0; t < cl->n_types; t++)
         if (strcmp(cl->types[t].name, name) == 0) return t;

@@ -215,6 +215,17 @@ void model_stage_fill(const model_job *job, const model_cluster *cl, int t,
 int model_eval(const model_job *job, const model_cluster *cl,
                const int *assign, model_plan *plan);
 
+/* model_job_check refuses a job the cost model cannot give finite figures
+ * for. Every figure is bounded when loaded (1e-12 to 1e18, or 0), so the
+ * one way to an infinite or NaN answer is a stage whose step time can be 0:
+ * theta = B / t_s is then infinite (and the JSON loses it). A stage's
+ * max(C_s, I_s) is 0 when all its layers have flops 0 and io 0, and its
+ * X_s' and P_s' are 0 once its tasks share a node with its ps tasks and
+ * neighbours (place.h), so every layer must read input or compute:
+ * flops > 0 or io > 0. Returns 0, or -1 with "job NAME: ..." in err and
+ * *bad_layer the layer at fault (-1 when every layer is all zero). */
+int model_job_check(const model_job *job, int *bad_layer, char *err, size_t errlen);
+
 /* model_cluster_type finds a type by name; returns its index or -1. */
 int model_cluster_type(const model_cluster *cl, const char *name);
 

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "base/rng.h"
+#include <yaml.h>
+
 #include "solvers/solve.h"
 
 /* ---------------------------------------------------------------------------
@@ -273,14 +275,61 @@ int eval_gen_model(model_job *out, const model_cluster *cl, int layers, const ch
  * Writing runs
  * ------------------------------------------------------------------------ */
 
-/* Writes name as a double-quoted YAML scalar. */
-static void put_name(FILE *f, const char *name) {
-    fputc('"', f);
-    for (const char *p = name; *p; p++) {
-        if (*p == '"' || *p == '\\') fputc('\\', f);
-        fputc(*p, f);
+typedef struct {
+    char *out;
+    size_t len, n;
+} quote_buf;
+
+/* libyaml output handler: appends to the buffer; 0 (an emitter error)
+ * when it is full. */
+static int quote_write(void *data, unsigned char *bytes, size_t size) {
+    quote_buf *q = data;
+    if (q->n + size >= q->len) return 0;
+    memcpy(q->out + q->n, bytes, size);
+    q->n += size;
+    return 1;
+}
+
+int eval_yaml_quote(char *out, size_t len, const char *s) {
+    if (len == 0) return -1;
+    quote_buf q = {out, len, 0};
+    yaml_emitter_t e;
+    yaml_event_t ev;
+    if (!yaml_emitter_initialize(&e)) {
+        out[0] = '\0';
+        return -1;
     }
-    fputc('"', f);
+    yaml_emitter_set_output(&e, quote_write, &q);
+    yaml_emitter_set_width(&e, -1); /* never fold a long scalar */
+    yaml_emitter_set_unicode(&e, 1);
+    int ok = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) &&
+             yaml_emitter_emit(&e, &ev) &&
+             yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1) &&
+             yaml_emitter_emit(&e, &ev) &&
+             yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1,
+                                          1, YAML_DOUBLE_QUOTED_SCALAR_STYLE) &&
+             yaml_emitter_emit(&e, &ev) && yaml_document_end_event_initialize(&ev, 1) &&
+             yaml_emitter_emit(&e, &ev) && yaml_stream_end_event_initialize(&ev) &&
+             yaml_emitter_emit(&e, &ev) && yaml_emitter_flush(&e);
+    yaml_emitter_delete(&e);
+    /* the document is the scalar and a line break */
+    while (ok && q.n > 0 && (out[q.n - 1] == '\n' || out[q.n - 1] == '\r')) q.n--;
+    if (!ok || q.n < 2 || out[0] != '"' || out[q.n - 1] != '"') {
+        out[0] = '\0';
+        return -1;
+    }
+    out[q.n] = '\0';
+    return 0;
+}
+
+/* Writes name as a double-quoted YAML scalar (eval_yaml_quote; names and
+ * paths the loader accepted are valid UTF-8, so it does not fail here;
+ * if it did, the file would fail to load with a syntax error). */
+static void put_name(FILE *f, const char *name) {
+    size_t len = 6 * strlen(name) + 16; /* an escape is at most 10 bytes for 2 or more */
+    char *q = malloc(len);
+    fputs(q && eval_yaml_quote(q, len, name) == 0 ? q : "!invalid", f);
+    free(q);
 }
 
 static void put_cluster(FILE *f, const model_cluster *cl) {
@@ -362,13 +411,14 @@ int eval_write_run(const char *path, const char *comment, const char *objective,
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         return -1;
     }
-    if (comment) {
-        const char *p = comment;
-        while (*p) {
-            size_t l = strcspn(p, "\n");
-            fprintf(f, "# %.*s\n", (int)l, p);
-            p += l + (p[l] == '\n');
+    if (comment && *comment) {
+        fputs("# ", f);
+        for (const char *p = comment; *p; p++) {
+            unsigned char ch = (unsigned char)*p;
+            if (ch == '\n') fputs(p[1] ? "\n# " : "", f);
+            else fputc(ch < 0x20 && ch != '\t' ? '?' : ch == 0x7f ? '?' : ch, f);
         }
+        fputc('\n', f);
     }
     fprintf(f, "model: v1\nobjective: %s\n", objective ? objective : "cost");
     if (cluster_include) {

@@ -59,12 +59,23 @@ int eval_gen_model(model_job *out, const model_cluster *cl, int layers, const ch
                    eval_rng *r);
 void eval_gen_job_free(model_job *job);
 
+/* eval_yaml_quote writes s as one double-quoted YAML scalar into out[len]
+ * (NUL-terminated), by libyaml's emitter: quotes, backslashes and control
+ * characters (tab, newline, ...) are escaped, UTF-8 is kept, and no line
+ * is folded, so that cfg_load reads back exactly s. Every path and name
+ * eval writes into YAML goes through it. Returns 0, or -1 when s is not
+ * valid UTF-8 or out is too small (out is then ""); 6 strlen(s) + 16
+ * bytes are always enough. */
+int eval_yaml_quote(char *out, size_t len, const char *s);
+
 /* eval_write_run writes a run file at path: the comment (each line
- * prefixed with "# "; may be NULL), `model: v1`, `objective`, then either
- * `include: cluster_include` (when not NULL) or the cluster cl in full,
- * then the jobs (`job:` for one, `jobs:` for several, with their
- * measurements when they carry some). Returns 0, or -1
- * with "path: message" in err[errlen]. */
+ * prefixed with "# "; may be NULL; control characters other than tab
+ * become '?', so a path quoted in it cannot end the comment), `model: v1`,
+ * `objective`, then either `include: cluster_include` (when not NULL) or
+ * the cluster cl in full, then the jobs (`job:` for one, `jobs:` for
+ * several, with their measurements when they carry some); names and the
+ * include path are written by eval_yaml_quote. Returns 0, or -1 with
+ * "path: message" in err[errlen]. */
 int eval_write_run(const char *path, const char *comment, const char *objective,
                    const char *cluster_include, const model_cluster *cl, const model_job *jobs,
                    int n_jobs, char *err, size_t errlen);

@@ -39,7 +39,8 @@ static const cfg_field TOP_FIELDS[N_TO] = {
     [TO_NAME] = CFG_ROW_NAME("name", 0, top_in, name),
     [TO_TITLE] = CFG_ROW_NODE("title", CFG_FT_ANY, 0),
     [TO_SEEDS] = CFG_ROW_NODE("seeds", CFG_FT_ANY, 0),
-    [TO_REPEATS] = CFG_ROW_INT("repeats", 0, 1, CFG_B_GE, 1, CFG_B_NONE, 0, top_in, repeats),
+    [TO_REPEATS] = CFG_ROW_INT("repeats", 0, 1, CFG_B_GE, 1, CFG_B_LE, EVAL_MAX_REPEATS, top_in,
+                                 repeats),
     [TO_BUDGET] = CFG_ROW_NUM("budget", UNITS_SECONDS, 0, 10.0, CFG_B_GT, 0, CFG_B_NONE, 0, top_in,
                               budget),
     [TO_EVALS] = CFG_ROW_INT("evals", 0, SOLVE_DEFAULT_EVALS, CFG_B_GE, 1, CFG_B_NONE, 0, top_in,
@@ -73,7 +74,8 @@ typedef struct {
 enum { GE_SEED, GE_COUNT, GE_CLUSTER, GE_LAYERS, GE_JOBS, GE_LOAD, N_GE };
 static const cfg_field GEN_FIELDS[N_GE] = {
     [GE_SEED] = CFG_ROW_INT("seed", 1, 0, CFG_B_GE, 0, CFG_B_NONE, 0, gen_in, seed),
-    [GE_COUNT] = CFG_ROW_INT("count", 1, 0, CFG_B_GE, 1, CFG_B_NONE, 0, gen_in, count),
+    [GE_COUNT] = CFG_ROW_INT("count", 1, 0, CFG_B_GE, 1, CFG_B_LE, EVAL_MAX_GENERATE, gen_in,
+                                count),
     [GE_CLUSTER] = CFG_ROW_ENUM("cluster", "base|random", 0, 0, gen_in, cluster),
     [GE_LAYERS] = CFG_ROW_NODE("layers", CFG_FT_ANY, 0),
     [GE_JOBS] = CFG_ROW_NODE("jobs", CFG_FT_ANY, 0),

@@ -30,6 +30,8 @@
 
 #define EVAL_PATH_MAX 1024
 #define EVAL_MAX_SEEDS 1000
+#define EVAL_MAX_REPEATS 100   /* runs of each cell (`repeats`) */
+#define EVAL_MAX_GENERATE 1000 /* problems one `generate:` draws (`count`), each a file */
 #define EVAL_MAX_METHODS 64
 
 /* What a method is, which decides how a cell runs and what its row holds. */

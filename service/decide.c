@@ -160,7 +160,7 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     if (o->from_policy) {
         agent_decode_opts ao = {o->decode, o->samples, o->seed, o->placement, (int)o->budget_ms};
         int place = o->placement != PLACER_PLACE_NONE;
-        agent_decode_result res = {d->assign, place ? d->task_node : NULL, d->plan, 0};
+        agent_decode_result res = {d->assign, place ? d->task_node : NULL, d->plan, 0, 0};
         char msg[1024] = "";
         int rc = agent_policy_decode(pol->policy, job, cl, &ao, &res, msg, sizeof msg);
         if (rc < 0) {

@@ -26,6 +26,11 @@
 extern void dgels_(const char *trans, const int *m, const int *n, const int *nrhs,
                    double *a, const int *lda, double *b, const int *ldb, double *work,
                    const int *lwork, int *info, size_t trans_len);
+/* LAPACK's singular value decomposition, for the fit's condition number. */
+extern void dgesvd_(const char *jobu, const char *jobvt, const int *m, const int *n, double *a,
+                    const int *lda, double *s, double *u, const int *ldu, double *vt,
+                    const int *ldvt, double *work, const int *lwork, int *info, size_t jobu_len,
+                    size_t jobvt_len);
 
 #define NNLS_MAX_N 16
 
@@ -115,6 +120,56 @@ done:
     return rc;
 }
 
+/* distinct_points counts the different (workers, ps) pairs among pts[n]. */
+static int distinct_points(const model_point *pts, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = pts[j].workers == pts[i].workers && pts[j].ps == pts[i].ps;
+        k += !seen;
+    }
+    return k;
+}
+
+/* identifiable checks that the column-scaled system A[n x 4] (column-major)
+ * pins all four coefficients: its reciprocal condition number, smallest
+ * over largest singular value, must be at least FIT_MIN_RCOND. Otherwise
+ * err names the coefficients the measurements cannot tell apart (those
+ * carrying the weakest direction, the last right singular vector) and
+ * returns -1. */
+static int identifiable(const double *A, int n, char *err, size_t errlen) {
+    int m = n, four = 4, lda = n, one = 1, ldvt = 4, info = 0;
+    int lwork = 5 * (n + 4) + 64;
+    double *a = malloc(((size_t)n * 4 + (size_t)lwork) * sizeof *a);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    double *work = a + (size_t)n * 4, sv[4], vt[16], u1;
+    memcpy(a, A, (size_t)n * 4 * sizeof *a);
+    dgesvd_("N", "A", &m, &four, a, &lda, sv, &u1, &one, vt, &ldvt, work, &lwork, &info, 1, 1);
+    free(a);
+    if (info != 0) {
+        snprintf(err, errlen, "LAPACK dgesvd failed (info %d)", info);
+        return -1;
+    }
+    double rcond = sv[0] > 0.0 ? sv[3] / sv[0] : 0.0;
+    if (rcond >= FIT_MIN_RCOND) return 0;
+    char names[64] = "";
+    size_t used = 0;
+    int k = 0;
+    for (int j = 0; j < 4; j++)
+        if (fabs(vt[3 + 4 * j]) > 0.1) /* row 3 of VT, column j */
+            used += (size_t)snprintf(names + used, sizeof names - used, "%sth%d",
+                                     k++ ? ", " : "", j);
+    snprintf(err, errlen, "the measurements cannot tell %s apart (condition number %.3g, the "
+             "fit needs at most %.0g): measure more (workers, ps) combinations, varying "
+             "workers and ps independently", k > 1 ? names : "the coefficients",
+             rcond > 0.0 ? 1.0 / rcond : INFINITY, 1.0 / FIT_MIN_RCOND);
+    return -1;
+}
+
 int fit_curve(const model_point *pts, int n, fit_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (n < FIT_MIN_POINTS) {
@@ -129,6 +184,13 @@ int fit_curve(const model_point *pts, int n, fit_result *out, char *err, size_t 
                      "throughput > 0", i);
             return -1;
         }
+    int distinct = distinct_points(pts, n);
+    if (distinct < FIT_MIN_POINTS) {
+        snprintf(err, errlen, "%d measurements but only %d distinct (workers, ps) point%s, the "
+                 "fit needs at least %d (four coefficients): measure other worker and ps counts",
+                 n, distinct, distinct == 1 ? "" : "s", FIT_MIN_POINTS);
+        return -1;
+    }
     double *A = malloc((size_t)n * 5 * sizeof *A);
     if (!A) {
         snprintf(err, errlen, "out of memory");
@@ -147,6 +209,10 @@ int fit_curve(const model_point *pts, int n, fit_result *out, char *err, size_t 
     for (int j = 0; j < 4; j++) {
         scale[j] = cblas_dnrm2(n, A + (size_t)j * n, 1);
         cblas_dscal(n, 1.0 / scale[j], A + (size_t)j * n, 1);
+    }
+    if (identifiable(A, n, err, errlen) < 0) {
+        free(A);
+        return -1;
     }
     int rc = fit_nnls(th, A, b, n, 4, err, errlen);
     free(A);
@@ -192,30 +258,61 @@ int fit_run(cfg_run *run, char *err, size_t errlen) {
     return 0;
 }
 
+/* least_workers returns the least w in [lo, hi] with f(p, w) >= R, or hi + 1
+ * when there is none; f is non-decreasing in w (fit_best's contract), so a
+ * binary search on the curve's own figures finds the first w the scan of
+ * every w would have found. */
+static int least_workers(const model_curve *curve, int p, double R, int lo, int hi) {
+    if (!(model_curve_eval(curve, p, hi) >= R)) return hi + 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (model_curve_eval(curve, p, mid) >= R) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* fit_best's search. For a fixed p the curve is f = w / (a + b w) with
+ * a = th0 + th3 p >= 0 and b = th1/p + th2 >= 0: non-decreasing in w, and
+ * the cost per sample w / f = a + b w non-decreasing too. So for each p the
+ * cheapest w reaching R is the least one (a binary search), and the
+ * fastest is reached at max_workers; the tie rules then pick among the p.
+ * max_ps binary searches: fast for every count the flags allow. */
 void fit_best(const model_curve *curve, double R, int max_workers, int max_ps, int fastest,
               fit_pick *out) {
     memset(out, 0, sizeof *out);
-    for (int w = 1; w <= max_workers; w++)
+    if (max_workers < 1 || max_ps < 1) return;
+    if (fastest) {
+        /* The largest f, then, among the f within the 1e-12 tie margin of
+         * it, the fewest workers, then the fewest ps. */
+        double top = -INFINITY;
+        for (int p = 1; p <= max_ps; p++) top = fmax(top, model_curve_eval(curve, p, max_workers));
+        double floor_f = top / (1.0 + 1e-12);
         for (int p = 1; p <= max_ps; p++) {
-            double f = model_curve_eval(curve, p, w);
-            double u = w / f;
-            int better;
-            if (fastest) {
-                /* Loops run w then p upwards: a strictly larger f wins, so
-                 * ties keep fewer workers, then fewer ps. */
-                better = !out->found || f > out->throughput * (1.0 + 1e-12);
-            } else {
-                if (f < R) continue;
-                better = !out->found || u < out->unit_s * (1.0 - 1e-12) ||
-                         (u <= out->unit_s * (1.0 + 1e-12) &&
-                          (p < out->ps || (p == out->ps && w < out->workers)));
-            }
-            if (better) {
+            int w = least_workers(curve, p, floor_f, 1, max_workers);
+            if (w > max_workers) continue;
+            if (!out->found || w < out->workers) {
                 out->found = 1;
                 out->workers = w;
                 out->ps = p;
-                out->throughput = f;
+            }
+        }
+    } else {
+        for (int p = 1; p <= max_ps; p++) {
+            int w = least_workers(curve, p, R, 1, max_workers);
+            if (w > max_workers) continue;
+            double u = w / model_curve_eval(curve, p, w);
+            /* p rises, so an equal cost (within 1e-12) keeps the fewer ps */
+            if (!out->found || u < out->unit_s * (1.0 - 1e-12)) {
+                out->found = 1;
+                out->workers = w;
+                out->ps = p;
                 out->unit_s = u;
             }
         }
+    }
+    if (out->found) {
+        out->throughput = model_curve_eval(curve, out->ps, out->workers);
+        out->unit_s = out->workers / out->throughput;
+    }
 }

@@ -24,7 +24,10 @@
 #include "env/config.h"
 #include "env/model.h"
 
-#define FIT_MIN_POINTS 4 /* four coefficients: fewer points cannot pin them */
+#define FIT_MIN_POINTS 4 /* four coefficients: fewer distinct points cannot pin them */
+#define FIT_MIN_RCOND 1e-8 /* least reciprocal condition number of the (column-scaled)
+                              system: below it the measurements cannot separate the
+                              coefficients and the fit is refused */
 
 typedef struct {
     model_curve curve; /* th0..th3 >= 0, fitted = 1 */
@@ -43,7 +46,10 @@ int fit_nnls(double *x, const double *A, const double *b, int m, int n, char *er
 
 /* fit_curve fits the curve to pts[n] (each with workers >= 1, ps >= 1,
  * throughput > 0) and fills *out. Returns 0, or -1 with a message in err
- * (fewer than FIT_MIN_POINTS points, a bad point, no fit). */
+ * (fewer than FIT_MIN_POINTS points or distinct (workers, ps) pairs, a bad
+ * point, a system too ill-conditioned to identify the four coefficients --
+ * reciprocal condition below FIT_MIN_RCOND, the message names the
+ * coefficients it cannot tell apart -- or no fit). */
 int fit_curve(const model_point *pts, int n, fit_result *out, char *err, size_t errlen);
 
 /* fit_job fits job->points and stores the curve in job->curve (fitted = 1)
@@ -58,6 +64,8 @@ int fit_job(model_job *job, fit_result *out, char *err, size_t errlen);
  * error in err. */
 int fit_run(cfg_run *run, char *err, size_t errlen);
 
+#define FIT_MAX_SEARCH 100000 /* largest workers or ps count `strata fit` searches */
+
 /* The configuration fit_best picks. */
 typedef struct {
     int found;         /* 0 when no (w, p) within the bounds reaches R */
@@ -68,8 +76,11 @@ typedef struct {
 
 /* fit_best searches workers 1..max_workers and ps 1..max_ps. With
  * fastest == 0 it picks the least w / f(p, w) among those with f >= R (ties:
- * fewer ps, then fewer workers); with fastest == 1, the largest f (ties:
- * fewer workers, then fewer ps; R is ignored). */
+ * fewer ps, then fewer workers); with fastest == 1, the largest f (ties,
+ * within a relative 1e-12: fewer workers, then fewer ps; R is ignored).
+ * The curve's coefficients must be >= 0 (fit_curve's are): then f is
+ * non-decreasing in w for each p and the search takes max_ps binary
+ * searches, not max_workers * max_ps evaluations. */
 void fit_best(const model_curve *curve, double R, int max_workers, int max_ps, int fastest,
               fit_pick *out);
 

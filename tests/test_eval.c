@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include <cmocka.h>
+#include <yaml.h>
 
 #include "env/config.h"
 #include "eval/gen.h"
@@ -312,7 +313,16 @@ static void test_config_errors(void **state) {
     expect_error("ev4.yaml", text, ":2:14: instances[0].models: '/nowhere/*.yaml' matches no file");
     snprintf(text, sizeof text, "repeats: 0\ninstances:\n  - {cluster: %s, models: %s}\n"
              "methods: [exact]\n", cl, cl);
-    expect_error("ev5.yaml", text, ":1:10: repeats: must be >= 1, got \"0\"");
+    expect_error("ev5.yaml", text, ":1:10: repeats: must be >= 1 and <= 100, got \"0\"");
+    /* upper bounds (issue 13): 1e6 repeats, or a count drawing thousands of
+     * files, were taken */
+    snprintf(text, sizeof text, "repeats: 101\ninstances:\n  - {cluster: %s, models: %s}\n"
+             "methods: [exact]\n", cl, cl);
+    expect_error("ev5b.yaml", text, ":1:10: repeats: must be >= 1 and <= 100, got \"101\"");
+    snprintf(text, sizeof text, "instances:\n  - {cluster: %s,\n     generate: {seed: 1, "
+             "count: 3759, layers: [4, 9]}}\nmethods: [exact]\n", cl);
+    expect_error("ev5c.yaml", text, ":3:33: instances[0].generate.count: must be >= 1 and <= 1000, got "
+                 "\"3759\"");
     snprintf(text, sizeof text, "instances:\n  - {modles: %s, cluster: %s}\nmethods: [exact]\n",
              cl, cl);
     expect_error("ev6.yaml", text, ":2:6: instances[0].modles: unknown key (did you mean "
@@ -505,6 +515,90 @@ static void test_learning_curve(void **state) {
     }
 }
 
+/* copy_file copies src to dst byte for byte; fails the test otherwise. */
+static void copy_file(const char *src, const char *dst) {
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+}
+
+/* Paths eval writes into YAML go through libyaml's emitter. A folder named
+ * with a tab, a double quote, a colon and a line break holds the spec, its
+ * cluster and model and the --out folder: eval runs (before, its probe
+ * file `include: ["...", "..."]` broke on the quote, and a line break in
+ * double quotes folds into a space: another file), every instance file
+ * loads back with the cluster it names, and eval_yaml_quote's output reads
+ * back as the same string (and invalid UTF-8 is refused). */
+static void test_awkward_paths(void **state) {
+    (void)state;
+    const char *src = env_or("STRATA_SRC", ".");
+    char dir[1200], path[1400], out[1300], cmd[4400];
+    snprintf(dir, sizeof dir, "%s/ev\tq\"c:o\nn #x", env_or("STRATA_TMP", "/tmp"));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+    assert_int_equal(system(cmd), 0);
+    char from[1200];
+    snprintf(from, sizeof from, "%s/configs/clusters/onprem-small.yaml", src);
+    snprintf(path, sizeof path, "%s/onprem-small.yaml", dir);
+    copy_file(from, path);
+    snprintf(from, sizeof from, "%s/configs/models/resnet50.yaml", src);
+    snprintf(path, sizeof path, "%s/resnet50.yaml", dir);
+    copy_file(from, path);
+    snprintf(path, sizeof path, "%s/spec.yaml", dir);
+    write_file(path, "name: w\nseeds: [1]\ninstances:\n  - cluster: onprem-small.yaml\n"
+                     "    models: [resnet50.yaml]\n  - name: gen\n    cluster: onprem-small.yaml\n"
+                     "    generate: {seed: 7, count: 1, layers: [4, 6]}\nmethods: [exact]\n");
+    snprintf(out, sizeof out, "%s/out\t\"o:\n", dir);
+    snprintf(cmd, sizeof cmd, "'%s' eval '%s' --out '%s' --quiet --no-times",
+             env_or("STRATA_BIN", "strata"), path, out);
+    assert_int_equal(system(cmd), 0);
+    const char *files[] = {"onprem-small_resnet50.yaml", "gen-1.yaml"};
+    for (int i = 0; i < 2; i++) {
+        char f[1500], err[1024];
+        snprintf(f, sizeof f, "%s/instances/%s", out, files[i]);
+        cfg_run *run = cfg_load(f, err, sizeof err);
+        if (!run) fail_msg("%s", err);
+        assert_int_equal(run->n_jobs, 1);
+        if (i == 0) assert_int_equal(run->cluster.n_types, 3); /* the included onprem-small */
+        cfg_free(run);
+    }
+
+    const char *strs[] = {"a\tb\"c:d\ne #f\\g", "  lead: and trail  ", "ü/日本/\x01\x7f", ""};
+    for (int i = 0; i < 4; i++) {
+        char q[256], doc[300], err[1024];
+        assert_int_equal(eval_yaml_quote(q, sizeof q, strs[i]), 0);
+        assert_int_equal(q[0], '"');
+        assert_null(strchr(q, '\n'));
+        assert_null(strchr(q, '\t'));
+        /* libyaml's parser reads it back as the one scalar of a document */
+        snprintf(doc, sizeof doc, "key: %s\n", q);
+        yaml_parser_t p;
+        yaml_document_t d;
+        assert_true(yaml_parser_initialize(&p));
+        yaml_parser_set_input_string(&p, (const unsigned char *)doc, strlen(doc));
+        assert_true(yaml_parser_load(&p, &d));
+        yaml_node_t *root = yaml_document_get_root_node(&d);
+        assert_non_null(root);
+        assert_int_equal(root->type, YAML_MAPPING_NODE);
+        yaml_node_t *v = yaml_document_get_node(&d, root->data.mapping.pairs.start->value);
+        assert_int_equal(v->type, YAML_SCALAR_NODE);
+        snprintf(err, sizeof err, "%.*s", (int)v->data.scalar.length,
+                 (const char *)v->data.scalar.value);
+        assert_string_equal(err, strs[i]);
+        yaml_document_delete(&d);
+        yaml_parser_delete(&p);
+    }
+    char small[4];
+    assert_int_equal(eval_yaml_quote(small, sizeof small, "abcdef"), -1);
+    assert_string_equal(small, "");
+    char q[64];
+    assert_int_equal(eval_yaml_quote(q, sizeof q, "bad \xff utf-8"), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_errors),
@@ -512,6 +606,7 @@ int main(void) {
         cmocka_unit_test(test_threads_and_repeats),
         cmocka_unit_test(test_learning_curve),
         cmocka_unit_test(test_quick_run),
+        cmocka_unit_test(test_awkward_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

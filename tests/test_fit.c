@@ -192,6 +192,111 @@ static void test_fit_refusals(void **state) {
     assert_int_equal(job.curve.fitted, 0);
 }
 
+/* Measurements that cannot pin the four coefficients are refused, naming
+ * what is missing. Four copies of (1, 1) once fitted th = (0.01, 0, 0, 0):
+ * perfect linear scaling with "0% error", and `strata solve` then called a
+ * job the measurements say nothing about "proven optimal". Four distinct
+ * points can still be singular: with p/w = 1/4 at three of them (docs/
+ * jobs.md's old example, (1,1), (4,1), (8,2), (16,4)) a row is
+ * [1/w, 1/p, 1, p/w] = [1/w, 4/w, 1, 1/4] and th = (-4, 1, -1, 4) is in the
+ * null space of the whole system; with ps = 1 throughout, the columns of
+ * th0 and th3 (f/w) and of th1 and th2 (f) are equal. */
+static void test_fit_unidentifiable(void **state) {
+    (void)state;
+    fit_result r;
+    char err[512];
+    model_point same[4] = {{1, 1, 100}, {1, 1, 100}, {1, 1, 100}, {1, 1, 100}};
+    assert_int_equal(fit_curve(same, 4, &r, err, sizeof err), -1);
+    assert_string_equal(err, "4 measurements but only 1 distinct (workers, ps) point, the fit "
+                             "needs at least 4 (four coefficients): measure other worker and "
+                             "ps counts");
+    assert_int_equal(r.curve.fitted, 0);
+    model_point three[5] = {{1, 1, 100}, {2, 1, 180}, {1, 1, 101}, {4, 2, 300}, {2, 1, 181}};
+    assert_int_equal(fit_curve(three, 5, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "5 measurements but only 3 distinct (workers, ps) points"));
+
+    model_point ratio[4] = {{1, 1, 190}, {4, 1, 610}, {8, 2, 1150}, {16, 4, 2010}};
+    assert_int_equal(fit_curve(ratio, 4, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "the measurements cannot tell th0, th1, th2, th3 apart "
+                                "(condition number "));
+    model_point ps1[5] = {{1, 1, 190}, {2, 1, 350}, {4, 1, 610}, {8, 1, 1150}, {16, 1, 1900}};
+    assert_int_equal(fit_curve(ps1, 5, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot tell th"));
+    assert_non_null(strstr(err, "varying workers and ps independently"));
+    /* one more point, at another ps, and the fit goes through */
+    model_point fixed[5] = {{1, 1, 190}, {4, 1, 610}, {4, 2, 650}, {8, 2, 1150}, {16, 4, 2010}};
+    assert_int_equal(fit_curve(fixed, 5, &r, err, sizeof err), 0);
+
+    model_job job = {0};
+    snprintf(job.name, sizeof job.name, "resnet");
+    job.points = same;
+    job.n_points = 4;
+    assert_int_equal(fit_job(&job, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "job resnet: measurements: 4 measurements but only 1 distinct"));
+    assert_int_equal(job.curve.fitted, 0);
+}
+
+/* The old fit_best: every (w, p), w outer. The reference the fast search
+ * must agree with. */
+static void best_scan(const model_curve *curve, double R, int max_w, int max_p, int fastest,
+                      fit_pick *out) {
+    memset(out, 0, sizeof *out);
+    for (int w = 1; w <= max_w; w++)
+        for (int p = 1; p <= max_p; p++) {
+            double f = model_curve_eval(curve, p, w), u = w / f;
+            int better;
+            if (fastest) {
+                better = !out->found || f > out->throughput * (1.0 + 1e-12);
+            } else {
+                if (f < R) continue;
+                better = !out->found || u < out->unit_s * (1.0 - 1e-12) ||
+                         (u <= out->unit_s * (1.0 + 1e-12) &&
+                          (p < out->ps || (p == out->ps && w < out->workers)));
+            }
+            if (better) *out = (fit_pick){1, w, p, f, u};
+        }
+}
+
+/* fit_best searches by p with a binary search on w; on the true curve, on
+ * curves with zero coefficients (no ps overhead, flat cost th1 = th2 = 0,
+ * a ceiling with th0 = th3 = 0) and on 20 noisy fits, at many targets, its
+ * pick is the exhaustive scan's. */
+static void test_best_matches_scan(void **state) {
+    (void)state;
+    model_curve curves[24] = {
+        TRUE_CURVE,
+        {{1.0, 0.25, 0.0, 0.1}, 1},
+        {{1.0, 0.0, 0.0, 0.1}, 1},
+        {{0.0, 0.25, 0.05, 0.0}, 1},
+    };
+    int n = 4;
+    model_point pts[60];
+    fit_result r;
+    char err[256];
+    for (uint64_t seed = 1; n < 24; seed++) {
+        make_points(pts, &TRUE_CURVE, 0.05, seed);
+        assert_int_equal(fit_curve(pts, 60, &r, err, sizeof err), 0);
+        curves[n++] = r.curve;
+    }
+    const double R[] = {0.3, 1.0, 2.0, 3.0, 4.0, 4.75, 6.0, 8.0, 12.0, 100.0};
+    const int bounds[][2] = {{1, 1}, {64, 16}, {32, 8}, {7, 50}, {200, 3}};
+    fit_pick got, want;
+    for (int c = 0; c < n; c++)
+        for (size_t b = 0; b < sizeof bounds / sizeof *bounds; b++) {
+            for (int fastest = 0; fastest < 2; fastest++)
+                for (size_t k = 0; k < (fastest ? 1 : sizeof R / sizeof *R); k++) {
+                    fit_best(&curves[c], R[k], bounds[b][0], bounds[b][1], fastest, &got);
+                    best_scan(&curves[c], R[k], bounds[b][0], bounds[b][1], fastest, &want);
+                    if (got.found != want.found || got.workers != want.workers ||
+                        got.ps != want.ps || got.throughput != want.throughput)
+                        fail_msg("curve %d, bounds (%d, %d), %s R %g: got (%d, %d, %d), scan "
+                                 "(%d, %d, %d)", c, bounds[b][0], bounds[b][1],
+                                 fastest ? "fastest" : "least cost", R[k], got.found,
+                                 got.workers, got.ps, want.found, want.workers, want.ps);
+                }
+        }
+}
+
 /* The model with a fitted curve: the fixture's plan [cpu, gpu, gpu] at
  * R = 10000 with th = (1, 0.25, 0.05, 0.1). Every stage has g = 1 ps, so
  * its serial fraction is (0.25 + 0.05) / (1 + 0.1 + 0.25 + 0.05) = 3/14.
@@ -428,6 +533,85 @@ static void test_cli_fit(void **state) {
     assert_non_null(strstr(harness_out, "no (workers, ps) reaches the target 300"));
 }
 
+/* `strata fit` and `strata solve` on a job measured four times at one
+ * worker and one ps: refused with the job's name and what is missing
+ * (before, fit printed a 0%-error linear curve and solve answered "method:
+ * exact, proven optimal" at any target). */
+static void test_cli_fit_unidentifiable(void **state) {
+    (void)state;
+    char path[1024], cmd[2400], buf[2048];
+    snprintf(path, sizeof path, "%s/fit_same.yaml", harness_tmp());
+    variant(buf, sizeof buf, "min_throughput: 3", "min_throughput: 300000");
+    char *at = strstr(buf, "  measurements:\n");
+    assert_non_null(at);
+    snprintf(at, sizeof buf - (size_t)(at - buf), "  measurements:\n%s%s%s%s",
+             "    - {workers: 1, ps: 1, throughput: 100}\n",
+             "    - {workers: 1, ps: 1, throughput: 100}\n",
+             "    - {workers: 1, ps: 1, throughput: 100}\n",
+             "    - {workers: 1, ps: 1, throughput: 100}\n");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(buf, f);
+    fclose(f);
+    const char *cmds[] = {"fit", "solve", "solve --json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s %s 2>&1", harness_bin(), cmds[i], path);
+        assert_int_equal(harness_run(cmd), 2);
+        if (!strstr(harness_out, "job j: measurements: 4 measurements but only 1 distinct "
+                                 "(workers, ps) point"))
+            fail_msg("%s: %s", cmds[i], harness_out);
+        assert_null(strstr(harness_out, "optimal"));
+    }
+}
+
+/* The search bounds: --max-workers and --max-ps stop at FIT_MAX_SEARCH
+ * with the usual message (2^31 was taken), and a cluster of two types of
+ * 50,000 units each -- a search over 100,000 workers and, without nodes,
+ * 100,000 ps; 1e10 curve evaluations before, 55 s -- answers, with the
+ * exhaustive scan's pick on a smaller bound. `timeout` is only a hang
+ * guard: the answer takes milliseconds. */
+static void test_cli_fit_bounds(void **state) {
+    (void)state;
+    char path[1024], cmd[2400], buf[2048];
+    snprintf(path, sizeof path, "%s/fit_big.yaml", harness_tmp());
+    variant(buf, sizeof buf, "count: 64}\n",
+            "count: 50000}\n    - {name: gpu2, kind: gpu, flops: 1e13, io_bw: 1e9, net_bw: 2e9, "
+            "mem: 1.6e10, price: 3, count: 50000}\n");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(buf, f);
+    fclose(f);
+    const char *bad[] = {"--max-workers 2147483648", "--max-ps 100001", "--max-workers 0"};
+    const char *want[] = {"--max-workers: expected a whole number from 1 to 100000, got "
+                          "'2147483648'",
+                          "--max-ps: expected a whole number from 1 to 100000, got '100001'",
+                          "--max-workers: expected a whole number from 1 to 100000, got '0'"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s fit %s %s 2>&1", harness_bin(), path, bad[i]);
+        assert_int_equal(harness_run(cmd), 2);
+        if (!strstr(harness_out, want[i])) fail_msg("%s: %s", bad[i], harness_out);
+    }
+    for (int fastest = 0; fastest < 2; fastest++) {
+        snprintf(cmd, sizeof cmd, "timeout 20 %s fit %s --json%s", harness_bin(), path,
+                 fastest ? " --max-speed" : "");
+        assert_int_equal(harness_run(cmd), 0);
+        json_error_t jerr;
+        json_t *o = json_loads(harness_out, 0, &jerr);
+        if (!o) fail_msg("bad JSON: %s\n%s", jerr.text, harness_out);
+        assert_int_equal(json_integer_value(json_object_get(o, "max_workers")), 100000);
+        assert_int_equal(json_integer_value(json_object_get(o, "max_ps")), 100000);
+        json_t *th = json_object_get(o, "th");
+        model_curve c = {{0, 0, 0, 0}, 1};
+        for (int j = 0; j < 4; j++) c.th[j] = json_number_value(json_array_get(th, (size_t)j));
+        json_t *pk = json_object_get(o, "pick");
+        fit_pick want_pk;
+        fit_best(&c, 3.0, 100000, 100000, fastest, &want_pk);
+        assert_int_equal(json_integer_value(json_object_get(pk, "workers")), want_pk.workers);
+        assert_int_equal(json_integer_value(json_object_get(pk, "ps")), want_pk.ps);
+        json_decref(o);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nnls),
@@ -440,6 +624,10 @@ int main(void) {
         cmocka_unit_test(test_place_with_curve),
         cmocka_unit_test(test_config_measurements),
         cmocka_unit_test(test_cli_fit),
+        cmocka_unit_test(test_fit_unidentifiable),
+        cmocka_unit_test(test_best_matches_scan),
+        cmocka_unit_test(test_cli_fit_unidentifiable),
+        cmocka_unit_test(test_cli_fit_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -275,6 +276,43 @@ static void test_assign_parse(void **state) {
     assert_int_equal(model_assign_parse(&fx.job, &fx.cl, "cpu,gpu,gpu,cpu", a, err, sizeof err), -1);
 }
 
+/* model_job_check: the fixture's job is fine; a job whose layers are all
+ * zero scores an infinite throughput (theta = B / 0) and is refused; a
+ * layer with flops 0 and io 0 is refused by name (its stage alone can have
+ * a step of 0 once placed), one with io only is fine. */
+static void test_job_check(void **state) {
+    (void)state;
+    fixture fx;
+    fixture_init(&fx);
+    char err[512];
+    int bad = 7;
+    assert_int_equal(model_job_check(&fx.job, &bad, err, sizeof err), 0);
+    assert_int_equal(bad, -1);
+
+    fx.layers[2].flops = 0.0;
+    assert_int_equal(model_job_check(&fx.job, &bad, err, sizeof err), -1);
+    assert_int_equal(bad, 2);
+    assert_string_equal(err, "job fx: layer 'fc2' has flops 0 and io 0: a stage of it alone "
+                             "does no work per sample and its throughput can be infinite; give "
+                             "its forward + backward FLOP (or the input bytes it reads)");
+    fx.layers[2].io = 1.0;
+    assert_int_equal(model_job_check(&fx.job, &bad, err, sizeof err), 0);
+
+    for (int l = 0; l < 3; l++) fx.layers[l] = (model_layer){"z", 0, 0, 0, 0, 0};
+    snprintf(fx.layers[1].name, sizeof fx.layers[1].name, "z1");
+    snprintf(fx.layers[2].name, sizeof fx.layers[2].name, "z2");
+    model_plan *plan = model_plan_create(3);
+    int assign[3] = {FX_GPU, FX_GPU, FX_GPU};
+    assert_int_equal(model_eval(&fx.job, &fx.cl, assign, plan), MODEL_FEASIBLE);
+    assert_true(isinf(plan->throughput)); /* what the check keeps out */
+    model_plan_free(plan);
+    assert_int_equal(model_job_check(&fx.job, &bad, err, sizeof err), -1);
+    assert_int_equal(bad, -1);
+    assert_string_equal(err, "job fx: every layer has flops, io and params 0: the job does no "
+                             "work and its throughput would be infinite; give the layers' "
+                             "figures");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_units_edges),
@@ -288,6 +326,7 @@ int main(void) {
         cmocka_unit_test(test_eval_ps_count),
         cmocka_unit_test(test_eval_middle_xfer),
         cmocka_unit_test(test_assign_parse),
+        cmocka_unit_test(test_job_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
