@@ -23,6 +23,8 @@ int cmd_solve(int argc, char **argv);
 int cmd_place(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_import_nodes(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 
