@@ -18,6 +18,7 @@
 #include <yaml.h>
 
 #include "env/config.h"
+#include "env/schema.h"
 #include "env/units.h"
 
 /* ---------------------------------------------------------------------------

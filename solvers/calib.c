@@ -16,6 +16,7 @@
 
 #include <yaml.h>
 
+#include "env/schema.h"
 #include "env/units.h"
 
 static const char *PAR_NAME[CALIB_NPAR] = {"compute (flops)", "input (io_bw)",
@@ -110,7 +111,7 @@ cfg_run *calib_load(const char *path, char *err, size_t errlen) {
         "mem: 1e17, price: 0, count: 1}]}\n";
     static const char JOB[] =
         "\njob: {name: stand-in, batch: 1, samples: 1, min_throughput: 1, layers: [{name: l, "
-        "flops: 0, io: 0, act: 0, params: 0, mem: 0}]}\n";
+        "flops: 1, io: 0, act: 0, params: 0, mem: 0}]}\n";
     const char *add = has[0] ? JOB : CLUSTER;
     size_t len, alen = strlen(add);
     char *text = read_text(path, &len);
