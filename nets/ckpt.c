@@ -1,15 +1,15 @@
 /* ckpt.c -- HDF5 checkpoints, atomic saves and validating loads; see ckpt.h
- * for the layout and the guarantees.
+ * for the layout and the guarantees. This file builds the HDF5 file (in
+ * memory) and validates loads; writing the image to disk atomically is
+ * nets/ckpt_write.c's.
  */
 #include "nets/ckpt.h"
+#include "nets/ckpt_write.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
-#include <libgen.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,59 +174,6 @@ static hid_t group_create(hid_t loc, const char *name, int track_order)
 
 /* ---- save ---- */
 
-/* Splits path into dir and base (both malloc'ed). */
-static int split_path(const char *path, char **dir, char **base)
-{
-    char *a = strdup(path), *b = strdup(path);
-    if (!a || !b) {
-        free(a);
-        free(b);
-        return -1;
-    }
-    *dir = strdup(dirname(a));
-    *base = strdup(basename(b));
-    free(a);
-    free(b);
-    if (!*dir || !*base) {
-        free(*dir);
-        free(*base);
-        return -1;
-    }
-    return 0;
-}
-
-/* Removes ".<base>.tmp.<pid>.*" in dir whose pid is not a live process:
- * the leftovers of saves that were killed. */
-static void clean_stale(const char *dir, const char *base)
-{
-    char prefix[512];
-    snprintf(prefix, sizeof prefix, ".%s.tmp.", base);
-    size_t pl = strlen(prefix);
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, pl) != 0) continue;
-        char *end;
-        long pid = strtol(e->d_name + pl, &end, 10);
-        if (end == e->d_name + pl || *end != '.' || pid <= 0 || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        char full[4096];
-        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
-        unlink(full);
-    }
-    closedir(d);
-}
-
-static int fsync_path(const char *path, int dir)
-{
-    int fd = open(path, O_RDONLY | (dir ? O_DIRECTORY : 0));
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 static int valid_key(const char *k)
 {
     return k && k[0] && strlen(k) <= KEY_MAX && !strchr(k, '/');
@@ -348,59 +295,6 @@ done:
     return rc;
 }
 
-/* The core driver's buffer, kept when HDF5 closes the file (HDF5's file
- * image callbacks; what H5LTopen_file_image does for images it opens). */
-typedef struct {
-    void *mem;   /* the buffer, once HDF5 closed the file */
-    size_t size; /* its size: the last one HDF5 asked for */
-} image_keep;
-
-static void *img_malloc(size_t size, H5FD_file_image_op_t op, void *udata)
-{
-    image_keep *k = udata;
-    (void)op;
-    void *m = malloc(size);
-    if (m && k) k->size = size;
-    return m;
-}
-
-static void *img_memcpy(void *dest, const void *src, size_t size, H5FD_file_image_op_t op, void *udata)
-{
-    (void)op;
-    (void)udata;
-    return memcpy(dest, src, size);
-}
-
-static void *img_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *udata)
-{
-    image_keep *k = udata;
-    (void)op;
-    void *m = realloc(ptr, size);
-    if (m && k) k->size = size;
-    return m;
-}
-
-static herr_t img_free(void *ptr, H5FD_file_image_op_t op, void *udata)
-{
-    image_keep *k = udata;
-    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && k && !k->mem)
-        k->mem = ptr;
-    else
-        free(ptr);
-    return 0;
-}
-
-static void *img_udata_copy(void *udata)
-{
-    return udata;
-}
-
-static herr_t img_udata_free(void *udata)
-{
-    (void)udata;
-    return 0;
-}
-
 /* Builds the checkpoint as an HDF5 file in memory (core driver, no backing
  * store; `name` only names it) and takes its buffer when HDF5 closes it,
  * so that the image is the file HDF5 would have written: superblock
@@ -416,9 +310,9 @@ static ssize_t build_image(const char *name, const nn_params *p, const ckpt_meta
     reason_t r;
     quiet_begin(&q);
     ssize_t n = -1;
-    image_keep keep = {NULL, 0};
-    H5FD_file_image_callbacks_t cb = {img_malloc, img_memcpy,    img_realloc,   img_free,
-                                      img_udata_copy, img_udata_free, &keep};
+    ckpt_write_image keep = {NULL, 0};
+    H5FD_file_image_callbacks_t cb;
+    ckpt_write_image_callbacks(&cb, &keep);
     *image = NULL;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     /* 1.10 object format: checksummed superblock, object headers and chunk
@@ -480,42 +374,9 @@ int ckpt_save(const char *path, const nn_params *p, const ckpt_meta *meta, char 
             return CKPT_EARG;
         }
     }
-    char *dir, *base;
-    if (split_path(path, &dir, &base)) {
-        msg(err, errlen, "ckpt_save '%s': out of memory", path);
-        return CKPT_EIO;
-    }
-    clean_stale(dir, base);
-    size_t tlen = strlen(dir) + strlen(base) + 64;
-    char *tmp = malloc(tlen);
-    int rc = CKPT_EIO, fd = -1;
-    if (!tmp) {
-        msg(err, errlen, "ckpt_save '%s': out of memory", path);
-        goto out;
-    }
-    snprintf(tmp, tlen, "%s/.%s.tmp.%ld.XXXXXX", dir, base, (long)getpid());
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        msg(err, errlen, "ckpt_save '%s': cannot create a temporary file in '%s': %s", path, dir,
-            strerror(errno));
-        free(tmp);
-        tmp = NULL;
-        goto out;
-    }
-    /* mkstemp makes the file 0600: give it the target's mode, or what a
-   * plain creat would (0666 & ~umask) */
-    {
-        struct stat st;
-        mode_t mode;
-        if (stat(path, &st) == 0) {
-            mode = st.st_mode & 07777;
-        } else {
-            mode_t um = umask(0);
-            umask(um);
-            mode = 0666 & ~um;
-        }
-        fchmod(fd, mode);
-    }
+    ckpt_write_tx t;
+    int rc = ckpt_write_begin(&t, path, err, errlen);
+    if (rc != CKPT_OK) return rc;
     /* HDF5 builds the file in memory (the core driver, no backing store)
      * and we write its image ourselves: HDF5 then never meets a failed
      * write. When it does (a full disk, a file size limit), HDF5 1.10's
@@ -523,47 +384,13 @@ int ckpt_save(const char *path, const nn_params *p, const ckpt_meta *meta, char 
      * and the library's atexit handler closes it again: a SIGSEGV at exit
      * after the error was reported. */
     unsigned char *image = NULL;
-    ssize_t isize = build_image(tmp, p, meta, &image, err, errlen, path);
-    if (isize < 0) goto fail;
-    const char *why = NULL;
-    for (size_t off = 0; off < (size_t)isize && !why;) {
-        ssize_t w = write(fd, image + off, (size_t)isize - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) why = w < 0 ? strerror(errno) : "no progress";
-        else off += (size_t)w;
+    ssize_t isize = build_image(t.tmp, p, meta, &image, err, errlen, path);
+    if (isize < 0) {
+        ckpt_write_abort(&t);
+        return CKPT_EIO;
     }
+    rc = ckpt_write_commit(&t, path, image, (size_t)isize, err, errlen);
     free(image);
-    if (why) {
-        msg(err, errlen, "ckpt_save '%s': writing %lld bytes to '%s' failed: %s (disk full or file size limit?); the "
-            "previous checkpoint is untouched", path, (long long)isize, tmp, why);
-        goto fail;
-    }
-    if (fsync(fd)) {
-        msg(err, errlen, "ckpt_save '%s': fsync of '%s' failed: %s; the previous checkpoint is untouched", path,
-            tmp, strerror(errno));
-        goto fail;
-    }
-    if (close(fd)) {
-        fd = -1;
-        msg(err, errlen, "ckpt_save '%s': closing '%s' failed: %s; the previous checkpoint is untouched", path,
-            tmp, strerror(errno));
-        goto fail;
-    }
-    fd = -1;
-    if (rename(tmp, path)) {
-        msg(err, errlen, "ckpt_save '%s': rename from '%s' failed: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
-    fsync_path(dir, 1); /* make the rename durable; some file systems refuse, harmless */
-    rc = CKPT_OK;
-    goto out;
-fail:
-    if (fd >= 0) close(fd);
-    unlink(tmp);
-out:
-    free(tmp);
-    free(dir);
-    free(base);
     return rc;
 }
 
