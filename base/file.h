@@ -2,7 +2,8 @@
  *
  * Every file strata reads whole (run configs and what they include,
  * placements, eval specs and the model files they name, train configs,
- * generator specs, the daemon's token file) goes through file_read, which
+ * generator specs, the daemon's token file, `strata import-nodes`' nodes
+ * JSON, `strata calibrate`'s measurements CSV) goes through file_read, which
  * refuses what could never end or could exhaust memory:
  *
  *   - anything but a regular file (a FIFO, a device such as /dev/zero, a

@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <yaml.h>
 
+#include "base/file.h"
 #include "env/config.h"
 #include "env/schema.h"
 #include "env/units.h"
@@ -299,7 +300,14 @@ static void clean_name(char *out, const char *v) {
 imp_result *imp_nodes_import(const char *path, const imp_catalogue *cat, int allow_unknown,
                              char *err, size_t errlen) {
     json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
+    char *text = NULL, why[256];
+    size_t len = 0;
+    if (file_read(path, IMP_NODES_MAX_BYTES, &text, &len, NULL, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return NULL;
+    }
+    json_t *root = json_loadb(text, len, 0, &je);
+    free(text);
     imp_result *r = NULL;
     if (!root) {
         if (je.line > 0)

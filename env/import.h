@@ -74,7 +74,13 @@ typedef struct {
     int n_placeholders;
 } imp_result;
 
-/* imp_nodes_import reads the nodes JSON at path against cat. Returns the
+/* The limit on a nodes JSON file: 128 MiB. `kubectl get nodes -o json`
+ * writes some 5 to 20 KB a node (kubelet reports at most 50 images), so
+ * MODEL_MAX_NODES nodes stay well under it. */
+#define IMP_NODES_MAX_BYTES ((size_t)128 << 20)
+
+/* imp_nodes_import reads the nodes JSON at path (a regular file of at most
+ * IMP_NODES_MAX_BYTES, read with file_read) against cat. Returns the
  * result (free with imp_result_free), or NULL with a message in err[errlen]
  * naming the file, the node and what is wrong (an unknown instance type or
  * GPU product names the label, its value and the catalogue keys to fill

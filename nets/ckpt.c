@@ -882,9 +882,30 @@ int ckpt_load(const char *path, nn_params *p, ckpt_info *info, char *err, size_t
      * NULL its malloc returned, a crash the fuzzer found); such a file
      * cannot be ours, so it is refused before HDF5 reads any of it. */
     unsigned char sb[9] = {0};
-    FILE *hf = fopen(path, "rb");
-    size_t got = hf ? fread(sb, 1, sizeof sb, hf) : 0;
-    if (hf) fclose(hf);
+    size_t got = 0;
+    /* opened with O_NONBLOCK and checked with fstat: the stat above
+     * refused a FIFO, but the path may have been replaced by one since,
+     * and a FIFO without a writer would block the open for ever */
+    int hfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat hst;
+    if (hfd < 0) {
+        msg(err, errlen, "cannot open checkpoint '%s': %s; check the path", path, strerror(errno));
+        rc = CKPT_EIO;
+        goto out;
+    }
+    if (fstat(hfd, &hst) != 0 || !S_ISREG(hst.st_mode)) {
+        close(hfd);
+        msg(err, errlen, "checkpoint '%s' is not a regular file", path);
+        rc = CKPT_EIO;
+        goto out;
+    }
+    while (got < sizeof sb) {
+        ssize_t k = read(hfd, sb + got, sizeof sb - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(hfd);
     if (got < sizeof sb || memcmp(sb, "\x89HDF\r\n\x1a\n", 8) != 0) {
         msg(err, errlen,
             "checkpoint '%s' is HDF5 but not a strata nets checkpoint: its superblock is not at the "

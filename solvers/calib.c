@@ -16,6 +16,7 @@
 
 #include <yaml.h>
 
+#include "base/file.h"
 #include "env/schema.h"
 #include "env/units.h"
 
@@ -61,33 +62,6 @@ static int split(char *line, char **f, int max) {
     return n;
 }
 
-/* read_text returns the whole file, NUL-terminated (caller frees), or NULL. */
-static char *read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *s = malloc(cap);
-    while (s) {
-        size_t k = fread(s + n, 1, cap - n - 1, f);
-        n += k;
-        if (k == 0) break;
-        if (n + 1 >= cap) {
-            char *q = realloc(s, cap * 2);
-            if (!q) {
-                free(s);
-                s = NULL;
-                break;
-            }
-            s = q;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (s) s[n] = '\0';
-    *len = n;
-    return s;
-}
-
 cfg_run *calib_load(const char *path, char *err, size_t errlen) {
     cfg_doc *d = cfg_doc_load(path, err, errlen);
     if (!d) return NULL;
@@ -114,9 +88,9 @@ cfg_run *calib_load(const char *path, char *err, size_t errlen) {
         "flops: 1, io: 0, act: 0, params: 0, mem: 0}]}\n";
     const char *add = has[0] ? JOB : CLUSTER;
     size_t len, alen = strlen(add);
-    char *text = read_text(path, &len);
-    if (!text) {
-        snprintf(err, errlen, "%s: cannot read", path);
+    char *text, why[256];
+    if (file_read(path, FILE_MAX_CONFIG, &text, &len, NULL, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", path, why);
         return NULL;
     }
     char *all = malloc(len + alen + 1);
@@ -149,12 +123,12 @@ static uint64_t splitmix(uint64_t *s) {
 /* read_csv fills r->rows and r->jobs from the file; 0 or -1 with err. */
 static int read_csv(calib_result *r, const model_cluster *cl, const char *csv, char *err,
                     size_t errlen) {
-    FILE *f = fopen(csv, "r");
-    char line[4096], dir[1024], msg[1536];
+    char line[4096], dir[1024], msg[1536], *text = NULL;
     int col[N_COL], cap = 0, jcap = 0, n_hdr = 0, lno = 0;
     char (*jpath)[1024] = NULL;
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open", csv);
+    size_t len = 0, pos = 0;
+    if (file_read(csv, CALIB_CSV_MAX_BYTES, &text, &len, NULL, msg, sizeof msg)) {
+        snprintf(err, errlen, "%s: %s", csv, msg);
         return -1;
     }
     snprintf(dir, sizeof dir, "%s", csv);
@@ -162,9 +136,14 @@ static int read_csv(calib_result *r, const model_cluster *cl, const char *csv, c
     if (slash) slash[1] = '\0';
     else dir[0] = '\0';
     for (int c = 0; c < N_COL; c++) col[c] = -1;
-    while (fgets(line, sizeof line, f)) {
+    while (pos < len) { /* one line, its newline included, into line[] */
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (text + pos)) + 1 : len - pos;
         lno++;
-        if (!strchr(line, '\n') && !feof(f)) FAIL("%s:%d: line longer than %zu characters", csv, lno, sizeof line - 2);
+        if (n > sizeof line - 1) FAIL("%s:%d: line longer than %zu characters", csv, lno, sizeof line - 2);
+        memcpy(line, text + pos, n);
+        line[n] = '\0';
+        pos += n;
         char *s = trim(line);
         if (!*s || *s == '#') continue;
         if (strchr(s, '"')) FAIL("%s:%d: quoted fields are not supported", csv, lno);
@@ -255,11 +234,11 @@ static int read_csv(calib_result *r, const model_cluster *cl, const char *csv, c
     if (!n_hdr) FAIL("%s: empty: expected a header line (job, type, workers, ps, batch, samples_per_s)", csv);
     if (r->n_rows == 0) FAIL("%s: no measured rows after the header", csv);
     free(jpath);
-    fclose(f);
+    free(text);
     return 0;
 fail:
     free(jpath);
-    fclose(f);
+    free(text);
     return -1;
 }
 

@@ -46,6 +46,10 @@
 #define CALIB_FACTOR_MAX 100.0
 #define CALIB_OVERHEAD_MAX 60.0
 
+/* The limit on a measurements CSV (read whole with file_read, which also
+ * refuses a FIFO or a device): 16 MiB, some 300,000 rows. */
+#define CALIB_CSV_MAX_BYTES ((size_t)16 << 20)
+
 enum { CALIB_COMPUTE = 0, CALIB_INPUT = 1, CALIB_NETWORK = 2, CALIB_OVERHEAD = 3, CALIB_NPAR = 4 };
 
 /* One measured row. */

@@ -4,7 +4,9 @@
  * (env/schema_ctx.h), on real files in $STRATA_TMP: a device, a FIFO
  * without a writer, a file over the limit, an include "diamond", files
  * that together exceed the bytes of one load, deeply nested flow YAML; and
- * the daemon's --token-file on a FIFO through the real program. Each
+ * the daemon's --token-file, a nodes JSON, a measurements CSV and a
+ * policy checkpoint on a FIFO, and a CSV over its limit, through the real
+ * program. Each
  * error is checked as the exact message a user sees.
  */
 #include <errno.h>
@@ -26,6 +28,7 @@
 #include "env/config.h"
 #include "env/schema.h"
 #include "env/schema_ctx.h"
+#include "solvers/calib.h"
 
 static char g_tmp[1024]; /* $STRATA_TMP/files */
 
@@ -280,13 +283,114 @@ static void test_token_fifo(void **state)
     unlink(fifo);
 }
 
+/* run_strata runs `timeout 20 strata ARGS 2>&1; echo rc=$?` (args already
+ * quoted) into out[outlen]: a reader that waits on a FIFO for ever ends as
+ * rc=124 instead of hanging the suite. */
+static void run_strata(char *out, size_t outlen, const char *args)
+{
+    const char *bin = getenv("STRATA_BIN");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "timeout 20 '%s' %s 2>&1; echo rc=$?", bin, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t got = fread(out, 1, outlen - 1, p);
+    out[got] = '\0';
+    pclose(p);
+}
+
+/* strata import-nodes FIFO: refused at once with the reason (jansson's
+ * json_load_file opened the FIFO and waited for a writer for ever). */
+static void test_nodes_fifo(void **state)
+{
+    (void)state;
+    const char *src = getenv("STRATA_SRC");
+    if (!getenv("STRATA_BIN") || !src)
+        skip();
+    char fifo[1200], args[4096], out[4096], want[4096];
+    tmp_path(fifo, sizeof fifo, "nodes.fifo");
+    make_fifo(fifo);
+    snprintf(args, sizeof args, "import-nodes '%s' --catalogue '%s/configs/catalogue/instances.yaml'", fifo, src);
+    run_strata(out, sizeof out, args);
+    snprintf(want, sizeof want, "strata: %s: cannot read: not a regular file (a FIFO)\nrc=2\n", fifo);
+    assert_string_equal(out, want);
+    unlink(fifo);
+}
+
+/* strata calibrate CONFIG FIFO: refused at once (the CSV reader's fopen
+ * waited for a writer for ever). */
+static void test_csv_fifo(void **state)
+{
+    (void)state;
+    const char *src = getenv("STRATA_SRC");
+    if (!getenv("STRATA_BIN") || !src)
+        skip();
+    char fifo[1200], args[4096], out[4096], want[4096];
+    tmp_path(fifo, sizeof fifo, "measured.fifo");
+    make_fifo(fifo);
+    snprintf(args, sizeof args, "calibrate '%s/configs/default.yaml' '%s'", src, fifo);
+    run_strata(out, sizeof out, args);
+    snprintf(want, sizeof want, "strata: %s: cannot read: not a regular file (a FIFO)\nrc=2\n", fifo);
+    assert_string_equal(out, want);
+    unlink(fifo);
+}
+
+/* A measurements CSV one byte over CALIB_CSV_MAX_BYTES is refused before
+ * it is parsed (the old reader went through the whole file, here comment
+ * lines, and answered that it held no header). */
+static void test_csv_too_large(void **state)
+{
+    (void)state;
+    const char *src = getenv("STRATA_SRC");
+    if (!getenv("STRATA_BIN") || !src)
+        skip();
+    char path[1200], args[4096], out[4096], want[4096];
+    tmp_path(path, sizeof path, "huge.csv");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    static char line[64];
+    memset(line, '#', sizeof line - 1);
+    line[sizeof line - 1] = '\n';
+    size_t total = CALIB_CSV_MAX_BYTES + 1;
+    for (size_t w = 0; w < total; w += sizeof line)
+        assert_int_equal(fwrite(line, 1, total - w < sizeof line ? total - w : sizeof line, f),
+                         total - w < sizeof line ? total - w : sizeof line);
+    assert_int_equal(fclose(f), 0);
+    snprintf(args, sizeof args, "calibrate '%s/configs/default.yaml' '%s'", src, path);
+    run_strata(out, sizeof out, args);
+    snprintf(want, sizeof want, "strata: %s: cannot read: %zu bytes, larger than the limit of %zu bytes\nrc=2\n",
+             path, CALIB_CSV_MAX_BYTES + 1, CALIB_CSV_MAX_BYTES);
+    assert_string_equal(out, want);
+    unlink(path);
+}
+
+/* strata solve --method policy --policy FIFO: refused at once, naming the
+ * file (ckpt_load refuses what is not a regular file, and its sniff of the
+ * first bytes opens with O_NONBLOCK and checks with fstat). */
+static void test_ckpt_fifo(void **state)
+{
+    (void)state;
+    const char *src = getenv("STRATA_SRC");
+    if (!getenv("STRATA_BIN") || !src)
+        skip();
+    char fifo[1200], args[4096], out[4096], want[4096];
+    tmp_path(fifo, sizeof fifo, "policy.fifo");
+    make_fifo(fifo);
+    snprintf(args, sizeof args, "solve '%s/configs/default.yaml' --method policy --policy '%s'", src, fifo);
+    run_strata(out, sizeof out, args);
+    snprintf(want, sizeof want, "strata: checkpoint '%s' is not a regular file\nrc=2\n", fifo);
+    assert_string_equal(out, want);
+    unlink(fifo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_file_read),       cmocka_unit_test(test_not_regular),
         cmocka_unit_test(test_too_large),       cmocka_unit_test(test_include_diamond),
         cmocka_unit_test(test_load_bytes),      cmocka_unit_test(test_nesting),
-        cmocka_unit_test(test_token_fifo),
+        cmocka_unit_test(test_token_fifo),      cmocka_unit_test(test_nodes_fifo),
+        cmocka_unit_test(test_csv_fifo),        cmocka_unit_test(test_csv_too_large),
+        cmocka_unit_test(test_ckpt_fifo),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
