@@ -147,6 +147,20 @@ static void test_mem_bound(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* The N of "after N samples" on the daemon's "abandoned" log line, or -1. */
+static int samples_in_note(const sv_proc *p) {
+    FILE *f = fopen(p->log, "r");
+    if (!f) return -1;
+    char line[4096];
+    int n = -1;
+    while (fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, "abandoned:");
+        if (at && (at = strstr(at, "stopped after "))) n = atoi(at + strlen("stopped after "));
+    }
+    fclose(f);
+    return n;
+}
+
 static void test_client_gone(void **state) {
     (void)state;
     sv_proc p;
@@ -172,9 +186,14 @@ static void test_client_gone(void **state) {
         seen = sv_log_count(&p, "POST /v1/place", "abandoned: the client closed", NULL);
     }
     double after = clock_now_s() - t0;
-    printf("client gone: decode abandoned %.2f s after the client closed\n", after);
+    int used = samples_in_note(&p);
+    printf("client gone: decode abandoned %.2f s after the client closed, after %d of 1024 "
+           "samples\n", after, used);
     assert_int_equal(seen, 1);
-    assert_true(after < 1.0);
+    /* one batch of 64 more at most (a batch can take a while under a
+     * sanitizer on a busy machine: the sample count is the firm check) */
+    assert_true(after < 3.0);
+    assert_true(used > 0 && used <= 512);
     free(body);
     assert_int_equal(sv_stop(&p), 0);
 }
