@@ -41,6 +41,10 @@ typedef struct {
     int budget_ms;     /* stop sampling after this long (0: no limit); checked
                           after every batch of 64 samples, and the greedy plan
                           is decoded after the last */
+    int (*cancelled)(void *ud); /* NULL, or asked after every batch of 64
+                          samples: nonzero stops sampling at once (the
+                          caller has given up, e.g. its client left) */
+    void *cancel_ud;
 } agent_decode_opts;
 
 typedef struct {
@@ -55,6 +59,7 @@ typedef struct {
                          sampled plan feasible); greedy: its passes */
     int stopped;      /* 1 when budget_ms ran out before `samples` were drawn:
                          the answer is the best of samples_used */
+    int cancelled;    /* 1 when opts->cancelled stopped sampling (stopped too) */
 } agent_decode_result;
 
 /* agent_policy_load reads a checkpoint. Returns NULL with a message that
@@ -74,6 +79,15 @@ int agent_policy_decode(const agent_policy *p, const model_job *job,
 /* agent_policy_max_tasks bounds the tasks any plan of job can have on cl
  * (sum over types of their count plus the ps tasks), for sizing task_node. */
 int agent_policy_max_tasks(const model_job *job, const model_cluster *cl);
+
+/* agent_policy_decode_bytes estimates the bytes agent_policy_decode takes
+ * for job on cl with opts, before anything is allocated: the rollout
+ * buffers of one batch of up to 64 episodes (T = layers steps of K = types
+ * rows, and, when the node head places, up to max_tasks steps of n_nodes
+ * rows), with the doubling growth of those buffers counted. An upper
+ * estimate meant for admission control, not an exact figure. */
+size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
+                                 const agent_decode_opts *opts);
 
 /* Facts about the loaded policy, for reports and the daemon's /metrics. */
 const char *agent_policy_path(const agent_policy *p); /* as loaded */

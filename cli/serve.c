@@ -5,6 +5,7 @@
  *                [--max-budget-ms N] [--max-conns N] [--max-conns-per-ip N]
  *                [--request-deadline-ms N] [--idle-timeout-s N]
  *                [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]
+ *                [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]
  *
  * Starts service/server on HOST:PORT (default 127.0.0.1:7878; port 0 picks
  * a free one), prints "strata serve: listening on HOST:PORT" on stdout once
@@ -57,6 +58,7 @@
     "                    [--max-budget-ms N] [--max-conns N] [--max-conns-per-ip N]\n"  \
     "                    [--request-deadline-ms N] [--idle-timeout-s N]\n"                 \
     "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
+    "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
     "\n"                                                                                    \
     "limits (docs/reliability.md):\n"                                                       \
     "  --threads N               requests computing at once (default: the CPUs)\n"         \
@@ -66,6 +68,10 @@
     "  --idle-timeout-s N        a silent connection is closed after N s (default 10)\n"   \
     "  --max-body-memory-mb N    request bodies held at once, all connections (64)\n"      \
     "  --shutdown-ms N           SIGTERM to exit, whatever runs (default 25000)\n"         \
+    "  --request-cpu-ms N        time one decision may take, whatever it asks; 0: none\n"  \
+    "                            (default 5000)\n"                                         \
+    "  --request-mem-mb N        memory one policy decode may need; 0: none (256)\n"       \
+    "  --jobs-max-mb N           memory of the registered jobs together; 0: none (64)\n"   \
     "  --max-layers N, --max-nodes N, --max-budget-ms N   per request\n"
 
 #define SERVE_SHUTDOWN_MS 25000
@@ -174,6 +180,9 @@ int cmd_serve(int argc, char **argv) {
         {"idle-timeout-s", required_argument, 0, 'i'},
         {"max-body-memory-mb", required_argument, 0, 'M'},
         {"shutdown-ms", required_argument, 0, 'S'},
+        {"request-cpu-ms", required_argument, 0, 'U'},
+        {"request-mem-mb", required_argument, 0, 'R'},
+        {"jobs-max-mb", required_argument, 0, 'J'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -188,7 +197,7 @@ int cmd_serve(int argc, char **argv) {
     int shutdown_ms = SERVE_SHUTDOWN_MS;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
         case 'l': cfg.listen = optarg; break;
@@ -233,6 +242,18 @@ int cmd_serve(int argc, char **argv) {
         case 'S':
             if (cli_parse_int("--shutdown-ms", optarg, 100, 3600000, &n)) return CLI_USAGE;
             shutdown_ms = (int)n;
+            break;
+        case 'U':
+            if (cli_parse_int("--request-cpu-ms", optarg, 0, 3600000, &n)) return CLI_USAGE;
+            cfg.request_cpu_ms = (long)n;
+            break;
+        case 'R':
+            if (cli_parse_int("--request-mem-mb", optarg, 0, 1 << 20, &n)) return CLI_USAGE;
+            cfg.request_mem_bytes = (size_t)n << 20;
+            break;
+        case 'J':
+            if (cli_parse_int("--jobs-max-mb", optarg, 0, 1 << 20, &n)) return CLI_USAGE;
+            cfg.jobs_max_bytes = (size_t)n << 20;
             break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;

@@ -291,7 +291,7 @@ static void compare(agent_trainer *t, const char *policy, double secs) {
                                .seed = 1,
                                .placement = PLACER_PLACE_NONE,
                                .budget_ms = 0};
-        agent_decode_result r = {as, NULL, plan, 0, 0};
+        agent_decode_result r = {as, NULL, plan, 0, 0, 0};
         snprintf(label, sizeof label, "general policy, %s", k ? "best of 16" : "greedy");
         if (agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err) == 0)
             printf("  %-34s %14.6g %+11.2f%%\n", label, plan->cost, 100 * (plan->cost / exact - 1));
@@ -456,7 +456,7 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
                            .seed = seed,
                            .placement = PLACER_PLACE_NONE,
                            .budget_ms = budget_ms <= 0 ? 0 : budget_ms > INT_MAX ? INT_MAX : (int)budget_ms};
-    agent_decode_result res = {assign, NULL, plan, 0, 0};
+    agent_decode_result res = {assign, NULL, plan, 0, 0, 0};
     double t0 = clock_now_s();
     int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
     double secs = clock_now_s() - t0;

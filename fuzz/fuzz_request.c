@@ -84,7 +84,7 @@ static void run(int endpoint, const char *method, const char *body, size_t len,
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     env.policy = pslot_create();
-    env.jobs = jobs_create(JOBS_DEFAULT_MAX);
+    env.jobs = jobs_create(JOBS_DEFAULT_MAX, JOBS_DEFAULT_MAX_BYTES);
     env.cache = rc_create(64, 64u << 20);
     env.limits.max_layers = RJ_DEFAULT_MAX_LAYERS;
     env.limits.max_nodes = RJ_DEFAULT_MAX_NODES;

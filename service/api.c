@@ -73,7 +73,9 @@ static void place_body_free(void *p) {
 }
 
 /* The HTTP status of a library status code (runjson.h's rj_status). */
-static int http_status(int rc) { return rc == RJ_NOMEM ? 500 : 400; }
+static int http_status(int rc) {
+    return rc == RJ_NOMEM ? 500 : rc == DECIDE_TOO_BIG ? 422 : 400;
+}
 
 /* Parses the body of /v1/place into *out. Returns RJ_OK, or RJ_BAD or
  * RJ_NOMEM with err. */
@@ -202,6 +204,7 @@ static json_t *place_answer(const place_body *b, const pslot_entry *pol,
                         d->placement_by[0] ? json_string(d->placement_by) : json_null());
     json_object_set_new(o, "policy", api_policy_json(b->opts.from_policy ? pol : NULL));
     if (b->opts.from_policy) json_object_set_new(o, "samples_used", json_integer(d->samples_used));
+    json_object_set_new(o, "stopped", json_boolean(d->stopped));
     *feasible_out = feasible;
     return o;
 }
@@ -228,8 +231,15 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
     if (memo && env->counters) env->counters->memo_misses++;
     decide_result d;
     char err[1024];
-    int rc = decide_run(&b->run->jobs[0], &b->run->cluster, &b->opts,
+    decide_opts dop = b->opts; /* b is shared: the per-request limits go on a copy */
+    dop.cpu_ms = env->request_cpu_ms;
+    dop.mem_bytes = env->request_mem_bytes;
+    dop.cancelled = req->gone;
+    dop.cancel_ud = req->gone_ud;
+    int rc = decide_run(&b->run->jobs[0], &b->run->cluster, &dop,
                         b->opts.from_policy ? pol : NULL, &d, err, sizeof err);
+    if (env->counters && d.cancelled) env->counters->abandoned++;
+    else if (env->counters && d.stopped) env->counters->stopped++;
     if (rc != RJ_OK) {
         web_reply_error(rep, http_status(rc), "%s", err);
     } else {
@@ -240,11 +250,18 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         json_decref(o);
         if (!text || len < 2 || reply_answer(rep, req, text, len - 1, 0, feasible)) {
             web_reply_error(rep, 500, "out of memory");
-        } else if (memo) {
+        } else if (memo && !d.stopped) { /* a cut decode depends on the clock */
             memo_keep(b, pol->generation, text, len - 1, feasible);
         }
         free(text);
     }
+    if (d.cancelled)
+        snprintf(rep->note, sizeof rep->note, "abandoned: the client closed the connection; "
+                 "decoding stopped after %d samples", d.samples_used);
+    else if (d.stopped)
+        snprintf(rep->note, sizeof rep->note, "stopped: the time budget of %ld ms cut the "
+                 "search after %d samples", dop.budget_ms > 0 && (dop.cpu_ms <= 0 || dop.budget_ms < dop.cpu_ms)
+                 ? dop.budget_ms : dop.cpu_ms, d.samples_used);
     decide_result_free(&d);
     pslot_release(env->policy, pol);
     rc_release(env->cache, ref);
@@ -586,7 +603,11 @@ void api_solve(const api_env *env, const web_request *req, web_reply *rep) {
         web_reply_error(rep, 500, "out of memory");
         goto done;
     }
-    int rc = solve_run(job, cl, &b->so, res);
+    solve_opts so = b->so; /* b is shared: the time cap goes on a copy */
+    if (env->request_cpu_ms > 0 && (so.budget_ms <= 0 || so.budget_ms > env->request_cpu_ms))
+        so.budget_ms = env->request_cpu_ms;
+    int rc = solve_run(job, cl, &so, res);
+    if (env->counters && res->stopped) env->counters->stopped++;
     if (rc == SOLVE_ERROR) {
         web_reply_error(rep, 400, "options.method %s: %s", solve_method_name(b->so.method),
                         res->why);
@@ -680,7 +701,7 @@ static void jobs_put_handler(const api_env *env, const web_request *req, const c
     uint64_t version = 0;
     int rc = jobs_put(env->jobs, name, root, n_layers, &version, err, sizeof err);
     if (rc < 0) {
-        web_reply_error(rep, rc == JOBS_NOMEM ? 500 : 409, "%s", err);
+        web_reply_error(rep, rc == JOBS_NOMEM ? 500 : rc == JOBS_NOROOM ? 507 : 409, "%s", err);
         return;
     }
     web_reply_json(rep, rc == 1 ? 201 : 200,

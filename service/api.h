@@ -39,6 +39,7 @@
 /* Counters the handlers bump (atomics: any thread); owned by the server. */
 typedef struct {
     _Atomic uint64_t memo_hits, memo_misses; /* /v1/place policy decodes */
+    _Atomic uint64_t stopped, abandoned;     /* cut by request_cpu_ms; client gone */
 } api_counters;
 
 /* What the handlers share; owned by the server. */
@@ -48,10 +49,14 @@ typedef struct {
     rc_cache *cache;       /* parsed bodies */
     rj_limits limits;      /* per-request limits */
     long max_budget_ms;    /* largest budget_ms a request may ask for */
+    long request_cpu_ms;   /* > 0: time one decision may take, whatever it asks */
+    size_t request_mem_bytes; /* > 0: decodes estimated to need more get 422 */
     api_counters *counters;
 } api_env;
 
 #define API_DEFAULT_MAX_BUDGET_MS 10000L
+#define API_DEFAULT_REQUEST_CPU_MS 5000L
+#define API_DEFAULT_REQUEST_MEM_MB 256
 
 /* api_tasks_json returns [{task, stage, role, node, zone}] for a placed plan. */
 json_t *api_tasks_json(const model_cluster *cl, const model_plan *plan, const int *task_node);

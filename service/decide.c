@@ -148,6 +148,22 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
         return RJ_BAD;
     }
     d->task_cap = cap;
+    /* the time cap of the request: budget_ms as asked, never past cpu_ms */
+    long budget = o->budget_ms;
+    if (o->cpu_ms > 0 && (budget <= 0 || budget > o->cpu_ms)) budget = o->cpu_ms;
+    agent_decode_opts ao = {o->decode, o->samples, o->seed, o->placement, (int)budget,
+                            o->cancelled, o->cancel_ud};
+    if (o->from_policy && pol) {
+        d->mem_estimate = agent_policy_decode_bytes(job, cl, &ao);
+        if (o->mem_bytes > 0 && d->mem_estimate > o->mem_bytes) {
+            snprintf(err, errlen, "request too large: decoding %d layers on %d nodes with %d "
+                     "samples needs about %zu MiB, over the daemon's per-request memory limit "
+                     "of %zu MiB (--request-mem-mb); send fewer samples, layers or nodes",
+                     L, cl->n_nodes, ao.decode == AGENT_DECODE_SAMPLE ? ao.samples : 1,
+                     (d->mem_estimate + (1u << 20) - 1) >> 20, o->mem_bytes >> 20);
+            return DECIDE_TOO_BIG;
+        }
+    }
     d->assign = malloc((size_t)L * sizeof *d->assign);
     d->task_node = malloc((size_t)(cap + 1) * sizeof *d->task_node);
     d->plan = model_plan_create(L);
@@ -158,9 +174,8 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     }
     d->final = d->plan;
     if (o->from_policy) {
-        agent_decode_opts ao = {o->decode, o->samples, o->seed, o->placement, (int)o->budget_ms};
         int place = o->placement != PLACER_PLACE_NONE;
-        agent_decode_result res = {d->assign, place ? d->task_node : NULL, d->plan, 0, 0};
+        agent_decode_result res = {d->assign, place ? d->task_node : NULL, d->plan, 0, 0, 0};
         char msg[1024] = "";
         int rc = agent_policy_decode(pol->policy, job, cl, &ao, &res, msg, sizeof msg);
         if (rc < 0) {
@@ -168,6 +183,8 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
             return RJ_BAD;
         }
         d->samples_used = res.samples_used;
+        d->stopped = res.stopped;
+        d->cancelled = res.cancelled;
         snprintf(d->plan_from, sizeof d->plan_from, "policy");
         if (place && d->plan->placed)
             snprintf(d->placement_by, sizeof d->placement_by, "%s",
@@ -185,8 +202,10 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     solve_opts_default(&so);
     so.method = o->plan_method;
     so.seed = o->seed;
-    so.budget_ms = o->budget_ms > 0 ? o->budget_ms : DECIDE_DEFAULT_SOLVE_BUDGET_MS;
+    so.budget_ms = budget > 0 ? budget : DECIDE_DEFAULT_SOLVE_BUDGET_MS;
+    if (o->cpu_ms > 0 && so.budget_ms > o->cpu_ms) so.budget_ms = o->cpu_ms;
     int rc = solve_run(job, cl, &so, res);
+    d->stopped = res->stopped;
     snprintf(d->plan_from, sizeof d->plan_from, "%s", solve_method_name(so.method));
     if (rc == SOLVE_ERROR) {
         snprintf(err, errlen, "plan_method %s: %s", solve_method_name(so.method), res->why);

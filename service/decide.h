@@ -40,7 +40,17 @@ typedef struct {
     int samples;              /* plans sampled (sample) */
     uint64_t seed;
     long budget_ms;           /* 0: none for the policy; solvers get the default */
+    /* Set by the daemon per request, never parsed from a body: */
+    long cpu_ms;              /* > 0: caps the time the decision may take (the
+                                 decode's and the solver's budget_ms), whatever
+                                 budget_ms asks */
+    size_t mem_bytes;         /* > 0: a decode estimated to need more is refused */
+    int (*cancelled)(void *ud); /* NULL, or asked between sample batches:
+                                 nonzero abandons the decode */
+    void *cancel_ud;
 } decide_opts;
+
+#define DECIDE_TOO_BIG (-3) /* decide_run: the request would pass mem_bytes */
 
 /* decide_opts_parse reads an `options` object (NULL: all defaults) for a
  * cluster with (has_nodes 1) or without nodes. Returns 0, or -1 with a
@@ -58,6 +68,9 @@ typedef struct {
     model_plan *placed;   /* the plan refined by a placer (solver path) */
     const model_plan *final; /* plan or placed: the one to report */
     int samples_used;
+    int stopped;          /* 1 when a time budget (or cancellation) cut the search */
+    int cancelled;        /* 1 when o->cancelled stopped the decode */
+    size_t mem_estimate;  /* bytes the decode was estimated to need (policy path) */
     char plan_from[24];   /* "policy" or a solver name */
     char placement_by[24]; /* "policy", a placer name, or "" when not placed */
     char why[1024];       /* when !found or the placement failed: why */
@@ -67,7 +80,9 @@ typedef struct {
  * (pol must then be non-NULL), and places the tasks when o->placement says
  * so. Returns RJ_OK with *d filled (d->found 0 and d->why when no plan
  * exists), RJ_BAD with err for options the policy refuses or a cluster with
- * more tasks than the daemon places, or RJ_NOMEM when out of memory.
+ * more tasks than the daemon places, DECIDE_TOO_BIG with err naming the
+ * estimate and the limit when the decode would need more than o->mem_bytes,
+ * or RJ_NOMEM when out of memory.
  * Free d with decide_result_free (also after a failure). */
 int decide_run(const model_job *job, const model_cluster *cl, const decide_opts *o,
                const pslot_entry *pol, decide_result *d, char *err, size_t errlen);

@@ -4,6 +4,7 @@
  */
 #include "service/jobs.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,13 @@ struct jobs_registry {
     pthread_mutex_t mu;
     int max;
     int n;
+    size_t max_bytes; /* 0: no byte bound */
+    size_t bytes;     /* charged by the entries in the table */
     jobs_entry **e; /* [max] */
     uint64_t version;
 };
 
-jobs_registry *jobs_create(int max_jobs) {
+jobs_registry *jobs_create(int max_jobs, size_t max_bytes) {
     if (max_jobs < 1) max_jobs = 1;
     jobs_registry *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -29,7 +32,40 @@ jobs_registry *jobs_create(int max_jobs) {
     }
     pthread_mutex_init(&r->mu, NULL);
     r->max = max_jobs;
+    r->max_bytes = max_bytes;
     return r;
+}
+
+/* One heap block of n bytes as glibc gives it: 16 bytes aligned, plus its
+ * 8-byte header. */
+static size_t block(size_t n) { return (n + 8 + 15) & ~(size_t)15; }
+
+size_t jobs_doc_bytes(const json_t *v) {
+    if (!v) return 0;
+    size_t n = 0, i;
+    const char *k;
+    json_t *x;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: /* the value, its hashtable (buckets, one pair per key) */
+        n = block(64) + block(16 * (json_object_size(v) * 2 + 8));
+        json_object_foreach((json_t *)v, k, x) n += block(40 + strlen(k) + 1) + jobs_doc_bytes(x);
+        return n;
+    case JSON_ARRAY:
+        n = block(40) + block(8 * (json_array_size(v) + 8));
+        json_array_foreach(v, i, x) n += jobs_doc_bytes(x);
+        return n;
+    case JSON_STRING: return block(40) + block(json_string_length(v) + 1);
+    case JSON_INTEGER:
+    case JSON_REAL: return block(32);
+    default: return 0; /* true, false, null: shared singletons */
+    }
+}
+
+size_t jobs_bytes(jobs_registry *r) {
+    pthread_mutex_lock(&r->mu);
+    size_t b = r->bytes;
+    pthread_mutex_unlock(&r->mu);
+    return b;
 }
 
 static void entry_free(jobs_entry *e) {
@@ -86,6 +122,7 @@ int jobs_put(jobs_registry *r, const char *name, json_t *doc, int n_layers,
     snprintf(e->name, sizeof e->name, "%s", name);
     e->doc = doc;
     e->n_layers = n_layers;
+    e->bytes = block(sizeof *e) + jobs_doc_bytes(doc);
     e->registered_at = clock_wall_s();
     pthread_mutex_init(&e->mu, NULL);
     e->refs = 1;
@@ -99,6 +136,19 @@ int jobs_put(jobs_registry *r, const char *name, json_t *doc, int n_layers,
                  r->max);
         return JOBS_FULL;
     }
+    size_t keep = r->bytes - (i >= 0 ? r->e[i]->bytes : 0);
+    if (r->max_bytes && keep + e->bytes > r->max_bytes) {
+        size_t held = r->bytes, want = e->bytes;
+        int n = r->n;
+        pthread_mutex_unlock(&r->mu);
+        entry_free(e);
+        snprintf(err, errlen, "the job registry is full: this job takes about %zu KiB in "
+                 "memory and the %d jobs registered take %zu KiB of its %zu KiB "
+                 "(--jobs-max-mb); delete jobs first", (want + 1023) >> 10, n,
+                 (held + 1023) >> 10, r->max_bytes >> 10);
+        return JOBS_NOROOM;
+    }
+    r->bytes = keep + e->bytes;
     e->version = ++r->version;
     if (version) *version = e->version;
     if (i >= 0) {
@@ -139,9 +189,13 @@ int jobs_delete(jobs_registry *r, const char *name) {
     jobs_entry *e = r->e[i];
     r->e[i] = r->e[--r->n];
     r->e[r->n] = NULL;
+    r->bytes -= e->bytes;
     int dead = unref_locked(e);
     pthread_mutex_unlock(&r->mu);
-    if (dead) entry_free(e);
+    if (dead) {
+        entry_free(e);
+        malloc_trim(0); /* the document's many small blocks, back to the system */
+    }
     return 0;
 }
 

@@ -26,10 +26,12 @@
 
 #define JOBS_NAME_MAX 64 /* names are 1..63 characters */
 #define JOBS_DEFAULT_MAX 1024
+#define JOBS_DEFAULT_MAX_BYTES ((size_t)64 << 20) /* 64 MiB of documents */
 
 /* jobs_put's failures. */
 #define JOBS_FULL (-1)
 #define JOBS_NOMEM (-2)
+#define JOBS_NOROOM (-3) /* the documents would pass max_bytes */
 
 typedef struct jobs_entry {
     char name[JOBS_NAME_MAX];
@@ -37,6 +39,7 @@ typedef struct jobs_entry {
     double registered_at; /* seconds since the epoch */
     json_t *doc;          /* {"cluster", "job", "options"}: read-only once stored */
     int n_layers;         /* layers of the job */
+    size_t bytes;         /* what doc costs in memory (jobs_doc_bytes), charged to the registry */
     pthread_mutex_t mu;   /* guards ext */
     void *ext;            /* the extender's state for this job, or NULL */
     void (*ext_free)(void *);
@@ -45,9 +48,17 @@ typedef struct jobs_entry {
 
 typedef struct jobs_registry jobs_registry;
 
-/* jobs_create returns an empty registry of at most max_jobs jobs, or NULL;
+/* jobs_create returns an empty registry of at most max_jobs jobs whose
+ * documents take at most max_bytes together (0: no byte bound), or NULL;
  * jobs_free frees it and every entry (none may be held), accepts NULL. */
-jobs_registry *jobs_create(int max_jobs);
+jobs_registry *jobs_create(int max_jobs, size_t max_bytes);
+
+/* jobs_doc_bytes estimates the heap a parsed document takes (jansson's
+ * values, keys, strings and tables, with the allocator's overhead). */
+size_t jobs_doc_bytes(const json_t *doc);
+
+/* jobs_bytes returns the bytes charged by the jobs registered. */
+size_t jobs_bytes(jobs_registry *r);
 void jobs_free(jobs_registry *r);
 
 /* jobs_name_ok checks a job name: 1..63 characters from [A-Za-z0-9._-],
@@ -56,8 +67,9 @@ int jobs_name_ok(const char *name, char *err, size_t errlen);
 
 /* jobs_put stores doc (the reference is stolen) under name, replacing an
  * existing job. Returns 1 when created, 0 when replaced, or JOBS_FULL
- * (the registry holds max_jobs others) or JOBS_NOMEM with a message in err
- * (doc is then released).
+ * (the registry holds max_jobs others), JOBS_NOROOM (the documents
+ * would take more than max_bytes; the message names both figures) or
+ * JOBS_NOMEM with a message in err (doc is then released).
  * *version gets the new entry's version (may be NULL). */
 int jobs_put(jobs_registry *r, const char *name, json_t *doc, int n_layers,
              uint64_t *version, char *err, size_t errlen);
@@ -67,7 +79,9 @@ int jobs_put(jobs_registry *r, const char *name, json_t *doc, int n_layers,
 jobs_entry *jobs_get(jobs_registry *r, const char *name);
 void jobs_release(jobs_registry *r, jobs_entry *e);
 
-/* jobs_delete removes the job; returns 0, or -1 when there is none. */
+/* jobs_delete removes the job and, once no reader holds it, frees it and
+ * hands the freed heap back to the system (malloc_trim: glibc would keep
+ * it in its arenas); returns 0, or -1 when there is none. */
 int jobs_delete(jobs_registry *r, const char *name);
 
 /* jobs_list returns a new array [{name, version, layers, registered_at}]

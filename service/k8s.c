@@ -492,6 +492,8 @@ static void decide(const k8s_env *env, jobs_entry *e, job_state *s, const pslot_
     if (o.placement == PLACER_PLACE_NONE) o.placement = o.from_policy ? PLACER_PLACE_POLICY : PLACER_ZONE;
     const model_job *job = &run->jobs[0];
     const model_cluster *cl = &run->cluster;
+    o.cpu_ms = env->request_cpu_ms;
+    o.mem_bytes = env->request_mem_bytes;
     decide_result d;
     int rc = decide_run(job, cl, &o, o.from_policy ? pol : NULL, &d, err, sizeof err);
     snprintf(s->plan_from, sizeof s->plan_from, "%s", d.plan_from);

@@ -46,6 +46,8 @@ typedef struct {
     jobs_registry *jobs; /* registered jobs (PUT /v1/jobs/{name}) */
     rj_limits limits;    /* per-request limits; max_nodes bounds each job's inventory */
     long max_budget_ms;  /* largest budget_ms a registered job's options may ask for */
+    long request_cpu_ms; /* > 0: time one decision may take */
+    size_t request_mem_bytes; /* > 0: decodes estimated to need more are refused */
 } k8s_env;
 
 /* The handlers of POST /k8s/filter and POST /k8s/prioritize. */

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -111,6 +112,7 @@ typedef struct {
     char *body;
     size_t len, cap;
     size_t received;   /* body bytes received, kept or not */
+    int fd;            /* the connection's socket, or -1 */
     srv_server *s;
 } req_ctx;
 
@@ -183,6 +185,9 @@ void srv_config_default(srv_config *c) {
     c->cache_entries = 64;
     c->cache_bytes = 64u << 20;
     c->max_jobs = JOBS_DEFAULT_MAX;
+    c->jobs_max_bytes = JOBS_DEFAULT_MAX_BYTES;
+    c->request_cpu_ms = SRV_DEFAULT_REQUEST_CPU_MS;
+    c->request_mem_bytes = SRV_DEFAULT_REQUEST_MEM;
 }
 
 void srv_log(srv_server *s, const char *fmt, ...) {
@@ -382,6 +387,18 @@ static enum MHD_Result queue_reply(srv_server *s, struct MHD_Connection *conn, r
     return r;
 }
 
+/* web_request.gone: whether the client has closed the connection of rc
+ * (its end hung up, or the socket failed), asked by long decodes between
+ * batches. A client that only half-closes (shutdown of its writing side)
+ * counts as gone too: this API's clients wait for answers on open sockets. */
+static int client_gone(void *ud) {
+    req_ctx *rc = ud;
+    if (rc->fd < 0) return 0;
+    struct pollfd pf = {rc->fd, POLLRDHUP, 0};
+    if (poll(&pf, 1, 0) <= 0) return 0;
+    return (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
 static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char *path,
                      const char *name, web_reply *rep) {
     const char *allow = allowed_methods(rc->route, name != NULL);
@@ -415,7 +432,8 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
         web_reply_header(rep, "Retry-After", "1");
         return;
     }
-    web_request req = {method, path, rc->body ? rc->body : "", rc->len, rc->start_ns};
+    web_request req = {method, path, rc->body ? rc->body : "", rc->len, rc->start_ns,
+                       client_gone, rc};
     switch (rc->route) {
     case METRICS_PLACE: api_place(&s->env, &req, rep); break;
     case METRICS_COST: api_cost(&s->env, &req, rep); break;
@@ -528,6 +546,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         if (!rc) return MHD_NO;
         rc->s = s;
         rc->start_ns = web_now_ns();
+        const union MHD_ConnectionInfo *fdi =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        rc->fd = fdi ? (int)fdi->connect_fd : -1;
         rc->route = route_of(url, &name);
         atomic_fetch_add(&s->inflight, 1);
         *con_cls = rc;
@@ -785,12 +806,15 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     }
     s->m = metrics_create();
     s->env.policy = pslot_create();
-    s->env.jobs = jobs_create(c->max_jobs);
+    s->env.jobs = jobs_create(c->max_jobs, c->jobs_max_bytes);
     s->env.cache = rc_create(c->cache_entries, c->cache_bytes);
     s->env.limits = c->limits;
     s->env.max_budget_ms = c->max_budget_ms;
+    s->env.request_cpu_ms = c->request_cpu_ms;
+    s->env.request_mem_bytes = c->request_mem_bytes;
     s->env.counters = &s->counters;
-    s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms};
+    s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms,
+                       c->request_cpu_ms, c->request_mem_bytes};
     if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
         (c->policy_path && !s->policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");

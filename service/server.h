@@ -28,6 +28,14 @@
  * body bytes arrive, never on the declared Content-Length; conflicting or
  * malformed Content-Length headers get 400.
  *
+ * Work: one decision takes at most request_cpu_ms (it caps the decode's and
+ * the solvers' budget_ms; a cut answer says "stopped": true), a policy
+ * decode estimated to need more than request_mem_bytes gets 422 before
+ * anything is allocated, and a decode whose client has closed its
+ * connection is abandoned at its next batch of samples (log note
+ * "abandoned"). Registered jobs' documents take at most jobs_max_bytes
+ * (507 past it); a DELETE gives their memory back.
+ *
  * Safety: with a token, every request but /healthz and /readyz needs
  * "Authorization: Bearer TOKEN" (401 otherwise, compared in constant
  * time); bodies over max_body bytes get 413; unknown paths 404, wrong
@@ -75,6 +83,9 @@ typedef struct {
     int cache_entries;       /* parsed bodies kept */
     size_t cache_bytes;      /* bytes of bodies kept */
     int max_jobs;            /* jobs the registry holds */
+    size_t jobs_max_bytes;   /* bytes the registered jobs' documents take (0: no bound) */
+    long request_cpu_ms;     /* time one decision may take, whatever it asks (0: none) */
+    size_t request_mem_bytes; /* a decode estimated to need more gets 422 (0: none) */
     srv_log_fn log;          /* NULL: no log */
     void *log_ud;
 } srv_config;
@@ -86,6 +97,8 @@ typedef struct {
 #define SRV_DEFAULT_REQUEST_DEADLINE_MS 10000
 #define SRV_DEFAULT_IDLE_TIMEOUT_S 10
 #define SRV_DEFAULT_BODY_BUDGET (64u << 20) /* 64 MiB */
+#define SRV_DEFAULT_REQUEST_CPU_MS API_DEFAULT_REQUEST_CPU_MS
+#define SRV_DEFAULT_REQUEST_MEM ((size_t)API_DEFAULT_REQUEST_MEM_MB << 20)
 
 typedef struct srv_server srv_server;
 

@@ -27,6 +27,9 @@ typedef struct {
     const char *body;   /* NUL-terminated body bytes (may hold NULs before len) */
     size_t body_len;    /* bytes of body */
     uint64_t start_ns;  /* CLOCK_MONOTONIC when its first bytes came */
+    int (*gone)(void *ud); /* NULL, or nonzero once the client has closed its
+                              connection (the answer would reach no one) */
+    void *gone_ud;
 } web_request;
 
 /* What a handler writes. */

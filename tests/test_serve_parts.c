@@ -149,7 +149,7 @@ static void test_metrics_page(void **state) {
 
 static void test_jobs(void **state) {
     (void)state;
-    jobs_registry *r = jobs_create(2);
+    jobs_registry *r = jobs_create(2, 0);
     char err[256];
     uint64_t v1, v2;
     assert_int_equal(jobs_put(r, "a", json_pack("{s:i}", "x", 1), 3, &v1, err, sizeof err), 1);
