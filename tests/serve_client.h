@@ -175,16 +175,24 @@ static inline void sv_resp_free(sv_resp *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* Connects to 127.0.0.1:port; returns the socket or -1. */
-static inline int sv_connect(int port) {
+/* Connects to 127.0.0.1:port from the local address `from` (NULL: any),
+ * with send and receive timeouts of timeout_s; returns the socket or -1. */
+static inline int sv_connect_from(int port, const char *from, int timeout_s) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return -1;
-    struct timeval tv = {60, 0};
+    struct timeval tv = {timeout_s, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     struct sockaddr_in a;
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
+    if (from) {
+        inet_pton(AF_INET, from, &a.sin_addr);
+        if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+            close(fd);
+            return -1;
+        }
+    }
     a.sin_port = htons((uint16_t)port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
@@ -192,6 +200,37 @@ static inline int sv_connect(int port) {
         return -1;
     }
     return fd;
+}
+
+/* Connects to 127.0.0.1:port; returns the socket or -1. */
+static inline int sv_connect(int port) { return sv_connect_from(port, NULL, 60); }
+
+/* A /v1/solve body that keeps the daemon busy for budget_ms: `random`
+ * search over two types and n_layers layers (at most 16), with an
+ * evaluation budget far beyond what that time allows. The caller frees it;
+ * NULL when out of memory. */
+static inline char *sv_slow_solve_body(int n_layers, int budget_ms) {
+    char layers[16 * 128];
+    size_t used = 0;
+    for (int i = 0; i < n_layers && i < 16; i++)
+        used += (size_t)snprintf(layers + used, sizeof layers - used,
+                                 "%s{\"name\": \"l%d\", \"flops\": 1e9, \"io\": %s, \"act\": 1e3, "
+                                 "\"params\": 1e6, \"mem\": 1e6}",
+                                 i ? "," : "", i, i ? "0" : "1e3");
+    char *b = NULL;
+    if (asprintf(&b,
+                 "{\"cluster\": {\"types\": ["
+                 "{\"name\": \"gpu\", \"kind\": \"gpu\", \"flops\": 1e13, \"io_bw\": 1e9, "
+                 "\"net_bw\": 1e9, \"mem\": 1e10, \"price\": 3, \"count\": 64},"
+                 "{\"name\": \"cpu\", \"kind\": \"cpu\", \"flops\": 1e12, \"io_bw\": 1e10, "
+                 "\"net_bw\": 1e9, \"mem\": 1e11, \"price\": 1, \"count\": 64}]},"
+                 " \"job\": {\"name\": \"j\", \"batch\": 10, \"samples\": 1e6, "
+                 "\"min_throughput\": 100, \"layers\": [%s]},"
+                 " \"options\": {\"method\": \"random\", \"budget_ms\": %d, "
+                 "\"max_evals\": 100000000}}",
+                 layers, budget_ms) < 0)
+        return NULL;
+    return b;
 }
 
 static inline int sv_send_all(int fd, const char *b, size_t n) {

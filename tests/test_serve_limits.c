@@ -35,30 +35,6 @@
 
 #include "tests/serve_client.h"
 
-/* Connects to 127.0.0.1:port from address `from`; returns the socket or -1. */
-static int connect_from(int port, const char *from) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -1;
-    struct timeval tv = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    inet_pton(AF_INET, from, &a.sin_addr);
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-        close(fd);
-        return -1;
-    }
-    a.sin_port = htons((uint16_t)port);
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /* Whether the daemon has closed fd: a read finds the end (or a reset)
  * without waiting. */
 static int closed_by_peer(int fd) {
@@ -89,7 +65,7 @@ static void test_slowloris(void **state) {
     enum { N = 30 };
     int fd[N];
     for (int i = 0; i < N; i++) {
-        fd[i] = connect_from(p.port, i % 2 ? "127.0.0.2" : "127.0.0.3");
+        fd[i] = sv_connect_from(p.port, i % 2 ? "127.0.0.2" : "127.0.0.3", 5);
         if (fd[i] >= 0) (void)!send(fd[i], "POST /v1/place HTTP/1.1\r\n", 25, MSG_NOSIGNAL);
     }
     /* Trickle "X-a: b\r\n" one byte per 100 ms for 2.5 s (2.5 times the
@@ -153,7 +129,7 @@ static void test_idle_keepalive(void **state) {
     /* 16 connections, each answered once and then idle: the daemon is full. */
     int fd[16], served = 0;
     for (int i = 0; i < 16; i++) {
-        fd[i] = connect_from(p.port, i < 8 ? "127.0.0.2" : "127.0.0.3");
+        fd[i] = sv_connect_from(p.port, i < 8 ? "127.0.0.2" : "127.0.0.3", 5);
         served += fd[i] >= 0 && keepalive_probe(fd[i]) == 200;
     }
     assert_int_equal(served, 16);
@@ -328,28 +304,6 @@ static void test_log_escaping(void **state) {
     assert_int_equal(quoted, 1);
 }
 
-/* A /v1/solve that searches for budget_ms (random search, an evaluation
- * budget far beyond what the time allows). */
-static char *slow_body(int budget_ms) {
-    char *b = NULL;
-    if (asprintf(&b,
-        "{\"cluster\": {\"types\": ["
-        "{\"name\": \"gpu\", \"kind\": \"gpu\", \"flops\": 1e13, \"io_bw\": 1e9, "
-        "\"net_bw\": 1e9, \"mem\": 1e10, \"price\": 3, \"count\": 64},"
-        "{\"name\": \"cpu\", \"kind\": \"cpu\", \"flops\": 1e12, \"io_bw\": 1e10, "
-        "\"net_bw\": 1e9, \"mem\": 1e11, \"price\": 1, \"count\": 64}]},"
-        " \"job\": {\"name\": \"j\", \"batch\": 10, \"samples\": 1e6, "
-        "\"min_throughput\": 100, \"layers\": ["
-        "{\"name\": \"l0\", \"flops\": 1e9, \"io\": 1e3, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
-        "{\"name\": \"l1\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
-        "{\"name\": \"l2\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
-        "{\"name\": \"l3\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6}]},"
-        " \"options\": {\"method\": \"random\", \"budget_ms\": %d, "
-        "\"max_evals\": 100000000}}", budget_ms) < 0)
-        return NULL;
-    return b;
-}
-
 typedef struct {
     int port;
     const char *body;
@@ -369,7 +323,7 @@ static void test_shutdown_bound(void **state) {
     sv_proc p;
     const char *args[] = {"--shutdown-ms", "1000", NULL};
     assert_int_equal(sv_start(&p, "shutdown", args), 0);
-    char *body = slow_body(6000);
+    char *body = sv_slow_solve_body(4, 6000);
     slow_arg a = {p.port, body, 0};
     pthread_t th;
     pthread_create(&th, NULL, slow_thread, &a);
@@ -390,7 +344,7 @@ static void test_probes_while_busy(void **state) {
     sv_proc p;
     const char *args[] = {"--threads", "1", NULL};
     assert_int_equal(sv_start(&p, "probes", args), 0);
-    char *body = slow_body(1500);
+    char *body = sv_slow_solve_body(4, 1500);
     slow_arg a[2] = {{p.port, body, 0}, {p.port, body, 0}};
     pthread_t th[2];
     for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, slow_thread, &a[i]);

@@ -199,25 +199,8 @@ static void test_sigterm_drains(void **state) {
     /* `random` searches until its budget, 1200 ms, with an evaluation
      * budget far beyond what that time allows (two types, eight layers: a
      * space it keeps sampling). */
-    char *body = NULL;
-    assert_true(asprintf(&body,
-        "{\"cluster\": {\"types\": ["
-        "{\"name\": \"gpu\", \"kind\": \"gpu\", \"flops\": 1e13, \"io_bw\": 1e9, "
-        "\"net_bw\": 1e9, \"mem\": 1e10, \"price\": 3, \"count\": 64},"
-        "{\"name\": \"cpu\", \"kind\": \"cpu\", \"flops\": 1e12, \"io_bw\": 1e10, "
-        "\"net_bw\": 1e9, \"mem\": 1e11, \"price\": 1, \"count\": 64}]},"
-        " \"job\": {\"name\": \"j\", \"batch\": 10, \"samples\": 1e6, "
-        "\"min_throughput\": 100, \"layers\": ["
-        "{\"name\": \"l0\", \"flops\": 1e9, \"io\": 1e3, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
-        "{\"name\": \"l1\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
-        "{\"name\": \"l2\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
-        "{\"name\": \"l3\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
-        "{\"name\": \"l4\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
-        "{\"name\": \"l5\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
-        "{\"name\": \"l6\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6},"
-        "{\"name\": \"l7\", \"flops\": 1e9, \"io\": 0, \"act\": 1e3, \"params\": 1e6, \"mem\": 1e6}]},"
-        " \"options\": {\"method\": \"random\", \"budget_ms\": 1200, "
-        "\"max_evals\": 100000000}}") > 0);
+    char *body = sv_slow_solve_body(8, 1200);
+    assert_non_null(body);
     slow_arg a = {p.port, body, 0, 0, 0};
     pthread_t th;
     pthread_create(&th, NULL, slow_thread, &a);
