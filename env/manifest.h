@@ -43,11 +43,11 @@
 #include "env/model.h"
 
 typedef enum {
-  MANIFEST_AUTO = 0, /* tfjob/pytorchjob when homogeneous, else jobset */
-  MANIFEST_JOBSET,
-  MANIFEST_VOLCANO,
-  MANIFEST_TFJOB,
-  MANIFEST_PYTORCHJOB,
+    MANIFEST_AUTO = 0, /* tfjob/pytorchjob when homogeneous, else jobset */
+    MANIFEST_JOBSET,
+    MANIFEST_VOLCANO,
+    MANIFEST_TFJOB,
+    MANIFEST_PYTORCHJOB,
 } manifest_kind;
 
 typedef enum { MANIFEST_TENSORFLOW = 0, MANIFEST_PYTORCH } manifest_framework;
@@ -58,32 +58,31 @@ typedef enum { MANIFEST_TENSORFLOW = 0, MANIFEST_PYTORCH } manifest_framework;
 
 /* One node selector term: nodes whose label `key` has one of `values`. */
 typedef struct {
-  char key[MANIFEST_KEY_MAX];
-  int n_values;
-  char values[MANIFEST_MAX_VALUES][MODEL_NAME_MAX];
+    char key[MANIFEST_KEY_MAX];
+    int n_values;
+    char values[MANIFEST_MAX_VALUES][MODEL_NAME_MAX];
 } manifest_term;
 
 /* How the nodes of one resource type are recognised (terms are ORed, as in
  * nodeSelectorTerms), and the CPUs one unit of a CPU type requests. */
 typedef struct {
-  int n_terms; /* 0: the type is known by strata.io/type=<name> */
-  manifest_term terms[MANIFEST_MAX_TERMS];
-  double unit_cpus; /* CPU types: cpus per unit (0: 1) */
+    int n_terms; /* 0: the type is known by strata.io/type=<name> */
+    manifest_term terms[MANIFEST_MAX_TERMS];
+    double unit_cpus; /* CPU types: cpus per unit (0: 1) */
 } manifest_type_labels;
 
 /* What to write. Strings are borrowed for the call. */
 typedef struct {
-  manifest_kind kind;
-  manifest_framework framework;
-  const char *name;     /* object name; NULL: the job's name made DNS-safe */
-  const char *ns;       /* metadata.namespace, or NULL for none */
-  const char *image;    /* container image; NULL: "REGISTRY/IMAGE:TAG" */
-  int n_command;        /* the training command (argv), 0: the image's own */
-  char *const *command; /* [n_command] */
-  int scheduler;        /* 1: schedulerName strata-scheduler on every pod */
-  int port;             /* MASTER_PORT / TF port (0: 2222) */
-  const manifest_type_labels
-      *labels; /* [cl->n_types], or NULL: all by strata.io/type */
+    manifest_kind kind;
+    manifest_framework framework;
+    const char *name;                   /* object name; NULL: the job's name made DNS-safe */
+    const char *ns;                     /* metadata.namespace, or NULL for none */
+    const char *image;                  /* container image; NULL: "REGISTRY/IMAGE:TAG" */
+    int n_command;                      /* the training command (argv), 0: the image's own */
+    char *const *command;               /* [n_command] */
+    int scheduler;                      /* 1: schedulerName strata-scheduler on every pod */
+    int port;                           /* MASTER_PORT / TF port (0: 2222) */
+    const manifest_type_labels *labels; /* [cl->n_types], or NULL: all by strata.io/type */
 } manifest_opts;
 
 /* manifest_opts_default fills o: kind auto, tensorflow, scheduler on,
@@ -100,36 +99,34 @@ const char *manifest_kind_name(manifest_kind k);
  * the plan of job: its name, each stage's type name, layers, units and ps
  * tasks, and the node of each task when task_node is not NULL. Writes into
  * out[17]. */
-void manifest_plan_hash(const model_job *job, const model_cluster *cl,
-                        const model_plan *plan, const int *task_node,
-                        char out[17]);
+void manifest_plan_hash(const model_job *job, const model_cluster *cl, const model_plan *plan,
+                        const int *task_node, char out[17]);
 
 /* One pod group of a plan, as manifest_groups cuts it. */
 typedef struct {
-  char name[MODEL_NAME_MAX]; /* e.g. "s0-w", "s1-ps", "s0-w2" */
-  int stage;
-  int is_ps;
-  int type;       /* the stage's type (ps: the type of its node when placed) */
-  int zone;       /* -1 when not placed */
-  int index_base; /* plan-order index of the group's first task */
-  int role_base;  /* index of its first task among the tasks of its role */
-  int count;      /* tasks */
+    char name[MODEL_NAME_MAX]; /* e.g. "s0-w", "s1-ps", "s0-w2" */
+    int stage;
+    int is_ps;
+    int type;       /* the stage's type (ps: the type of its node when placed) */
+    int zone;       /* -1 when not placed */
+    int index_base; /* plan-order index of the group's first task */
+    int role_base;  /* index of its first task among the tasks of its role */
+    int count;      /* tasks */
 } manifest_group;
 
 /* manifest_groups cuts the feasible plan's tasks into groups (at most
  * place_task_count(plan) of them) in groups[], with task_node (NULL when not
  * placed) splitting them by zone. Returns the number of groups. */
-int manifest_groups(const model_cluster *cl, const model_plan *plan,
-                    const int *task_node, manifest_group *groups);
+int manifest_groups(const model_cluster *cl, const model_plan *plan, const int *task_node,
+                    manifest_group *groups);
 
 /* manifest_build returns the workload object (a new reference the caller
  * owns) for the feasible plan of job on cl, placed by task_node
  * [place_task_count(plan)] or not (NULL), or NULL with a message in
  * err[errlen]: an infeasible plan, --kind tfjob/pytorchjob for a plan that
  * mixes types (naming them), a bad option. */
-json_t *manifest_build(const model_job *job, const model_cluster *cl,
-                       const model_plan *plan, const int *task_node,
-                       const manifest_opts *o, char *err, size_t errlen);
+json_t *manifest_build(const model_job *job, const model_cluster *cl, const model_plan *plan,
+                       const int *task_node, const manifest_opts *o, char *err, size_t errlen);
 
 /* manifest_write_yaml writes v (an object) as one YAML document with
  * libyaml's emitter: strings that a YAML reader would take for a number,
