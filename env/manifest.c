@@ -198,10 +198,11 @@ typedef struct {
     const char *job;   /* DNS name of the object */
     const char *group; /* label strata.io/group */
     const char *role;  /* worker | ps */
-    int stage;         /* -1: none (a homogeneous plan's ps) */
-    int type;
-    int zone; /* -1: none */
-    int index_base, role_base;
+    int stage;         /* its stage (layers, STRATA_STAGE) */
+    int type;          /* label strata.io/type, resources, node affinity */
+    int zone;          /* planned zone, -1: none */
+    int index_base;    /* plan-order index of its first task */
+    int role_base;     /* index of its first task among its role's */
     const char *nodes; /* comma list, or NULL */
     int wrap;          /* 1: /bin/sh wrapper (JobSet, Volcano) */
     int require_type;  /* 1: required node affinity on the type's labels */
@@ -220,6 +221,9 @@ static void env_addi(json_t *env, const char *name, long long v) {
     env_add(env, name, buf);
 }
 
+/* pod_template returns the pod template (a new reference) of the group p
+ * describes: the contract's labels and annotations, scheduler, node
+ * affinity, the container with its environment, command and resources. */
 static json_t *pod_template(const model_job *job, const model_cluster *cl, const model_plan *plan,
                             const char *hash, const pod_spec *p, const manifest_opts *o) {
     const model_stage *st = &plan->stages[p->stage];
@@ -327,7 +331,9 @@ static json_t *pod_template(const model_job *job, const model_cluster *cl, const
                      "spec", spec);
 }
 
-/* The node names of tasks first..first+count-1, comma-separated, in buf. */
+/* node_list returns the node names of tasks first..first+count-1,
+ * comma-separated, in a string the caller frees; NULL when task_node is
+ * NULL (not placed) or memory runs out. */
 static char *node_list(const model_cluster *cl, const int *task_node, int first, int count) {
     if (!task_node) return NULL;
     size_t cap = (size_t)count * (MODEL_NAME_MAX + 1) + 1, k = 0;
@@ -340,6 +346,8 @@ static char *node_list(const model_cluster *cl, const int *task_node, int first,
     return s;
 }
 
+/* object_head returns a new object with apiVersion, kind and metadata
+ * (name, namespace, the job label and the plan annotation). */
 static json_t *object_head(const char *api, const char *kind, const char *name,
                            const manifest_opts *o, const char *hash) {
     json_t *meta = json_pack("{s:s}", "name", name);
@@ -349,7 +357,9 @@ static json_t *object_head(const char *api, const char *kind, const char *name,
     return json_pack("{s:s, s:s, s:o}", "apiVersion", api, "kind", kind, "metadata", meta);
 }
 
-/* The group-based kinds: JobSet and Volcano Job. */
+/* build_groups returns the JobSet or Volcano Job (a new reference) of the
+ * plan, one replicated job or task per group; NULL with err when out of
+ * memory. */
 static json_t *build_groups(const model_job *job, const model_cluster *cl, const model_plan *plan,
                             const int *task_node, const manifest_opts *o, manifest_kind kind,
                             const char *name, const char *hash, char *err, size_t errlen) {
@@ -401,20 +411,13 @@ static json_t *build_groups(const model_job *job, const model_cluster *cl, const
         json_t *x = json_deep_copy(extra);
         if (o->framework == MANIFEST_TENSORFLOW)
             env_add(x, "STRATA_TF_TYPE", gr->is_ps ? "ps" : "worker");
-        pod_spec p = {name,
-                      gr->name,
-                      gr->is_ps ? "ps" : "worker",
-                      gr->stage,
-                      gr->type,
-                      gr->zone,
-                      gr->index_base,
-                      gr->role_base,
-                      nodes,
-                      1,
-                      !gr->is_ps || task_node != NULL,
-                      jobset && o->scheduler,
-                      o->framework == MANIFEST_PYTORCH ? "pytorch" : "tensorflow",
-                      x};
+        pod_spec p = {.job = name, .group = gr->name, .role = gr->is_ps ? "ps" : "worker",
+                      .stage = gr->stage, .type = gr->type, .zone = gr->zone,
+                      .index_base = gr->index_base, .role_base = gr->role_base, .nodes = nodes,
+                      .wrap = 1, .require_type = !gr->is_ps || task_node != NULL,
+                      .scheduler = jobset && o->scheduler,
+                      .container = o->framework == MANIFEST_PYTORCH ? "pytorch" : "tensorflow",
+                      .extra_env = x};
         json_t *pod = pod_template(job, cl, plan, hash, &p, o);
         json_decref(x);
         free(nodes);
@@ -450,7 +453,8 @@ static json_t *build_groups(const model_job *job, const model_cluster *cl, const
     return obj;
 }
 
-/* TFJob / PyTorchJob of a one-stage plan. */
+/* build_kubeflow returns the TFJob or PyTorchJob (a new reference) of a
+ * one-stage plan. */
 static json_t *build_kubeflow(const model_job *job, const model_cluster *cl, const model_plan *plan,
                               const int *task_node, const manifest_opts *o, manifest_kind kind,
                               const char *name, const char *hash) {
@@ -472,11 +476,19 @@ static json_t *build_kubeflow(const model_job *job, const model_cluster *cl, con
     if (tf) {
         char *wn = node_list(cl, task_node, 0, st->units);
         char *pn = node_list(cl, task_node, st->units, st->n_ps);
-        pod_spec w = {name, "worker", "worker", 0, st->type,     zone_w, 0,
-                      0,    wn,       0,        1, o->scheduler, ctr,    NULL};
-        pod_spec p = {name,      "ps", "ps", 0, st->type,          zone_p,
-                      st->units, 0,    pn,   0, task_node != NULL, o->scheduler,
-                      ctr,       NULL};
+        /* the ps tasks keep to a type only when placed, all on nodes of one */
+        int type_p = st->type, require_p = task_node != NULL;
+        for (int i = 0; task_node && i < st->n_ps; i++) {
+            int t = cl->nodes[task_node[st->units + i]].type;
+            if (i == 0) type_p = t;
+            else if (t != type_p) require_p = 0;
+        }
+        pod_spec w = {.job = name, .group = "worker", .role = "worker", .type = st->type,
+                      .zone = zone_w, .nodes = wn, .require_type = 1,
+                      .scheduler = o->scheduler, .container = ctr};
+        pod_spec p = {.job = name, .group = "ps", .role = "ps", .type = type_p, .zone = zone_p,
+                      .index_base = st->units, .nodes = pn, .require_type = require_p,
+                      .scheduler = o->scheduler, .container = ctr};
         json_object_set_new(specs, "PS",
                             json_pack("{s:i, s:s, s:o}", "replicas", st->n_ps, "restartPolicy",
                                       "OnFailure", "template",
@@ -492,10 +504,12 @@ static json_t *build_kubeflow(const model_job *job, const model_cluster *cl, con
          * ps tasks have no replica type here (the object says so) */
         char *mn = node_list(cl, task_node, 0, 1);
         char *wn = st->units > 1 ? node_list(cl, task_node, 1, st->units - 1) : NULL;
-        pod_spec m = {name, "master", "worker", 0, st->type,     zone_w, 0,
-                      0,    mn,       0,        1, o->scheduler, ctr,    NULL};
-        pod_spec w = {name, "worker", "worker", 0, st->type,     zone_w, 1,
-                      1,    wn,       0,        1, o->scheduler, ctr,    NULL};
+        pod_spec m = {.job = name, .group = "master", .role = "worker", .type = st->type,
+                      .zone = zone_w, .nodes = mn, .require_type = 1,
+                      .scheduler = o->scheduler, .container = ctr};
+        pod_spec w = {.job = name, .group = "worker", .role = "worker", .type = st->type,
+                      .zone = zone_w, .index_base = 1, .role_base = 1, .nodes = wn,
+                      .require_type = 1, .scheduler = o->scheduler, .container = ctr};
         json_object_set_new(specs, "Master",
                             json_pack("{s:i, s:s, s:o}", "replicas", 1, "restartPolicy",
                                       "OnFailure", "template",
