@@ -17,6 +17,7 @@ PACKAGES=(
   libyaml-dev                # configs
   libmicrohttpd-dev          # the placement daemon
   libjansson-dev             # JSON in the daemon and --json output
+  libsqlite3-dev             # the daemon's state file (serve --state): jobs, fixed plans, placements
   libcmocka-dev              # unit tests
   libglpk-dev                # ILP for the exact solver
   libopenmpi-dev openmpi-bin # training across machines
