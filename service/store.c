@@ -356,7 +356,14 @@ static int sync_locked(store *s, jobs_registry *r, char *err, size_t errlen) {
 }
 
 int store_sync(store *s, jobs_registry *r, int force, char *err, size_t errlen) {
-    pthread_mutex_lock(&s->mu);
+    if (force) {
+        pthread_mutex_lock(&s->mu);
+    } else if (pthread_mutex_trylock(&s->mu)) {
+        /* a registration of this process holds the file (it may plan for
+         * seconds): the extender's calls do not wait for it; they see
+         * another process's writes at the next call */
+        return 0;
+    }
     long long dv = 0;
     int rc = 0;
     if (one_int(s, "PRAGMA data_version", &dv)) {

@@ -77,7 +77,9 @@ int store_delete_job(store *s, const char *key, char *err, size_t errlen);
 /* store_sync makes the registry r hold exactly the jobs of the file when
  * another connection has written since the last sync (or force is 1):
  * new and changed jobs are loaded with their version and plan, jobs gone
- * from the file are dropped. Returns 0, or -1 with err naming the file. */
+ * from the file are dropped. While a registration of this process holds
+ * the store, a sync without force returns at once (it is caught up at the
+ * next call). Returns 0, or -1 with err naming the file. */
 int store_sync(store *s, jobs_registry *r, int force, char *err, size_t errlen);
 
 #endif

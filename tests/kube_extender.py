@@ -35,7 +35,9 @@ score (ties: the first name). It asserts:
      daemon that has no job registered at all;
   6. registered replica counts are the plan's: workers 6 and ps 4 give a
      plan of exactly 6 and 4 tasks, and 2 workers (fewer than the 5 the
-     job needs) is refused with the reason.
+     job needs) is refused with the reason;
+  7. a --state file that is not a state file stops the daemon at start,
+     with the file named.
 
 Usage: kube_extender.py STRATA_BIN WORKDIR
 """
@@ -387,6 +389,17 @@ def main():
         print("jobset: 8 pods on their planned nodes from their annotations, no registry")
     finally:
         fresh.stop()
+
+    # ---- a state file that is not one: the daemon refuses to start -----------------------------
+    bad = os.path.join(work, "bad.db")
+    with open(bad, "w") as f:
+        f.write("not a database " * 300)
+    r = subprocess.run([binary, "serve", "--listen", "127.0.0.1:0", "--state", bad],
+                       capture_output=True, timeout=30)
+    msg = r.stderr.decode()
+    assert r.returncode != 0 and bad in msg and "not a readable SQLite database" in msg, \
+        (r.returncode, msg)
+    print("bad state file:", msg.strip().splitlines()[-1])
     print("kube_extender: all checks passed")
 
 
