@@ -18,11 +18,12 @@ a mixed three-stage training job as two controllers create them:
 Then, for each pod, it does what kube-scheduler does with an extender:
 POST /k8s/filter with ExtenderArgs {Pod, Nodes: NodeList}, POST
 /k8s/prioritize with the nodes that passed, and binds the pod to the best
-score (ties: the first name). It asserts:
+score (ties at random, as kube-scheduler's selectHost). It asserts:
 
   1. every pod of the TFJob lands on a node of its stage's type in its
-     planned zone, with the pods in order, reversed and shuffled (the same
-     node for a pod whatever the order);
+     planned zone, with the pods in order (ps first: they do not tolerate
+     the GPU nodes' taint and are shown the CPU nodes only), reversed and
+     shuffled (the same node for a pod whatever the order);
   2. a daemon killed (SIGKILL) mid-job and restarted on the same --state
      file answers the same for the remaining pods; a second daemon sharing
      the file answers the same too;
@@ -52,9 +53,10 @@ import time
 
 from kubernetes.client import (ApiClient, V1Container, V1Node, V1NodeList, V1NodeSpec,
                                V1NodeStatus, V1ObjectMeta, V1OwnerReference, V1Pod, V1PodSpec,
-                               V1ResourceRequirements, V1ListMeta)
+                               V1ResourceRequirements, V1ListMeta, V1Taint, V1Toleration)
 
 SER = ApiClient().sanitize_for_serialization
+TIES = random.Random(1819)  # kube-scheduler breaks equal scores at random
 
 # ---- the cluster: three types, two zones ---------------------------------------------------
 # cpu-big: 1e12 FLOP/s, 192GB; gpu-mem: 1e14, 64GB; gpu-fast: 1e15, 16GB.
@@ -98,7 +100,10 @@ def v1_node(name, itype, zone, gpus):
                                   "node.kubernetes.io/instance-type": itype,
                                   "topology.kubernetes.io/zone": zone,
                                   "topology.kubernetes.io/region": "r1"}),
-        spec=V1NodeSpec(provider_id="aws:///" + name),
+        # GPU node groups are tainted (as EKS and GKE do): pods that do not
+        # tolerate it (the ps tasks) never see them
+        spec=V1NodeSpec(provider_id="aws:///" + name, taints=[V1Taint(
+            key="nvidia.com/gpu", value="present", effect="NoSchedule")] if gpus else None),
         status=V1NodeStatus(allocatable=alloc, capacity=dict(alloc)))
 
 
@@ -129,7 +134,8 @@ def tfjob_pod(ns, job, role, index):
               "training.kubeflow.org/replica-index": str(index)}
     if role == "worker" and index == 0:
         labels["training.kubeflow.org/job-role"] = "master"
-    res = V1ResourceRequirements(limits={"nvidia.com/gpu": "1"} if role == "worker" else None)
+    tol = [V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")] \
+        if role == "worker" else None
     return V1Pod(
         api_version="v1", kind="Pod",
         metadata=V1ObjectMeta(
@@ -139,8 +145,10 @@ def tfjob_pod(ns, job, role, index):
                                                name=job, uid="tfjob-" + job, controller=True,
                                                block_owner_deletion=True)]),
         spec=V1PodSpec(scheduler_name="strata-scheduler", restart_policy="Never",
+                       tolerations=tol,
                        containers=[V1Container(name="tensorflow", image="tf:2.15",
-                                               resources=res)]))
+                                               resources=V1ResourceRequirements(
+                                                   requests={"cpu": "4", "memory": "16Gi"}))]))
 
 
 def jobset_pods(ns, job, plan):
@@ -176,6 +184,8 @@ def jobset_pods(ns, job, plan):
                 metadata=V1ObjectMeta(name="%s-%s-0-%d-x" % (job, g, ci), namespace=ns,
                                       labels=labels, annotations=ann),
                 spec=V1PodSpec(scheduler_name="strata-scheduler", subdomain=job,
+                               tolerations=[V1Toleration(key="nvidia.com/gpu", operator="Exists",
+                                                         effect="NoSchedule")],
                                containers=[V1Container(name="train", image="strata:1")]))))
     return pods
 
@@ -213,9 +223,22 @@ class Daemon:
         self.p.wait(30)
 
 
+def tolerated(pod, node):
+    """kube-scheduler's TaintToleration filter, for NoSchedule taints."""
+    for t in node.spec.taints or []:
+        if t.effect != "NoSchedule":
+            continue
+        if not any(tol.key == t.key and (tol.operator == "Exists" or tol.value == t.value)
+                   for tol in pod.spec.tolerations or []):
+            return False
+    return True
+
+
 def schedule(d, pod, node_objs):
-    """One scheduling cycle of kube-scheduler with the extender: filter,
-    prioritize, bind to the best. Returns (node, filter answer)."""
+    """One scheduling cycle of kube-scheduler with the extender: its own
+    filters (taints), the extender's filter, prioritize, bind to the best.
+    Returns (node, filter answer)."""
+    node_objs = [n for n in node_objs if tolerated(pod, n)]
     args = {"Pod": SER(pod), "Nodes": SER(V1NodeList(api_version="v1", kind="NodeList",
                                                       metadata=V1ListMeta(), items=node_objs)),
             "NodeNames": None}
@@ -227,8 +250,9 @@ def schedule(d, pod, node_objs):
     args["Nodes"]["items"] = [n for n in args["Nodes"]["items"] if n["metadata"]["name"] in kept]
     st, scores = d.req("POST", "/k8s/prioritize", args)
     assert st == 200, (st, scores)
-    best = max(scores, key=lambda h: (h["Score"], [-ord(c) for c in h["Host"]]))
-    return best["Host"], res
+    # kube-scheduler's selectHost: the highest score, ties broken at random
+    top = max(h["Score"] for h in scores)
+    return TIES.choice(sorted(h["Host"] for h in scores if h["Score"] == top)), res
 
 
 def register(d, ns, job, replicas=None, expect=(201, 200)):
@@ -310,7 +334,7 @@ def main():
         node, res = schedule(d, tfjob_pod("team-a", "train", "worker", 9), nodes())
         assert node is None
         un = res["FailedAndUnresolvableNodes"]
-        assert sorted(un) == sorted(n.metadata.name for n in nodes()), un
+        assert sorted(un) == sorted(n.metadata.name for n in nodes()), un  # workers see all
         assert all("worker 9 is not in its plan" in why for why in un.values()), un
         print("refused: worker 9:", list(un.values())[0])
 
