@@ -713,12 +713,16 @@ static void jobs_put_handler(const api_env *env, const web_request *req, const c
         return;
     }
     k8s_env kenv = k8s_of(env);
-    json_t *taken = store_taken(env->state, key, err, sizeof err);
+    /* registrations are serialised by the store: the room checked here is
+     * still there when the job is loaded below */
+    int room = jobs_room(env->jobs, key, root, err, sizeof err);
+    json_t *taken = room == 0 ? store_taken(env->state, key, err, sizeof err) : NULL;
     json_t *plan = NULL;
     uint64_t version = 0;
     double at = 0;
     int status = 0;
-    if (!taken) status = 500;
+    if (room < 0) status = room == JOBS_NOROOM ? 507 : 409;
+    else if (!taken) status = 500;
     else if (k8s_fix_plan(&kenv, root, taken, &plan, err, sizeof err)) status = 422;
     else if (store_put_job(env->state, key, root, n_layers, plan, &version, &at, err, sizeof err))
         status = 500;
@@ -737,10 +741,9 @@ static void jobs_put_handler(const api_env *env, const web_request *req, const c
     jobs_release(env->jobs, held);
     int rc = jobs_load(env->jobs, key, root, n_layers, json_incref(plan), version, at, err,
                        sizeof err);
-    if (rc < 0) { /* the file has it; this registry will not hold it */
-        store_delete_job(env->state, key, NULL, 0);
+    if (rc < 0) { /* out of memory: the file has the job, the next sync loads it */
         json_decref(plan);
-        web_reply_error(rep, rc == JOBS_NOMEM ? 500 : rc == JOBS_NOROOM ? 507 : 409, "%s", err);
+        web_reply_error(rep, 500, "%s", err);
         return;
     }
     web_reply_json(rep, created ? 201 : 200,

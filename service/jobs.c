@@ -127,6 +127,35 @@ int jobs_key(char *key, const char *ns, const char *name, char *err, size_t errl
     return 0;
 }
 
+/* Whether an entry of `bytes` fits in place of entry i (-1: a new one);
+ * r->mu held. Returns 0, JOBS_FULL or JOBS_NOROOM with a message. */
+static int room_locked(jobs_registry *r, int i, size_t bytes, char *err, size_t errlen) {
+    if (i < 0 && r->n >= r->max) {
+        snprintf(err, errlen, "the registry holds %d jobs already (its limit); delete one first",
+                 r->max);
+        return JOBS_FULL;
+    }
+    size_t keep = r->bytes - (i >= 0 ? r->e[i]->bytes : 0);
+    if (r->max_bytes && keep + bytes > r->max_bytes) {
+        snprintf(err, errlen, "the job registry is full: this job takes about %zu KiB in "
+                 "memory and the %d jobs registered take %zu KiB of its %zu KiB "
+                 "(--jobs-max-mb); delete jobs first", (bytes + 1023) >> 10, r->n,
+                 (r->bytes + 1023) >> 10, r->max_bytes >> 10);
+        return JOBS_NOROOM;
+    }
+    return 0;
+}
+
+/* What an entry for doc is charged. */
+static size_t entry_bytes(const json_t *doc) { return block(sizeof(jobs_entry)) + jobs_doc_bytes(doc); }
+
+int jobs_room(jobs_registry *r, const char *key, const json_t *doc, char *err, size_t errlen) {
+    pthread_mutex_lock(&r->mu);
+    int rc = room_locked(r, find_locked(r, key), entry_bytes(doc), err, errlen);
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
 /* jobs_put and jobs_load: version 0 takes the next of the registry's. */
 static int put_entry(jobs_registry *r, const char *name, json_t *doc, int n_layers,
                      json_t *plan, uint64_t version, double registered_at, uint64_t *version_out,
@@ -142,32 +171,20 @@ static int put_entry(jobs_registry *r, const char *name, json_t *doc, int n_laye
     e->doc = doc;
     e->plan = plan;
     e->n_layers = n_layers;
-    e->bytes = block(sizeof *e) + jobs_doc_bytes(doc) + jobs_doc_bytes(plan);
+    e->bytes = entry_bytes(doc); /* the plan is small beside it: a few lines per task */
     e->registered_at = registered_at > 0 ? registered_at : clock_wall_s();
     pthread_mutex_init(&e->mu, NULL);
     e->refs = 1;
     jobs_entry *old = NULL;
     pthread_mutex_lock(&r->mu);
     int i = find_locked(r, name);
-    if (i < 0 && r->n >= r->max) {
+    int rc = room_locked(r, i, e->bytes, err, errlen);
+    if (rc < 0) {
         pthread_mutex_unlock(&r->mu);
         entry_free(e);
-        snprintf(err, errlen, "the registry holds %d jobs already (its limit); delete one first",
-                 r->max);
-        return JOBS_FULL;
+        return rc;
     }
     size_t keep = r->bytes - (i >= 0 ? r->e[i]->bytes : 0);
-    if (r->max_bytes && keep + e->bytes > r->max_bytes) {
-        size_t held = r->bytes, want = e->bytes;
-        int n = r->n;
-        pthread_mutex_unlock(&r->mu);
-        entry_free(e);
-        snprintf(err, errlen, "the job registry is full: this job takes about %zu KiB in "
-                 "memory and the %d jobs registered take %zu KiB of its %zu KiB "
-                 "(--jobs-max-mb); delete jobs first", (want + 1023) >> 10, n,
-                 (held + 1023) >> 10, r->max_bytes >> 10);
-        return JOBS_NOROOM;
-    }
     r->bytes = keep + e->bytes;
     if (version) {
         e->version = version;

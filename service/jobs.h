@@ -88,6 +88,10 @@ int jobs_key(char *key, const char *ns, const char *name, char *err, size_t errl
 int jobs_put(jobs_registry *r, const char *name, json_t *doc, int n_layers,
              uint64_t *version, char *err, size_t errlen);
 
+/* jobs_room tells whether jobs_put of doc under key would fit: 0, or
+ * JOBS_FULL / JOBS_NOROOM with jobs_put's message. */
+int jobs_room(jobs_registry *r, const char *key, const json_t *doc, char *err, size_t errlen);
+
 /* jobs_load is jobs_put with what a state file holds: the entry gets
  * version (the registry's own counter moves past it), registered_at and
  * plan (the reference is stolen, may be NULL). Same returns. */
