@@ -77,7 +77,7 @@ void store_close(store *s) {
 /* Reads every job of the file into a fresh registry, to prove at open
  * that each row reads. Returns 0, or -1 with err. */
 static int check_rows(store *s, char *err, size_t errlen) {
-    jobs_registry *r = jobs_create(1 << 20, 0);
+    jobs_registry *r = jobs_create(1 << 16, 0); /* rows beyond the daemon's own limit are its to refuse */
     if (!r) {
         snprintf(err, errlen, "out of memory");
         return -1;
