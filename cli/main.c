@@ -24,6 +24,7 @@ static const command commands[] = {
     {"calibrate", cmd_calibrate, "calibrate CONFIG MEASUREMENTS.csv [--holdout F] [--seed S] [--out CALIBRATED.yaml] [--json]   fit the cluster's rates to measured runs"},
     {"serve", cmd_serve, "serve [--policy FILE.h5] [--listen HOST:PORT] [--threads N] [--token-file F]   run the placement daemon"},
     {"eval", cmd_eval, "eval CONFIG [--out DIR] [--jobs N] [--no-times] [--quiet]   evaluation runs: results.csv, summary.md, plots"},
+    {"simulate", cmd_simulate, "simulate CONFIG [--method M]... [--out DIR] [--json] [--generate N --load L --seed S] [--write-trace FILE]   a shared cluster over time"},
     {"train", cmd_train, "train CONFIG [--resume CKPT | --overwrite] [--seconds N] [--json] | train --search FILE [--seconds N] [--json]   train the placement policy"},
 };
 

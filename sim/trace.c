@@ -21,6 +21,7 @@
 #include "base/rng.h"
 #include "env/schema.h"
 #include "eval/gen.h"
+#include "sim/methods.h"
 #include "solvers/runload.h"
 
 #define ERRLEN 2048
@@ -58,6 +59,37 @@ typedef struct {
 enum { TF_JOBS, N_TF };
 static const cfg_field TOP_FIELDS[N_TF] = {
     [TF_JOBS] = CFG_ROW_NODE("jobs", CFG_FT_LIST, 1),
+};
+
+typedef struct {
+    char name[MODEL_NAME_MAX];
+    char cluster[CFG_TEXT_MAX];
+    char trace[CFG_TEXT_MAX];
+} spec_in;
+
+enum { SF_NAME, SF_CLUSTER, SF_TRACE, SF_GENERATE, SF_METHODS, N_SF };
+static const cfg_field SPEC_FIELDS[N_SF] = {
+    [SF_NAME] = CFG_ROW_NAME("name", 0, spec_in, name),
+    [SF_CLUSTER] = CFG_ROW_TEXT("cluster", 1, spec_in, cluster),
+    [SF_TRACE] = CFG_ROW_TEXT("trace", 0, spec_in, trace),
+    [SF_GENERATE] = CFG_ROW_NODE("generate", CFG_FT_MAP, 0),
+    [SF_METHODS] = CFG_ROW_NODE("methods", CFG_FT_LIST, 0),
+};
+
+typedef struct {
+    int jobs, seed, arrivals;
+    double load, deadline_factor;
+} gen_in;
+
+enum { GF_JOBS, GF_LOAD, GF_SEED, GF_ARRIVALS, GF_DEADLINE, GF_MODELS, N_GF };
+static const cfg_field GEN_FIELDS[N_GF] = {
+    [GF_JOBS] = CFG_ROW_INT("jobs", 1, 0, CFG_B_GE, 1, CFG_B_LE, SIM_MAX_JOBS, gen_in, jobs),
+    [GF_LOAD] = CFG_ROW_NUM("load", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_LE, 100, gen_in, load),
+    [GF_SEED] = CFG_ROW_INT("seed", 0, 1, CFG_B_GE, 0, CFG_B_NONE, 0, gen_in, seed),
+    [GF_ARRIVALS] = CFG_ROW_ENUM("arrivals", "poisson|bursty", 0, 0, gen_in, arrivals),
+    [GF_DEADLINE] = CFG_ROW_NUM("deadline_factor", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0,
+                                gen_in, deadline_factor),
+    [GF_MODELS] = CFG_ROW_NODE("models", CFG_FT_LIST, 1),
 };
 
 /* ---------------------------------------------------------------------------
@@ -270,6 +302,120 @@ fail:
     cfg_doc_free(doc);
     sim_trace_free(t);
     return NULL;
+}
+
+/* spec_file resolves text (value node v, key key) against dir into out,
+ * failing at v. */
+static int spec_file(cfg_doc *doc, yaml_node_t *v, const char *key, const char *dir,
+                     const char *text, char *out, char *err, size_t errlen) {
+    char why[ERRLEN];
+    if (resolve(dir, text, out, why, sizeof why))
+        return cfg_doc_fail(doc, v, key, err, errlen, "%s", why);
+    return 0;
+}
+
+int sim_spec_load(const char *path, sim_spec *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    cfg_doc *doc = cfg_doc_load(path, err, errlen);
+    if (!doc) return -1;
+    char dir[SIM_PATH_MAX];
+    dir_of(path, dir, sizeof dir);
+    yaml_node_t *root = cfg_doc_root(doc), *k[N_SF], *v[N_SF];
+    spec_in in;
+    memset(&in, 0, sizeof in);
+    if (!root) {
+        cfg_doc_fail(doc, NULL, "cluster", err, errlen, "missing required key (the file is empty)");
+        goto fail;
+    }
+    if (cfg_doc_walk(doc, root, "", "a mapping of top-level keys (a simulate config)",
+                     SPEC_FIELDS, N_SF, &in, k, v, err, errlen))
+        goto fail;
+    if (in.name[0]) {
+        snprintf(out->name, sizeof out->name, "%s", in.name);
+    } else {
+        const char *b = strrchr(path, '/');
+        snprintf(out->name, sizeof out->name, "%.*s", (int)strcspn(b ? b + 1 : path, "."),
+                 b ? b + 1 : path);
+    }
+    if (spec_file(doc, v[SF_CLUSTER], "cluster", dir, in.cluster, out->cluster, err, errlen))
+        goto fail;
+    if (!v[SF_TRACE] && !v[SF_GENERATE]) {
+        cfg_doc_fail(doc, root, "trace", err, errlen,
+                     "missing required key: give trace: (a file) or generate: (a generator)");
+        goto fail;
+    }
+    /* the trace is opened when played (a generator may be about to write it) */
+    if (v[SF_TRACE]) {
+        if (in.trace[0] == '/')
+            snprintf(out->trace, sizeof out->trace, "%.1000s", in.trace);
+        else
+            snprintf(out->trace, sizeof out->trace, "%.500s/%.500s", dir, in.trace);
+    }
+    if (v[SF_GENERATE]) {
+        yaml_node_t *gk[N_GF], *gv[N_GF];
+        gen_in g;
+        memset(&g, 0, sizeof g);
+        if (cfg_doc_walk(doc, v[SF_GENERATE], "generate", "a mapping", GEN_FIELDS, N_GF, &g, gk,
+                         gv, err, errlen))
+            goto fail;
+        yaml_node_t *ml = gv[GF_MODELS];
+        int n = (int)(ml->data.sequence.items.top - ml->data.sequence.items.start);
+        if (n < 1 || n > SIM_MAX_MODELS) {
+            cfg_doc_fail(doc, ml, "generate.models", err, errlen,
+                         "must list from 1 to %d model files, got %d", SIM_MAX_MODELS, n);
+            goto fail;
+        }
+        for (int i = 0; i < n; i++) {
+            yaml_node_t *item = cfg_doc_node(doc, ml->data.sequence.items.start[i]);
+            char kp[64];
+            snprintf(kp, sizeof kp, "generate.models[%d]", i);
+            static const cfg_field F = {"model", CFG_FT_TEXT, UNITS_NUMBER, 1, 0, CFG_B_NONE, 0,
+                                        CFG_B_NONE, 0, 0, NULL};
+            char text[CFG_TEXT_MAX];
+            if (cfg_doc_value(doc, &F, item, kp, text, err, errlen) ||
+                spec_file(doc, item, kp, dir, text, out->gen.models[i], err, errlen))
+                goto fail;
+        }
+        out->has_gen = 1;
+        out->gen.n_models = n;
+        out->gen.jobs = g.jobs;
+        out->gen.load = g.load;
+        out->gen.seed = (uint64_t)g.seed;
+        out->gen.arrivals = g.arrivals ? SIM_ARRIVE_BURSTY : SIM_ARRIVE_POISSON;
+        out->gen.deadline_factor = g.deadline_factor;
+    }
+    if (v[SF_METHODS]) {
+        yaml_node_t *ml = v[SF_METHODS];
+        int n = (int)(ml->data.sequence.items.top - ml->data.sequence.items.start);
+        if (n < 1 || n > SIM_MAX_METHODS) {
+            cfg_doc_fail(doc, ml, "methods", err, errlen, "must list from 1 to %d methods",
+                         SIM_MAX_METHODS);
+            goto fail;
+        }
+        int nm;
+        const sim_method *all = sim_methods(&nm);
+        char choices[256] = "";
+        for (int i = 0; i < nm; i++)
+            snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s",
+                     i ? "|" : "", all[i].name);
+        for (int i = 0; i < n; i++) {
+            yaml_node_t *item = cfg_doc_node(doc, ml->data.sequence.items.start[i]);
+            char kp[64];
+            snprintf(kp, sizeof kp, "methods[%d]", i);
+            cfg_field F = {"method", CFG_FT_ENUM, UNITS_NUMBER, 1, 0, CFG_B_NONE, 0, CFG_B_NONE, 0,
+                           0, choices};
+            int idx;
+            if (cfg_doc_value(doc, &F, item, kp, &idx, err, errlen)) goto fail;
+            snprintf(out->methods[i], sizeof out->methods[i], "%s", all[idx].name);
+        }
+        out->n_methods = n;
+    }
+    cfg_doc_free(doc);
+    return 0;
+fail:
+    cfg_doc_free(doc);
+    return -1;
 }
 
 /* ---------------------------------------------------------------------------

@@ -67,6 +67,26 @@ typedef struct {
                                duration at its target; 0: no deadlines */
 } sim_gen_opts;
 
+/* A simulate config (under configs/sim/; docs/simulate.md): the cluster,
+ * the trace (a file, or a generator section), the methods to compare. */
+#define SIM_MAX_METHODS 16
+typedef struct {
+    char path[SIM_PATH_MAX];    /* the config file, as given */
+    char name[MODEL_NAME_MAX];  /* name: (default: the file's base name) */
+    char cluster[SIM_PATH_MAX]; /* cluster file, absolute */
+    char trace[SIM_PATH_MAX];   /* trace file, joined to the config's folder; "" when none */
+    int has_gen;                /* 1 when a generate: section is given */
+    sim_gen_opts gen;           /* models absolute */
+    int n_methods;              /* 0: every method */
+    char methods[SIM_MAX_METHODS][MODEL_NAME_MAX];
+} sim_spec;
+
+/* sim_spec_load reads a simulate config into *out (files relative to the
+ * config's folder). Needs trace: or generate: (both may be given: the
+ * trace is then used unless the caller asks to generate). Returns 0, or -1
+ * with "file:line:col: key: message" in err. */
+int sim_spec_load(const char *path, sim_spec *out, char *err, size_t errlen);
+
 /* sim_trace_load reads the trace at path; model files are relative to the
  * trace's folder and are loaded with the cluster of cluster_path (a file
  * with a `cluster:` and no `job:`). Returns the trace, or NULL with
