@@ -9,7 +9,8 @@
  * --load, --seed and --arrivals override the generate: section), plays it
  * with every method asked for (--method, repeatable; default the config's
  * methods:, else all) and prints a summary per method, or with --json one
- * object with every job's figures. --out DIR writes DIR/results.csv (one
+ * object with each method's summary, occupancy curve and every job's
+ * figures. --out DIR writes DIR/results.csv (one
  * row per method and job), DIR/summary.md and DIR/plots/ (busy units per
  * type over time, CDF of completion time) with eval's machinery.
  * --write-trace FILE saves the trace played (to ship a generated one).
@@ -117,6 +118,23 @@ static json_t *jobs_json(const sim_trace *t, const model_cluster *cl, const sim_
         json_array_append_new(a, o);
     }
     return a;
+}
+
+/* occupancy_json: the busy units of each type over time, as parallel
+ * arrays (from time[i] on, until time[i+1], busy[T][i] units of T). */
+static json_t *occupancy_json(const sim *s, const model_cluster *cl) {
+    int n;
+    const sim_sample *sm = sim_samples(s, &n);
+    json_t *o = json_object(), *tm = json_array(), *busy = json_object();
+    for (int i = 0; i < n; i++) json_array_append_new(tm, json_real(sm[i].time));
+    for (int t = 0; t < cl->n_types; t++) {
+        json_t *a = json_array();
+        for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(sm[i].used[t]));
+        json_object_set_new(busy, cl->types[t].name, a);
+    }
+    json_object_set_new(o, "time", tm);
+    json_object_set_new(o, "busy", busy);
+    return o;
 }
 
 static void fmt_h(char *b, size_t n, double s) {
@@ -491,6 +509,7 @@ int cmd_simulate(int argc, char **argv) {
             json_t *mo = json_object();
             json_object_set_new(mo, "method", json_string(runs[i].m->name));
             json_object_set_new(mo, "summary", summary_json(full, &runs[i].sum));
+            json_object_set_new(mo, "occupancy", occupancy_json(runs[i].s, full));
             json_object_set_new(mo, "jobs", jobs_json(t, full, sim_outcomes(runs[i].s)));
             json_array_append_new(ma, mo);
         }

@@ -228,6 +228,38 @@ static void test_write_trace(void **state) {
     assert_string_equal(first, harness_out);
 }
 
+/* --out writes results.csv (the hand-worked fcfs figures, row by row),
+ * summary.md and the plots; --json carries the occupancy curve. */
+static void test_out_dir(void **state) {
+    (void)state;
+    char cmd[4096], dir[1024], path[1200];
+    snprintf(dir, sizeof dir, "%s/sim-out", harness_tmp());
+    snprintf(cmd, sizeof cmd, "rm -rf %s && %s simulate %s/tests/data/sim/three-sim.yaml --method fcfs"
+             " --out %s --quiet && cat %s/results.csv", dir, harness_bin(), harness_src(), dir, dir);
+    assert_int_equal(harness_run(cmd), 0);
+    const char *want =
+        "method,job,model,state,arrival,target,samples,deadline,start,finish,queue_delay,"
+        "completion_time,throughput,cost,deadline_met,plan\n"
+        "fcfs,j1,unit,done,0,8,28800,,0,3600,0,3600,8,1,,Cx2\n"
+        "fcfs,j2,unit,done,600,16,57600,,600,4200,0,3600,16,4,,Gx2\n"
+        "fcfs,j3,unit,done,1200,8,14400,3600,1200,3000,0,1800,8,0.5,yes,Cx2\n";
+    assert_string_equal(harness_out, want);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/plots/jct_cdf.png", dir);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s simulate %s/tests/data/sim/three-sim.yaml --method fcfs --json"
+             " | tr -d ' \n' | grep -o '\"occupancy\":{[^}]*}[^}]*}'", harness_bin(),
+             harness_src());
+    assert_int_equal(harness_run(cmd), 0);
+    assert_string_equal(harness_out, "\"occupancy\":{\"time\":[0.0,600.0,1200.0,3000.0,3600.0,"
+                                     "4200.0],\"busy\":{\"G\":[0,2,2,2,2,0],\"C\":[2,2,4,2,0,0]}}\n");
+}
+
 /* A bad trace line is reported with file:line:col and the key. */
 static void test_bad_line(void **state) {
     (void)state;
@@ -275,7 +307,7 @@ int main(void) {
         cmocka_unit_test(test_smd),           cmocka_unit_test(test_gavel),
         cmocka_unit_test(test_utilisation),   cmocka_unit_test(test_rejected),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_write_trace),
-        cmocka_unit_test(test_bad_line),
+        cmocka_unit_test(test_out_dir),       cmocka_unit_test(test_bad_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
