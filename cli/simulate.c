@@ -192,8 +192,8 @@ static void csv_num(FILE *f, double v) {
     if (isfinite(v)) fprintf(f, "%.12g", v);
 }
 
-static int write_csv(const char *path, const sim_trace *t, const model_cluster *cl,
-                     const run_out *runs, int n, char *err, size_t errlen) {
+static int write_csv(const char *path, const sim_trace *t, const run_out *runs, int n, char *err,
+                     size_t errlen) {
     FILE *f = fopen(path, "w");
     if (!f) {
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
@@ -232,7 +232,6 @@ static int write_csv(const char *path, const sim_trace *t, const model_cluster *
                     r->state == SIM_DONE ? r->plan : "");
         }
     }
-    (void)cl;
     if (fclose(f) != 0) {
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         return -1;
@@ -533,7 +532,7 @@ int cmd_simulate(int argc, char **argv) {
             goto done;
         }
         snprintf(path, sizeof path, "%s/results.csv", out_dir);
-        if (write_csv(path, t, full, runs, n_run, err, sizeof err)) {
+        if (write_csv(path, t, runs, n_run, err, sizeof err)) {
             fprintf(stderr, "strata: %s\n", err);
             status = CLI_USAGE;
             goto done;

@@ -189,28 +189,27 @@ static int model_index(sim_trace *t, const char *cluster_abs, const char *abs, c
     return t->n_models++;
 }
 
-/* sort_jobs orders jobs by arrival, ties in file order. Returns 0 or -1
- * (out of memory). */
+typedef struct {
+    sim_job job;
+    int index; /* position in the file */
+} ranked_job;
+
+static int by_arrival(const void *a, const void *b) {
+    const ranked_job *x = a, *y = b;
+    if (x->job.arrival != y->job.arrival) return x->job.arrival < y->job.arrival ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* sort_jobs orders jobs by arrival, ties in file order (qsort on
+ * (arrival, index), as qsort is not stable). Returns 0, or -1 when out of
+ * memory. */
 static int sort_jobs(sim_trace *t) {
-    int n = t->n_jobs;
-    typedef struct {
-        sim_job j;
-    } pair;
-    pair *p = malloc(sizeof *p * (size_t)(n ? n : 1));
-    if (!p) return -1;
-    for (int i = 0; i < n; i++) p[i].j = t->jobs[i];
-    /* insertion sort: stable, and O(n) on the usual, already sorted input */
-    for (int i = 1; i < n; i++) {
-        pair v = p[i];
-        int k = i - 1;
-        while (k >= 0 && (p[k].j.arrival > v.j.arrival)) {
-            p[k + 1] = p[k];
-            k--;
-        }
-        p[k + 1] = v;
-    }
-    for (int i = 0; i < n; i++) t->jobs[i] = p[i].j;
-    free(p);
+    ranked_job *r = malloc(sizeof *r * (size_t)(t->n_jobs ? t->n_jobs : 1));
+    if (!r) return -1;
+    for (int i = 0; i < t->n_jobs; i++) r[i] = (ranked_job){t->jobs[i], i};
+    qsort(r, (size_t)t->n_jobs, sizeof *r, by_arrival);
+    for (int i = 0; i < t->n_jobs; i++) t->jobs[i] = r[i].job;
+    free(r);
     return 0;
 }
 

@@ -189,6 +189,32 @@ static void test_rejected(void **state) {
     sim_trace_free(t);
 }
 
+/* Jobs listed out of order are played by arrival, ties in file order. */
+static void test_order(void **state) {
+    (void)state;
+    char trace[1024], err[4096], cluster[1024];
+    snprintf(trace, sizeof trace, "%s/sim-order.yaml", harness_tmp());
+    snprintf(cluster, sizeof cluster, "%s/tests/data/sim/cluster.yaml", harness_src());
+    FILE *f = fopen(trace, "w");
+    assert_non_null(f);
+    const char *names[4] = {"c", "a", "b", "d"};
+    const double at[4] = {5, 0, 0, 1};
+    fprintf(f, "jobs:\n");
+    for (int i = 0; i < 4; i++)
+        fprintf(f, "  - {name: %s, arrival: %g, model: %s/tests/data/sim/model.yaml}\n", names[i],
+                at[i], harness_src());
+    fclose(f);
+    sim_trace *t = sim_trace_load(trace, cluster, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    assert_string_equal(t->jobs[0].name, "a");
+    assert_string_equal(t->jobs[1].name, "b");
+    assert_string_equal(t->jobs[2].name, "d");
+    assert_string_equal(t->jobs[3].name, "c");
+    /* target and samples default to the model file's */
+    assert_true(t->jobs[0].target == 1 && t->jobs[0].samples == 1 && t->jobs[0].deadline < 0);
+    sim_trace_free(t);
+}
+
 /* Same seed, same bytes: two runs of a generated trace print identical
  * --json; another seed prints something else. */
 static void test_deterministic(void **state) {
@@ -308,6 +334,7 @@ int main(void) {
         cmocka_unit_test(test_utilisation),   cmocka_unit_test(test_rejected),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_write_trace),
         cmocka_unit_test(test_out_dir),       cmocka_unit_test(test_bad_line),
+        cmocka_unit_test(test_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
