@@ -402,6 +402,39 @@ done:
     return rc;
 }
 
+/* build_heldout draws entry e's instances with eval/heldout.h: each a run
+ * file with its cluster written in full and one job. */
+static int build_heldout(build_ctx *b, int e) {
+    const eval_instance_spec *is = &b->spec->instances[e];
+    const eval_heldout_conf *c = &is->heldout;
+    for (int i = 0; i < c->count; i++) {
+        model_job job;
+        model_cluster cl;
+        int st = eval_heldout_draw(c, i, &job, &cl);
+        if (st < 0) {
+            snprintf(b->err, b->errlen, "out of memory");
+            return -1;
+        }
+        char name[160], label[MODEL_NAME_MAX];
+        snprintf(name, sizeof name, "%s-%d", is->name[0] ? is->name : "heldout", i + 1);
+        snprintf(label, sizeof label, "heldout-%d-%d", c->seed, i + 1);
+        eval_instance *in = push(b, name, label, e);
+        if (!in) {
+            eval_heldout_clear(&job, &cl);
+            snprintf(b->err, b->errlen, "out of memory");
+            return -1;
+        }
+        char comment[2 * EVAL_PATH_MAX];
+        snprintf(comment, sizeof comment, "instance %s: held-out generator (eval/heldout.h), "
+                 "%s, instances[%d], seed %d, draw %d, %d layers%s", in->name, b->spec->path, e,
+                 c->seed, i, job.n_layers, st ? "\nno feasible draw in 30: the last one" : "");
+        int w = write_and_load(b, in, comment, NULL, &cl, &job, 1);
+        eval_heldout_clear(&job, &cl);
+        if (w) return -1;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------
  * Entry points
  * ------------------------------------------------------------------------ */
@@ -428,6 +461,7 @@ int eval_instances_build(const eval_spec *spec, const char *out_dir, eval_instan
         case EVAL_SRC_RUNS: rc = build_runs(&b, e); break;
         case EVAL_SRC_MODELS:
         case EVAL_SRC_BATCH: rc = build_models(&b, e); break;
+        case EVAL_SRC_HELDOUT: rc = build_heldout(&b, e); break;
         default: rc = build_generated(&b, e); break;
         }
         if (rc) {

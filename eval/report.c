@@ -16,6 +16,7 @@
 
 #include "base/bytes.h"
 #include "solvers/placers.h"
+#include "eval/bands.h"
 
 static const char *CSV_HEADER =
     "instance,cluster,job,layers,method,family,seed,feasible,objective,cost,throughput,time,"
@@ -448,6 +449,12 @@ int eval_write_summary(const char *path, const char *command, const eval_spec *s
 
     fprintf(f, "## Per method\n\n");
     method_table(f, spec, rows, n_rows, no_times);
+
+    eval_band bands[EVAL_BANDS];
+    if (eval_bands(spec, rows, n_rows, bands)) {
+        fprintf(f, "## By size band (the policy against exact and against `best` placement)\n\n");
+        eval_bands_write(f, spec, rows, n_rows);
+    }
 
     int has_cost = 0, has_jct = 0, has_placed = 0;
     for (int i = 0; i < n_rows; i++) {

@@ -54,7 +54,8 @@ typedef struct {
     char name[MODEL_NAME_MAX];
 } inst_in;
 
-enum { IN_NAME, IN_RUN, IN_CLUSTER, IN_MODELS, IN_BATCH, IN_TARGET, IN_GENERATE, N_IN };
+enum { IN_NAME, IN_RUN, IN_CLUSTER, IN_MODELS, IN_BATCH, IN_TARGET, IN_GENERATE, IN_HELDOUT,
+       N_IN };
 static const cfg_field INST_FIELDS[N_IN] = {
     [IN_NAME] = CFG_ROW_NAME("name", 0, inst_in, name),
     [IN_RUN] = CFG_ROW_NODE("run", CFG_FT_ANY, 0),
@@ -63,6 +64,7 @@ static const cfg_field INST_FIELDS[N_IN] = {
     [IN_BATCH] = CFG_ROW_NODE("batch", CFG_FT_ANY, 0),
     [IN_TARGET] = CFG_ROW_NODE("target", CFG_FT_ANY, 0),
     [IN_GENERATE] = CFG_ROW_NODE("generate", CFG_FT_MAP, 0),
+    [IN_HELDOUT] = CFG_ROW_NODE("heldout", CFG_FT_MAP, 0),
 };
 
 typedef struct {
@@ -361,6 +363,21 @@ static int load_instance(spec_ctx *x, yaml_node_t *map, int i, eval_instance_spe
         return -1;
     snprintf(in->name, sizeof in->name, "%s", ii.name);
     in->line = (int)map->start_mark.line + 1;
+    if (v[IN_HELDOUT]) { /* eval/heldout.h draws the cluster and the job */
+        for (int f = 0; f < N_IN; f++)
+            if (f != IN_HELDOUT && f != IN_NAME && k[f]) {
+                snprintf(kp, sizeof kp, "%s.%s", path, INST_FIELDS[f].key);
+                return FAIL(x, k[f], kp, "not allowed with heldout: (it draws its own "
+                            "cluster and job)");
+            }
+        in->source = EVAL_SRC_HELDOUT;
+        in->n_targets = 1;
+        in->targets = malloc(sizeof *in->targets);
+        if (!in->targets) return FAIL(x, map, path, "out of memory");
+        in->targets[0] = 1;
+        snprintf(kp, sizeof kp, "%s.heldout", path);
+        return eval_heldout_walk(x->doc, v[IN_HELDOUT], kp, &in->heldout, x->err, x->errlen);
+    }
     if (v[IN_RUN]) {
         for (int f = 0; f < N_IN; f++)
             if (f != IN_RUN && f != IN_NAME && f != IN_TARGET && k[f]) {

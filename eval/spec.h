@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "env/model.h"
+#include "eval/heldout.h"
 
 #define EVAL_PATH_MAX 1024
 #define EVAL_MAX_SEEDS 1000
@@ -79,6 +80,7 @@ typedef enum {
     EVAL_SRC_MODELS,   /* cluster x each model file */
     EVAL_SRC_BATCH,    /* cluster + all the model files as one several-jobs instance */
     EVAL_SRC_GEN,      /* generated with a seed (generate: {...}) */
+    EVAL_SRC_HELDOUT,  /* job and cluster from eval/heldout.h (heldout: {...}) */
 } eval_source;
 
 /* Generator of random instances (eval/gen.h). */
@@ -100,6 +102,7 @@ typedef struct {
     int n_targets;        /* factors on min_throughput, default {1} */
     double *targets;      /* [n_targets] */
     eval_gen gen;         /* GEN only */
+    eval_heldout_conf heldout; /* HELDOUT only */
     int line;             /* line of the entry in the config, for messages */
 } eval_instance_spec;
 
