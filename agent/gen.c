@@ -43,16 +43,28 @@ typedef struct {
     double types[2], count[2], zones[2];
     int nodes;
     double bad_zone;
+    double tight, tight_load[2]; /* share of tight targets, their load of the cluster */
+    double single_type;          /* share with one type far cheaper per FLOPS */
     double inter_bw[2], inter_latency[2];
     int n_pool;
     gen_type *pool;
 } gen_cluster;
+
+/* One stage of the curriculum: draw indices >= from have at most
+ * `layers` layers (until the next stage). */
+typedef struct {
+    double from, layers;
+} gen_stage;
+
+#define GEN_MAX_STAGES 32
 
 struct agent_gen {
     int n_fam;
     gen_family *fam;
     double weight_sum;
     gen_cluster cl;
+    int n_stages;
+    gen_stage stages[GEN_MAX_STAGES]; /* by increasing `from` */
 };
 
 /* ---------------------------------------------------------------------------
@@ -62,10 +74,18 @@ struct agent_gen {
 /* Rows built by env/config.h's CFG_ROW_*: a range's bounds are checked on
  * each of its ends and its default is both ends. */
 
-enum { T_FAMILIES, T_CLUSTER, N_T };
+enum { T_FAMILIES, T_CLUSTER, T_CURRICULUM, N_T };
 static const cfg_field TOP[N_T] = {
     [T_FAMILIES] = CFG_ROW_NODE("families", CFG_FT_ANY, 1),
     [T_CLUSTER] = CFG_ROW_NODE("cluster", CFG_FT_ANY, 1),
+    [T_CURRICULUM] = CFG_ROW_NODE("curriculum", CFG_FT_ANY, 0),
+};
+
+enum { S_FROM, S_LAYERS, N_S };
+static const cfg_field STAGE[N_S] = {
+    [S_FROM] = CFG_ROW_NUM("from", UNITS_COUNT, 1, 0, CFG_B_GE, 0, CFG_B_LE, 1e15, gen_stage, from),
+    [S_LAYERS] = CFG_ROW_NUM("layers", UNITS_COUNT, 1, 0, CFG_B_GE, 1, CFG_B_LE, GEN_MAX_LAYERS,
+                             gen_stage, layers),
 };
 
 enum { F_NAME, F_WEIGHT, F_BATCH, F_SAMPLES, F_ALPHA, F_UNITS, F_ROLES, N_F };
@@ -101,7 +121,8 @@ static const cfg_field ROLE[N_R] = {
                              jitter),
 };
 
-enum { C_TYPES, C_COUNT, C_ZONES, C_NODES, C_BAD, C_IBW, C_ILAT, C_POOL, N_C };
+enum { C_TYPES, C_COUNT, C_ZONES, C_NODES, C_BAD, C_IBW, C_ILAT, C_POOL, C_TIGHT, C_TLOAD,
+       C_SINGLE, N_C };
 static const cfg_field CLUSTER[N_C] = {
     [C_TYPES] = CFG_ROW_RANGE("types", UNITS_COUNT, 1, 0, CFG_B_GE, 1, CFG_B_LE, 64, gen_cluster,
                               types),
@@ -117,6 +138,12 @@ static const cfg_field CLUSTER[N_C] = {
     [C_ILAT] = CFG_ROW_RANGE("inter_latency", UNITS_SECONDS, 0, 5e-4, CFG_B_GE, 0, CFG_B_LE, 10,
                              gen_cluster, inter_latency),
     [C_POOL] = CFG_ROW_NODE("pool", CFG_FT_ANY, 1),
+    [C_TIGHT] = CFG_ROW_NUM("tight", UNITS_FRACTION, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1, gen_cluster,
+                            tight),
+    [C_TLOAD] = CFG_ROW_RANGE("tight_load", UNITS_FRACTION, 0, 0.7, CFG_B_GT, 0, CFG_B_LE, 1,
+                              gen_cluster, tight_load),
+    [C_SINGLE] = CFG_ROW_NUM("single_type", UNITS_FRACTION, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1,
+                             gen_cluster, single_type),
 };
 
 enum { P_NAME, P_KIND, P_FLOPS, P_IOBW, P_NETBW, P_MEM, P_PRICE, P_UNITS, P_PS, N_P };
@@ -226,6 +253,25 @@ agent_gen *agent_gen_load(const char *path, char *err, size_t errlen) {
         goto fail;
     }
     if (walk(d, top[T_CLUSTER], "cluster", CLUSTER, N_C, &g->cl, cv, err, errlen)) goto fail;
+    if (top[T_CURRICULUM]) { /* a list of {from, layers} by increasing from */
+        yaml_node_t *cu = top[T_CURRICULUM];
+        if (cu->type != YAML_SEQUENCE_NODE || seq_len(cu) == 0 ||
+            seq_len(cu) > GEN_MAX_STAGES) {
+            cfg_doc_fail(d, cu, "curriculum", err, errlen,
+                         "expected a list of 1 to %d stages {from, layers}", GEN_MAX_STAGES);
+            goto fail;
+        }
+        g->n_stages = seq_len(cu);
+        for (int i = 0; i < g->n_stages; i++) {
+            snprintf(p, sizeof p, "curriculum[%d]", i);
+            yaml_node_t *sn = seq_at(d, cu, i);
+            if (walk(d, sn, p, STAGE, N_S, &g->stages[i], NULL, err, errlen)) goto fail;
+            if (i > 0 && !(g->stages[i].from > g->stages[i - 1].from)) {
+                cfg_doc_fail(d, sn, p, err, errlen, "from must increase from stage to stage");
+                goto fail;
+            }
+        }
+    }
     yaml_node_t *pool = cv[C_POOL];
     if (pool->type != YAML_SEQUENCE_NODE || seq_len(pool) == 0) {
         cfg_doc_fail(d, pool, "cluster.pool", err, errlen, "expected a non-empty list of types");
@@ -318,6 +364,17 @@ int agent_gen_draw(const agent_gen *g, uint64_t seed, uint64_t index, int attemp
     for (int k = 0; k < f->n_roles; k++) {
         counts[k] = draw_int(&r, f->roles[k].count);
         L += counts[k];
+    }
+    /* the curriculum: at most the stage's layers, taken off the largest roles */
+    int cap = GEN_MAX_LAYERS;
+    for (int k = 0; k < g->n_stages; k++)
+        if ((double)index >= g->stages[k].from) cap = (int)g->stages[k].layers;
+    while (L > cap) {
+        int big = 0;
+        for (int k = 1; k < f->n_roles; k++)
+            if (counts[k] > counts[big]) big = k;
+        counts[big]--;
+        L--;
     }
     if (L == 0) counts[0] = L = 1;
     out->layers = calloc((size_t)L, sizeof *out->layers);
@@ -451,5 +508,30 @@ int agent_gen_draw(const agent_gen *g, uint64_t seed, uint64_t index, int attemp
     model_stage st;
     model_stage_eval(job, cl, fast, 0, L - 1, &st);
     job->min_throughput = draw(&r, f->units) * job->batch / st.step;
+    /* the wide family's extras, drawn only when asked for, so that specs
+     * without them draw the same instances as before */
+    if (gc->single_type > 0 && u01(&r) < gc->single_type) {
+        /* one type far cheaper per FLOPS than any other: a one-type optimum
+         * unless memory or IO rule it out */
+        int k = (int)(u01(&r) * T);
+        if (k >= T) k = T - 1;
+        double best = INFINITY;
+        for (int i = 0; i < T; i++)
+            if (i != k && out->types[i].price / out->types[i].flops < best)
+                best = out->types[i].price / out->types[i].flops;
+        if (isfinite(best))
+            out->types[k].price = best * out->types[k].flops * (0.3 + 0.3 * u01(&r));
+    }
+    if (gc->tight > 0 && u01(&r) < gc->tight) {
+        /* a target near what the whole cluster delivers */
+        double total = 0, target = job->min_throughput;
+        job->min_throughput = 1;
+        for (int i = 0; i < T; i++) {
+            model_stage_eval(job, cl, i, 0, L - 1, &st);
+            if (st.step > 0) total += out->types[i].count * job->batch / st.step;
+        }
+        double want = total * draw_lin(&r, gc->tight_load);
+        job->min_throughput = want > 0 ? want : target;
+    }
     return 0;
 }

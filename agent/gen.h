@@ -23,9 +23,22 @@
  *     bad_zone: 0.3                # chance that the last zone is degraded
  *     inter_bw: [5Gbit/s, 20Gbit/s]
  *     inter_latency: [0.2ms, 1ms]
+ *     tight: 0.3                   # share of instances whose target is
+ *     tight_load: [0.5, 0.85]      # this share of what the whole cluster delivers
+ *     single_type: 0.15            # share with one type 2-3x cheaper per FLOPS
+ *                                  # than any other (a one-type optimum)
  *     pool:
  *       - {name: T4, kind: gpu, flops: [2.5TFLOPS, 4TFLOPS], io_bw: ..., net_bw: ...,
  *          mem: 16GiB, price: [0.6, 1.2], units: 4, ps_slots: 1}
+ *
+ *   curriculum:                    # optional: a schedule of max layers by draw
+ *     - {from: 0, layers: 8}       # index (index = step x instances in
+ *     - {from: 96000, layers: 24}  # training; validation indices, 2^40 on,
+ *     - {from: 288000, layers: 64} # fall in the last stage)
+ *
+ * A curriculum cap takes layers off the role with the most layers until the
+ * job fits. The keys tight and single_type draw only when non-zero, so a
+ * spec without them draws the instances it always drew.
  *
  * Each layer figure (flops, io, act, params, mem) is a range: drawn
  * log-uniformly when its low end is > 0, uniformly from 0 otherwise; a

@@ -113,7 +113,8 @@ static void inst_clear(tr_inst *in) {
 }
 
 /* solve_costs fills in->exact and in->ai.ref_cost. Returns 0, or 1 when no
- * feasible plan exists (or none was found), -1 when out of memory. */
+ * feasible plan exists, none was found or the exact solver refused the
+ * instance (no reference to train against), -1 when out of memory. */
 static int solve_costs(tr_inst *in, int reference) {
     const model_job *job = in->ai.job;
     solve_result *res = solve_result_create(job->n_layers);
@@ -123,8 +124,12 @@ static int solve_costs(tr_inst *in, int reference) {
     o.budget_ms = 5000;
     int st = solve_run(job, in->ai.cl, &o, res);
     if (st != 0) {
+        /* SOLVE_ERROR here is the exact solver refusing the instance (too
+         * many candidates: wide-family jobs of 40+ layers on 8 types) as
+         * well as memory: either way the draw has no reference, so it is
+         * drawn again like an infeasible one (draw_inst gives up after 100) */
         solve_result_free(res);
-        return st == SOLVE_NONE ? 1 : -1;
+        return 1;
     }
     in->exact = res->plan->cost;
     free(in->exact_assign);
