@@ -21,6 +21,7 @@ PACKAGES=(
   libglpk-dev                # ILP for the exact solver
   libopenmpi-dev openmpi-bin # training across machines
   python3 python3-numpy python3-h5py python3-torch  # reference tests
+  python3-torchvision        # scripts/strata-profile: torchvision models to profile, tests/test_profile.sh
   python3-kubernetes         # tests/kube_nodes.py: node lists for import-nodes tests
   gnuplot-nox                # plots of strata eval
   wrk                        # daemon benchmark
