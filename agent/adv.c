@@ -116,7 +116,7 @@ int agent_rewards_settle(int mode, double penalty, int G, int S, double *r, cons
             int better = 0;
             for (int f = 0; f < S; f++) {
                 if (hg && !hg[f]) continue;
-                better += og[f] != og[s] ? og[f] > og[s] : rg[f] > rg[s];
+                better += og[f] != og[s] ? og[f] > og[s] : og[s] && rg[f] > rg[s];
             }
             v[s] = n > 1 ? -(double)better / (n - 1) : 0.0;
         }

@@ -41,7 +41,8 @@ typedef struct {
  *          the spread of the feasible rewards still counts;
  *   rank   r = -(number of the instance's episodes strictly better) / (n - 1)
  *          (n episodes; 0 when n < 2), a feasible episode being better than
- *          an infeasible one whatever the rewards, ties sharing a rank:
+ *          an infeasible one whatever the rewards, the infeasible ones all
+ *          tying, and ties sharing a rank:
  *          rewards in [-1, 0] whatever the cost scale;
  *   ratio  unchanged.
  * Returns 0, or -1 when out of memory (r unchanged). */

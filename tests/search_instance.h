@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent/train.h"
 #include "agent/trainconf.h"
@@ -115,13 +116,24 @@ typedef struct {
     char from[64];        /* its best_from */
     double exact;         /* the exact solver's optimum, as the trainer computed it */
     long steps;
-    double seconds;
+    double seconds;       /* CPU seconds */
+    double wall;          /* wall seconds */
     double zero_adv_mean; /* mean zero_adv_share over the steps */
     double entropy_last;  /* entropy of the last step */
 } sg_search_result;
 
-/* sg_search runs search mode on in with `reward` for at most `seconds`
- * (0: no time limit) and `steps` updates, stopping early once the best
+/* sg_cpu_s returns the CPU seconds this process has used: the budget of a
+ * search, so that a study on a loaded, shared machine measures the search
+ * rather than the load (run it with threads = 1 and one BLAS thread, and it
+ * is the time of one core). */
+static inline double sg_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* sg_search runs search mode on in with `reward` for at most `seconds` of
+ * CPU time (sg_cpu_s; 0: no limit) and `steps` updates, stopping early once the best
  * sample reaches opt (within 1e-9); files go to folder out. Returns 0, or
  * -1 with a message. */
 static inline int sg_search(const ri_instance *in, int reward, double seconds, int steps, double opt, int threads,
@@ -135,13 +147,13 @@ static inline int sg_search(const ri_instance *in, int reward, double seconds, i
     agent_trainer *t = agent_train_create_on(&tc, &in->job, &in->cl, err, errlen);
     if (!t) return -1;
     memset(r, 0, sizeof *r);
-    double t0 = clock_now_s(), zsum = 0;
+    double t0 = sg_cpu_s(), w0 = clock_now_s(), zsum = 0;
     const model_job *job;
     const model_cluster *cl;
     const int *assign;
     double cost = INFINITY;
     int rc = 0;
-    while (agent_train_step_count(t) < steps && (seconds <= 0 || clock_now_s() - t0 < seconds)) {
+    while (agent_train_step_count(t) < steps && (seconds <= 0 || sg_cpu_s() - t0 < seconds)) {
         if (agent_train_step(t, err, errlen)) {
             rc = -1;
             break;
@@ -152,7 +164,8 @@ static inline int sg_search(const ri_instance *in, int reward, double seconds, i
         agent_train_best(t, &job, &cl, &assign, &cost, &r->exact);
         if (assign && cost <= opt * (1 + 1e-9)) break;
     }
-    r->seconds = clock_now_s() - t0;
+    r->seconds = sg_cpu_s() - t0;
+    r->wall = clock_now_s() - w0;
     r->steps = agent_train_step_count(t);
     r->zero_adv_mean = r->steps ? zsum / (double)r->steps : NAN;
     agent_train_best(t, &job, &cl, &assign, &cost, &r->exact);
