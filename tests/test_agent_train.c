@@ -392,6 +392,9 @@ static void test_search(void **state) {
     assert_int_equal(json_array_size(as), 3);
     for (size_t i = 0; i < 3; i++) assert_string_equal(json_string_value(json_array_get(as, i)), "gpu");
     assert_int_equal(json_integer_value(json_object_get(o, "steps")), 15);
+    /* the answer is the best sample (it found the optimum), and says so */
+    assert_string_equal(json_string_value(json_object_get(o, "best_from")), "sampled");
+    assert_true(fabs(json_real_value(json_object_get(o, "sampled_cost")) - cost) <= 1e-9 * cost);
     json_decref(o);
     /* the CSV has one row per step, with the RL columns */
     char csv[1300];
@@ -399,6 +402,7 @@ static void test_search(void **state) {
     char *text = slurp(csv);
     assert_non_null(text);
     assert_non_null(strstr(text, "step,episodes,time_s,samples_per_s,episodic_return,episodic_cost"));
+    assert_non_null(strstr(text, ",entropy,zero_adv_share,"));
     int rows = 0;
     for (char *c = text; *c; c++) rows += *c == '\n';
     assert_int_equal(rows, 16);
