@@ -52,7 +52,7 @@ check_job() { # FILE: strata check on the job with the aws-mixed cluster
 
 for m in "resnet50 25557032 4.09e9 18" "vgg16 138357544 15.47e9 16"; do
   set -- $m
-  if ! "$prof" "torchvision.models:$1" --batch 64 >"$tmp/$1.yaml" 2>"$tmp/$1.err"; then
+  if ! "$prof" "torchvision.models:$1" --batch 64 --run-batch 1 >"$tmp/$1.yaml" 2>"$tmp/$1.err"; then
     bad "strata-profile $1:"; cat "$tmp/$1.err"; continue
   fi
   read -r params macs < <(totals "$tmp/$1.yaml")
