@@ -101,7 +101,9 @@ typedef struct {
     /* node context [N,D]; allowed node rows packed [N,Kp,FN] and their probs [N,Kp] */ \
     X(nc1) X(dnc1) X(prow) X(pprob)                                                     \
     /* rollout state [B,*] */                                                           \
-    X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act)
+    X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act)                           \
+    /* training episodes that have a decision, packed [T,Bs,*] */                       \
+    X(k_glob) X(k_rows) X(k_prev) X(k_adv)
 
 struct agent_net_ws {
     agent_net_dims d;
@@ -117,6 +119,21 @@ struct agent_net_ws {
     size_t pidx_cap;
     uint8_t *pmask; /* [N,Kp] packed mask: 1 for a real row, 0 for padding */
     size_t pmask_cap;
+    /* training: the kept episodes' ints and bytes, packed */
+    int *k_inst;       /* [Bs] instance of each kept episode */
+    int *k_action;     /* [T,Bs] */
+    size_t k_icap, k_acap;
+    uint8_t *k_mask;   /* [T,Bs,K] */
+    size_t k_mcap;
+    int *k_sel;        /* [B] source episode of each kept one */
+    size_t k_scap;
+    int skip_idle;     /* 1 (default): training passes skip episodes without a decision */
+    /* encoder states held for reuse by the training pass: the lf, len, T, G
+     * and parameters of the last encoder_forward */
+    const float *enc_lf;
+    const int *enc_len;
+    const nn_params *enc_p;
+    int enc_T, enc_G;
     /* rollout geometry of the last encode */
     int T, G, B;
 };
@@ -154,6 +171,7 @@ agent_net_ws *agent_net_ws_create(const agent_net_dims *d) {
     if (!ws) return NULL;
     ws->d = *d;
     ws->vm = vm_best();
+    ws->skip_idle = 1;
     return ws;
 }
 
@@ -166,8 +184,14 @@ void agent_net_ws_free(agent_net_ws *ws) {
     free(ws->inst);
     free(ws->pidx);
     free(ws->pmask);
+    free(ws->k_inst);
+    free(ws->k_action);
+    free(ws->k_mask);
+    free(ws->k_sel);
     free(ws);
 }
+
+void agent_net_ws_skip_idle(agent_net_ws *ws, int on) { ws->skip_idle = on ? 1 : 0; }
 
 /* ---------------------------------------------------------------------------
  * Small pointwise helpers
@@ -286,6 +310,7 @@ static int encoder_forward(agent_net_ws *ws, const nn_params *p, const float *lf
                            int T, int G) {
     int E = ws->d.embed, H = ws->d.hidden;
     size_t TG = (size_t)T * G;
+    ws->enc_p = NULL; /* nothing held until this pass completes */
     if (need(&ws->ex, TG * E) || need(&ws->exr, TG * E) || need(&ws->hf, TG * H) ||
         need(&ws->cf, TG * H) || need(&ws->tcf, TG * H) || need(&ws->actf, TG * 4 * H) ||
         need(&ws->hr, TG * H) || need(&ws->cr, TG * H) || need(&ws->tcr, TG * H) ||
@@ -312,6 +337,11 @@ static int encoder_forward(agent_net_ws *ws, const nn_params *p, const float *lf
             memcpy(o, ws->hf.p + ((size_t)t * G + g) * H, (size_t)H * sizeof(float));
             memcpy(o + H, ws->hr.p + ((size_t)(len[g] - 1 - t) * G + g) * H, (size_t)H * sizeof(float));
         }
+    ws->enc_p = p;
+    ws->enc_lf = lf;
+    ws->enc_len = len;
+    ws->enc_T = T;
+    ws->enc_G = G;
     return 0;
 }
 
@@ -487,12 +517,78 @@ int agent_net_node_step(agent_net_ws *ws, const nn_params *p, const float *glob,
  * Training passes
  * ------------------------------------------------------------------------ */
 
-int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *tr, float beta,
+/* keep_active packs the episodes of tr that make at least one decision
+ * (an action >= 0 at some step) into ws->k_* and points *out at them: the
+ * others (dropped by risk, or never deciding) contribute exactly zero to
+ * the loss and its gradient, so the passes skip them. *out is tr itself
+ * when every episode decides or skipping is off. Returns the kept count,
+ * or -1 when out of memory. */
+static int keep_active(agent_net_ws *ws, const agent_type_traj *tr, agent_type_traj *out) {
+    int T = tr->T, B = tr->B, K = tr->K, Bs = 0;
+    *out = *tr;
+    if (!ws->skip_idle) return B;
+    if (need_int(&ws->k_sel, &ws->k_scap, (size_t)B)) return -1;
+    for (int b = 0; b < B; b++) {
+        int any = 0;
+        for (int t = 0; t < T && !any; t++) any = tr->action[(size_t)t * B + b] >= 0;
+        if (any) ws->k_sel[Bs++] = b;
+    }
+    if (Bs == B) return B;
+    size_t TBs = (size_t)T * (Bs > 0 ? Bs : 1);
+    if (need(&ws->k_glob, TBs * AGENT_FG) || need(&ws->k_rows, TBs * K * AGENT_FT) ||
+        need(&ws->k_prev, TBs * AGENT_FT) || need(&ws->k_adv, (size_t)B) ||
+        need_int(&ws->k_inst, &ws->k_icap, (size_t)B) || need_int(&ws->k_action, &ws->k_acap, TBs))
+        return -1;
+    if (ws->k_mcap < TBs * K) {
+        free(ws->k_mask);
+        ws->k_mask = malloc(TBs * K);
+        ws->k_mcap = ws->k_mask ? TBs * K : 0;
+        if (!ws->k_mask) return -1;
+    }
+    for (int j = 0; j < Bs; j++) {
+        int b = ws->k_sel[j];
+        ws->k_inst[j] = tr->inst[b];
+        ws->k_adv.p[j] = tr->adv[b];
+        for (int t = 0; t < T; t++) {
+            size_t src = (size_t)t * B + b, dst = (size_t)t * Bs + j;
+            memcpy(ws->k_glob.p + dst * AGENT_FG, tr->glob + src * AGENT_FG, AGENT_FG * sizeof(float));
+            memcpy(ws->k_rows.p + dst * K * AGENT_FT, tr->rows + src * K * AGENT_FT,
+                   (size_t)K * AGENT_FT * sizeof(float));
+            memcpy(ws->k_prev.p + dst * AGENT_FT, tr->prev + src * AGENT_FT, AGENT_FT * sizeof(float));
+            memcpy(ws->k_mask + dst * K, tr->mask + src * K, (size_t)K);
+            ws->k_action[dst] = tr->action[src];
+        }
+    }
+    out->B = Bs;
+    out->inst = ws->k_inst;
+    out->glob = ws->k_glob.p;
+    out->rows = ws->k_rows.p;
+    out->prev = ws->k_prev.p;
+    out->mask = ws->k_mask;
+    out->action = ws->k_action;
+    out->adv = ws->k_adv.p;
+    return Bs;
+}
+
+int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *tr_in, float beta,
                         float scale, agent_loss_stats *st, char *err, size_t errlen) {
+    agent_type_traj kept;
+    int Bs = keep_active(ws, tr_in, &kept);
+    if (Bs < 0) {
+        snprintf(err, errlen, "out of memory for a batch of %d episodes x %d steps", tr_in->B, tr_in->T);
+        return -1;
+    }
+    st->episodes += Bs;
+    if (Bs == 0) return 0; /* no decision: no loss, no gradient */
+    const agent_type_traj *tr = &kept;
     int T = tr->T, G = tr->G, B = tr->B, K = tr->K;
     int H = ws->d.hidden, Hd = ws->d.decoder, D = ws->d.scorer, Din = din_width(&ws->d);
     size_t TB = (size_t)T * B;
-    if (encoder_forward(ws, p, tr->lf, tr->len, T, G) ||
+    /* the rollout's encoder states, when the caller vouches that the
+     * parameters have not changed since and they are of this trajectory */
+    int cached = tr->enc_cached && ws->enc_p == p && ws->enc_lf == tr->lf && ws->enc_len == tr->len &&
+                 ws->enc_T == T && ws->enc_G == G;
+    if ((!cached && encoder_forward(ws, p, tr->lf, tr->len, T, G)) ||
         need(&ws->din, TB * Din) || need(&ws->hd, TB * Hd) || need(&ws->cd, TB * Hd) ||
         need(&ws->tcd, TB * Hd) || need(&ws->actd, TB * 4 * Hd) || need(&ws->ddin, TB * Din) ||
         need(&ws->dhd, TB * Hd) || need(&ws->denc, (size_t)T * G * 2 * H) ||

@@ -94,6 +94,11 @@ typedef struct agent_net_ws agent_net_ws;
 agent_net_ws *agent_net_ws_create(const agent_net_dims *d);
 void agent_net_ws_free(agent_net_ws *ws);
 
+/* agent_net_ws_skip_idle turns off (0) or on (1, the default) the skipping
+ * of episodes without a decision in agent_net_type_loss: off recomputes
+ * every episode, for the tests that check the skip changes nothing. */
+void agent_net_ws_skip_idle(agent_net_ws *ws, int on);
+
 /* ---- rollout (inference) ------------------------------------------------ */
 
 /* agent_net_encode runs the encoder on G instances, lf[T,G,FL] time-major
@@ -132,6 +137,11 @@ typedef struct {
     const uint8_t *mask;  /* [T,B,K] */
     const int *action;    /* [T,B], -1: no decision (padding, dead end) */
     const float *adv;     /* [B] advantage of each episode */
+    int enc_cached;       /* 1: the workspace given to agent_net_type_loss ran
+                             agent_net_encode on this lf and len, and the
+                             parameters have not changed since (the trainer,
+                             right after its rollout): the encoder's forward
+                             is not run again. 0: it is. */
 } agent_type_traj;
 
 /* Stored NODE-phase decisions: N independent rows (any order). */
@@ -149,12 +159,16 @@ typedef struct {
     double pg;       /* sum of -adv * logp[action] */
     double entropy;  /* sum of the entropies of the decisions */
     long decisions;  /* decisions counted */
+    long episodes;   /* TYPE-phase episodes recomputed (those with a decision) */
 } agent_loss_stats;
 
 /* agent_net_type_loss recomputes the forward over tr and accumulates into
  * p->grads the gradient of scale * sum over decisions of
  * (-adv logp[action] - beta ent). Returns 0, or -1 with a message (out of
- * memory, an action on a masked candidate). *st receives the sums. */
+ * memory, an action on a masked candidate). *st receives the sums.
+ * Only the episodes that make a decision (some action >= 0) are
+ * recomputed: the others add exactly zero to the loss and the gradient
+ * (search mode's risk 0.1 keeps about 13 of 128). */
 int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *tr, float beta,
                         float scale, agent_loss_stats *st, char *err, size_t errlen);
 

@@ -752,7 +752,7 @@ const int *agent_rollout_tasks(const agent_rollout *r, int b, int *n_tasks) {
 
 agent_type_traj *agent_rollout_type_traj(agent_rollout *r, float **adv) {
     r->tt = (agent_type_traj){r->T, r->G, r->B, r->K, r->lf, r->len, r->inst_of, r->glob,
-                              r->rows, r->prev, r->mask, r->action, r->adv};
+                              r->rows, r->prev, r->mask, r->action, r->adv, 0};
     if (adv) *adv = r->adv;
     return &r->tt;
 }
@@ -771,6 +771,8 @@ void agent_rollout_drop(agent_rollout *r, int b) {
 }
 
 const agent_rollout_times *agent_rollout_timing(const agent_rollout *r) { return &r->tm; }
+
+agent_net_ws *agent_rollout_ws(agent_rollout *r) { return r->ws; }
 
 void agent_rollout_type_steps(const agent_rollout *r, int *T, int *K, const int **action,
                               const uint8_t **mask, const float **probs) {

@@ -132,6 +132,12 @@ agent_node_traj *agent_rollout_node_traj(agent_rollout *r, float **adv, const in
 
 const agent_rollout_times *agent_rollout_timing(const agent_rollout *r);
 
+/* agent_rollout_ws returns the network workspace the rollout runs on
+ * (owned by r). After agent_rollout_run, and until the parameters change,
+ * it holds the encoder's states of the run's instances: a training pass on
+ * it with agent_type_traj.enc_cached = 1 reuses them. */
+agent_net_ws *agent_rollout_ws(agent_rollout *r);
+
 /* The TYPE phase of the last run as played: per step t and episode b the
  * action (-1: none), the mask [K] and the policy's probabilities [K]
  * (row t * B + b); *K receives the padded candidate count, *T the steps. */
