@@ -100,8 +100,9 @@ typedef struct {
     X(dlogits) X(advr)                                                                  \
     /* node context [N,D]; allowed node rows packed [N,Kp,FN] and their probs [N,Kp] */ \
     X(nc1) X(dnc1) X(prow) X(pprob)                                                     \
-    /* rollout state [B,*] */                                                           \
-    X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act)                           \
+    /* rollout state [B,*]; s_din holds [glob, prev] (the encoder's part of the      \
+     * decoder's input gates is penc[T,G,4Hd], projected once per layer) */            \
+    X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act) X(penc)                   \
     /* training episodes that have a decision, packed [T,Bs,*] */                       \
     X(k_glob) X(k_rows) X(k_prev) X(k_adv)
 
@@ -402,11 +403,16 @@ static void build_din(const agent_net_ws *ws, float *out, int t, int G, int B, c
 
 int agent_net_encode(agent_net_ws *ws, const nn_params *p, const float *lf, const int *len, int T,
                      int G, const int *inst, int B) {
-    int Hd = ws->d.decoder;
+    int Hd = ws->d.decoder, H2 = 2 * ws->d.hidden, Din = din_width(&ws->d);
     if (encoder_forward(ws, p, lf, len, T, G)) return -1;
     if (need(&ws->hprev, (size_t)B * Hd) || need(&ws->cprev, (size_t)B * Hd) ||
-        need_int(&ws->inst, &ws->inst_cap, (size_t)B))
+        need(&ws->penc, (size_t)T * G * 4 * Hd) || need_int(&ws->inst, &ws->inst_cap, (size_t)B))
         return -1;
+    /* the encoder's part of the decoder's input gates, once per layer and
+     * instance rather than once per episode: penc[T*G,4Hd] = enc[T*G,2H]
+     * w_ih[:, :2H]^T */
+    nn_gemm(0, 1, T * G, 4 * Hd, H2, 1.0f, ws->enc.p, H2, nn_param(p, AN_DEC_WIH), Din, 0.0f, ws->penc.p,
+            4 * Hd);
     memset(ws->hprev.p, 0, (size_t)B * Hd * sizeof(float));
     memset(ws->cprev.p, 0, (size_t)B * Hd * sizeof(float));
     memcpy(ws->inst, inst, (size_t)B * sizeof(int));
@@ -426,11 +432,20 @@ int agent_net_type_step(agent_net_ws *ws, const nn_params *p, int t, const float
         need(&ws->s_act, (size_t)B * 4 * Hd) || need_int(&ws->ibuf, &ws->icap, (size_t)B) ||
         scorer_need(ws, (size_t)B, (size_t)K, 0) || need(&ws->dlogits, (size_t)B * K))
         return -1;
-    build_din(ws, ws->s_din.p, t, ws->G, B, ws->inst, glob, prev);
+    /* input gates: the layer's projected encoder state + [glob, prev] w_ih[:, 2H:]^T */
+    int H2 = 2 * ws->d.hidden, Fx = AGENT_FG + AGENT_FT;
+    for (int b = 0; b < B; b++) {
+        float *x = ws->s_din.p + (size_t)b * Fx;
+        memcpy(x, glob + (size_t)b * AGENT_FG, AGENT_FG * sizeof(float));
+        memcpy(x + AGENT_FG, prev + (size_t)b * AGENT_FT, AGENT_FT * sizeof(float));
+        memcpy(ws->s_act.p + (size_t)b * 4 * Hd, ws->penc.p + ((size_t)t * ws->G + ws->inst[b]) * 4 * Hd,
+               (size_t)4 * Hd * sizeof(float));
+    }
+    nn_gemm(0, 1, B, 4 * Hd, Fx, 1.0f, ws->s_din.p, Fx, nn_param(p, AN_DEC_WIH) + H2, Din, 1.0f, ws->s_act.p,
+            4 * Hd);
     for (int b = 0; b < B; b++) ws->ibuf[b] = active[b] ? 1 : 0;
-    nn_lstm_forward(ws->s_h.p, ws->s_c.p, ws->s_act.p, ws->s_tc.p, ws->s_din.p, ws->hprev.p,
-                    ws->cprev.p, ws->ibuf, nn_param(p, AN_DEC_WIH), nn_param(p, AN_DEC_WHH),
-                    nn_param(p, AN_DEC_B), 1, B, Din, Hd);
+    nn_lstm_forward(ws->s_h.p, ws->s_c.p, ws->s_act.p, ws->s_tc.p, NULL, ws->hprev.p, ws->cprev.p, ws->ibuf,
+                    nn_param(p, AN_DEC_WIH), nn_param(p, AN_DEC_WHH), nn_param(p, AN_DEC_B), 1, B, Din, Hd);
     memcpy(ws->hprev.p, ws->s_h.p, (size_t)B * Hd * sizeof(float));
     memcpy(ws->cprev.p, ws->s_c.p, (size_t)B * Hd * sizeof(float));
     nn_dense_forward(ws->ctx.p, ws->s_h.p, nn_param(p, AN_TCTX_W), NULL, B, Hd, D);
