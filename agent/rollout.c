@@ -70,6 +70,8 @@ struct agent_rollout {
     agent_type_traj tt;
     agent_node_traj nt;
     agent_rollout_times tm;
+    agent_type_policy policy; /* NULL: the network */
+    void *policy_ctx;
     double la_sec[64]; /* look-ahead seconds per worker */
     int la_workers;    /* workers of the pool of the current run */
     int failed;      /* a parallel call failed */
@@ -607,7 +609,7 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
     if (setup(r, inst, G, inst_of, B, o, err, errlen)) return -1;
     r->failed = 0;
     int T = r->T, K = r->K;
-    if (agent_net_encode(r->ws, p, r->lf, r->len, T, G, r->inst_of, B)) {
+    if (!r->policy && agent_net_encode(r->ws, p, r->lf, r->len, T, G, r->inst_of, B)) {
         snprintf(err, errlen, "out of memory in the encoder");
         return -1;
     }
@@ -621,8 +623,15 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
         agent_pool_for(pool, B, type_obs_fn, r);
         double a1 = clock_now_s();
         size_t tb = (size_t)t * B;
-        if (agent_net_type_step(r->ws, p, t, r->glob + tb * AGENT_FG, r->rows + tb * K * AGENT_FT,
-                                r->prev + tb * AGENT_FT, r->mask + tb * K, r->active, K, r->probs)) {
+        if (r->policy) {
+            if (r->policy(r->policy_ctx, t, r->lf, r->len, T, G, r->inst_of, B, r->glob + tb * AGENT_FG,
+                          r->rows + tb * K * AGENT_FT, r->prev + tb * AGENT_FT, r->mask + tb * K,
+                          r->active, K, r->probs)) {
+                snprintf(err, errlen, "rollout: the policy callback failed at layer %d", t);
+                return -1;
+            }
+        } else if (agent_net_type_step(r->ws, p, t, r->glob + tb * AGENT_FG, r->rows + tb * K * AGENT_FT,
+                                       r->prev + tb * AGENT_FT, r->mask + tb * K, r->active, K, r->probs)) {
             snprintf(err, errlen, "out of memory in the decoder");
             return -1;
         }
@@ -668,6 +677,10 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
     /* NODE phase by the node head */
     r->n_node = 0;
     r->node_phase_steps = 0;
+    if (any_node && r->policy) {
+        snprintf(err, errlen, "rollout: a policy callback covers the TYPE phase only (use placement none)");
+        return -1;
+    }
     if (any_node) {
         int Kn = r->Kn;
         for (;;) {
@@ -773,6 +786,11 @@ void agent_rollout_drop(agent_rollout *r, int b) {
 const agent_rollout_times *agent_rollout_timing(const agent_rollout *r) { return &r->tm; }
 
 agent_net_ws *agent_rollout_ws(agent_rollout *r) { return r->ws; }
+
+void agent_rollout_set_policy(agent_rollout *r, agent_type_policy fn, void *ctx) {
+    r->policy = fn;
+    r->policy_ctx = ctx;
+}
 
 void agent_rollout_type_steps(const agent_rollout *r, int *T, int *K, const int **action,
                               const uint8_t **mask, const float **probs) {
