@@ -73,6 +73,11 @@ struct agent_rollout {
     agent_type_policy policy; /* NULL: the network */
     void *policy_ctx;
     double la_sec[64]; /* look-ahead seconds per worker */
+    /* look-ahead of one step, shared by the episodes with the same prefix */
+    int *la_rep;       /* [B] -1: none needed; b: computed for b; else the episode to copy */
+    int *la_list;      /* [B] the episodes it is computed for */
+    int *la_hash;      /* [2 * B rounded up to a power of 2] open-addressing table */
+    size_t cap_larep, cap_lalist, cap_lah;
     int la_workers;    /* workers of the pool of the current run */
     int failed;      /* a parallel call failed */
     char why[256];
@@ -129,6 +134,9 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->pplan);
     free(r->pplan_cap);
     free(r->psum);
+    free(r->la_rep);
+    free(r->la_list);
+    free(r->la_hash);
     free(r->lf);
     free(r->len);
     free(r->glob);
@@ -313,6 +321,7 @@ static void type_obs_fn(void *ctx, int b, int w) {
     int L = r->inst[r->inst_of[b]].job->n_layers;
     r->active[b] = t < L;
     r->action[tb] = -1;
+    r->la_rep[b] = -1;
     if (gym_phase(env) != GYM_PHASE_TYPE) {
         memset(gl, 0, AGENT_FG * sizeof *gl);
         memset(rw, 0, (size_t)K * AGENT_FT * sizeof *rw);
@@ -333,9 +342,61 @@ static void type_obs_fn(void *ctx, int b, int w) {
         memset(mk, 0, (size_t)K);
         return;
     }
+    (void)w;
+    r->la_rep[b] = b; /* la_share decides who computes it */
+}
+
+/* la_fn computes the look-ahead of the i-th episode of r->la_list. */
+static void la_fn(void *ctx, int i, int w) {
+    agent_rollout *r = ctx;
+    int b = r->la_list[i], t = r->t, K = r->K;
+    size_t tb = (size_t)t * r->B + b;
     double l0 = clock_now_s();
-    lookahead(r, b, t, ob.n_rows, mk, rw);
+    lookahead(r, b, t, r->inst[r->inst_of[b]].cl->n_types, r->mask + tb * K, r->rows + tb * K * AGENT_FT);
     r->la_sec[w & 63] += clock_now_s() - l0;
+}
+
+/* la_share computes the look-ahead features of step r->t once per distinct
+ * state and copies them to the other episodes in it: the features are a
+ * function of the instance and the decisions so far (and the mask they
+ * imply), and in search mode many of the episodes share their prefix
+ * (all of them at the first layer, most of them once the policy
+ * concentrates). */
+static void la_share(agent_rollout *r, agent_pool *pool) {
+    int t = r->t, B = r->B, K = r->K, n = 0;
+    size_t cap = r->cap_lah; /* a power of 2 >= 2B (setup) */
+    for (size_t i = 0; i < cap; i++) r->la_hash[i] = -1;
+    for (int b = 0; b < B; b++) {
+        if (r->la_rep[b] < 0) continue;
+        const int *a = gym_assignment(r->env[b], NULL);
+        const uint8_t *mk = r->mask + ((size_t)t * B + b) * K;
+        uint64_t h = 1469598103934665603ULL ^ (uint64_t)r->inst_of[b];
+        for (int l = 0; l < t; l++) h = (h ^ (uint64_t)(a[l] + 1)) * 1099511628211ULL;
+        for (size_t i = (size_t)(h ^ (h >> 29)) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+            int o = r->la_hash[i];
+            if (o < 0) {
+                r->la_hash[i] = b;
+                r->la_list[n++] = b;
+                break;
+            }
+            if (r->inst_of[o] == r->inst_of[b] &&
+                !memcmp(gym_assignment(r->env[o], NULL), a, (size_t)t * sizeof *a) &&
+                !memcmp(r->mask + ((size_t)t * B + o) * K, mk, (size_t)K)) {
+                r->la_rep[b] = o;
+                break;
+            }
+        }
+    }
+    agent_pool_for(pool, n, la_fn, r);
+    for (int b = 0; b < B; b++) {
+        int o = r->la_rep[b];
+        if (o < 0 || o == b) continue;
+        float *dst = r->rows + ((size_t)t * B + b) * K * AGENT_FT;
+        const float *src = r->rows + ((size_t)t * B + o) * K * AGENT_FT;
+        for (int k = 0; k < K; k++)
+            memcpy(dst + (size_t)k * AGENT_FT + GYM_TYPE_FEATS, src + (size_t)k * AGENT_FT + GYM_TYPE_FEATS,
+                   AGENT_FX * sizeof *dst);
+    }
 }
 
 static void type_act_fn(void *ctx, int b, int w) {
@@ -521,7 +582,10 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         grow(&r->active, &r->cap_active, (size_t)B, 1) ||
         grow(&r->lf_tmp, &r->cap_lftmp, (size_t)T * AGENT_FL, sizeof(float)) ||
         grow(&r->assign, &r->cap_assign, TB, sizeof(int)) ||
-        grow(&r->psum, &r->cap_psum, (size_t)G * 4 * (T + 1), sizeof(double))) {
+        grow(&r->psum, &r->cap_psum, (size_t)G * 4 * (T + 1), sizeof(double)) ||
+        grow(&r->la_rep, &r->cap_larep, (size_t)B, sizeof(int)) ||
+        grow(&r->la_list, &r->cap_lalist, (size_t)B, sizeof(int)) ||
+        grow(&r->la_hash, &r->cap_lah, (size_t)2 * B, sizeof(int))) {
         snprintf(err, errlen, "out of memory for a rollout of %d episodes", B);
         return -1;
     }
@@ -621,6 +685,7 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
         r->t = t;
         double a0 = clock_now_s();
         agent_pool_for(pool, B, type_obs_fn, r);
+        la_share(r, pool);
         double a1 = clock_now_s();
         size_t tb = (size_t)t * B;
         if (r->policy) {
