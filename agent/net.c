@@ -93,7 +93,7 @@ typedef struct {
     /* encoder [T,G,*] */                                                               \
     X(ex) X(exr) X(hf) X(cf) X(tcf) X(actf) X(hr) X(cr) X(tcr) X(actr) X(enc)           \
     X(denc) X(dhf) X(dhr) X(dex) X(dexr) X(lwork)                                       \
-    /* decoder [T,B,*] */                                                               \
+    /* decoder [T,B,*] (din: [glob, prev]; lpenc and ddin: [T,G,4Hd] per layer) */    \
     X(din) X(hd) X(cd) X(tcd) X(actd) X(ctx) X(ddin) X(dhd) X(dctx)                     \
     /* scorer [N,K,*] and softmax [N,K] */                                              \
     X(z1) X(z2) X(th) X(probs) X(logp) X(ent) X(g1) X(g2) X(graw) X(dlogp) X(dent)      \
@@ -102,7 +102,7 @@ typedef struct {
     X(nc1) X(dnc1) X(prow) X(pprob)                                                     \
     /* rollout state [B,*]; s_din holds [glob, prev] (the encoder's part of the      \
      * decoder's input gates is penc[T,G,4Hd], projected once per layer) */            \
-    X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act) X(penc)                   \
+    X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act) X(penc) X(lpenc)          \
     /* training episodes that have a decision, packed [T,Bs,*] */                       \
     X(k_glob) X(k_rows) X(k_prev) X(k_adv)
 
@@ -384,19 +384,6 @@ static int encoder_backward(agent_net_ws *ws, nn_params *p, const float *lf, con
     return 0;
 }
 
-/* build_din writes the decoder input of B decisions at step t:
- * out[b] = [enc[t, inst[b]], glob[b], prev[b]]. */
-static void build_din(const agent_net_ws *ws, float *out, int t, int G, int B, const int *inst,
-                      const float *glob, const float *prev) {
-    int H2 = 2 * ws->d.hidden, Din = din_width(&ws->d);
-    for (int b = 0; b < B; b++) {
-        float *o = out + (size_t)b * Din;
-        memcpy(o, ws->enc.p + ((size_t)t * G + inst[b]) * H2, (size_t)H2 * sizeof(float));
-        memcpy(o + H2, glob + (size_t)b * AGENT_FG, AGENT_FG * sizeof(float));
-        memcpy(o + H2 + AGENT_FG, prev + (size_t)b * AGENT_FT, AGENT_FT * sizeof(float));
-    }
-}
-
 /* ---------------------------------------------------------------------------
  * Rollout
  * ------------------------------------------------------------------------ */
@@ -603,23 +590,36 @@ int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *t
      * parameters have not changed since and they are of this trajectory */
     int cached = tr->enc_cached && ws->enc_p == p && ws->enc_lf == tr->lf && ws->enc_len == tr->len &&
                  ws->enc_T == T && ws->enc_G == G;
+    int H2 = 2 * H, Fx = AGENT_FG + AGENT_FT, G4 = 4 * Hd;
+    size_t TG = (size_t)T * G;
     if ((!cached && encoder_forward(ws, p, tr->lf, tr->len, T, G)) ||
-        need(&ws->din, TB * Din) || need(&ws->hd, TB * Hd) || need(&ws->cd, TB * Hd) ||
-        need(&ws->tcd, TB * Hd) || need(&ws->actd, TB * 4 * Hd) || need(&ws->ddin, TB * Din) ||
-        need(&ws->dhd, TB * Hd) || need(&ws->denc, (size_t)T * G * 2 * H) ||
+        need(&ws->din, TB * Fx) || need(&ws->hd, TB * Hd) || need(&ws->cd, TB * Hd) ||
+        need(&ws->tcd, TB * Hd) || need(&ws->actd, TB * G4) || need(&ws->ddin, TG * G4) ||
+        need(&ws->dhd, TB * Hd) || need(&ws->denc, TG * H2) || need(&ws->lpenc, TG * G4) ||
         need(&ws->lwork, nn_lstm_work_size(T, B, Hd)) || need_int(&ws->ibuf, &ws->icap, (size_t)B) ||
         scorer_need(ws, TB, (size_t)K, 1)) {
         snprintf(err, errlen, "out of memory for a batch of %d episodes x %d steps", B, T);
         return -1;
     }
-    /* forward */
+    const float *wih = nn_param(p, AN_DEC_WIH); /* [4Hd, 2H + FG + FT] */
+    float *dwih = nn_grad(p, AN_DEC_WIH);
+    /* forward. The decoder's input gates: the encoder's part projected once
+     * per layer and instance, lpenc[T*G,4Hd] = enc w_ih[:, :2H]^T, gathered
+     * per episode, plus din[T*B, FG+FT] = [glob, prev] times the rest of w_ih */
+    nn_gemm(0, 1, (int)TG, G4, H2, 1.0f, ws->enc.p, H2, wih, Din, 0.0f, ws->lpenc.p, G4);
     for (int t = 0; t < T; t++)
-        build_din(ws, ws->din.p + (size_t)t * B * Din, t, G, B, tr->inst, tr->glob + (size_t)t * B * AGENT_FG,
-                  tr->prev + (size_t)t * B * AGENT_FT);
+        for (int b = 0; b < B; b++) {
+            size_t tb = (size_t)t * B + b;
+            float *x = ws->din.p + tb * Fx;
+            memcpy(x, tr->glob + tb * AGENT_FG, AGENT_FG * sizeof(float));
+            memcpy(x + AGENT_FG, tr->prev + tb * AGENT_FT, AGENT_FT * sizeof(float));
+            memcpy(ws->actd.p + tb * G4, ws->lpenc.p + ((size_t)t * G + tr->inst[b]) * G4,
+                   (size_t)G4 * sizeof(float));
+        }
+    nn_gemm(0, 1, (int)TB, G4, Fx, 1.0f, ws->din.p, Fx, wih + H2, Din, 1.0f, ws->actd.p, G4);
     for (int b = 0; b < B; b++) ws->ibuf[b] = tr->len[tr->inst[b]];
-    nn_lstm_forward(ws->hd.p, ws->cd.p, ws->actd.p, ws->tcd.p, ws->din.p, NULL, NULL, ws->ibuf,
-                    nn_param(p, AN_DEC_WIH), nn_param(p, AN_DEC_WHH), nn_param(p, AN_DEC_B), T, B,
-                    Din, Hd);
+    nn_lstm_forward(ws->hd.p, ws->cd.p, ws->actd.p, ws->tcd.p, NULL, NULL, NULL, ws->ibuf, wih,
+                    nn_param(p, AN_DEC_WHH), nn_param(p, AN_DEC_B), T, B, Din, Hd);
     nn_dense_forward(ws->ctx.p, ws->hd.p, nn_param(p, AN_TCTX_W), NULL, (int)TB, Hd, D);
     float *logits = ws->g1.p; /* g1 is free until scorer_backward */
     scorer_forward(ws, p, &TYPE_SCORER, (int)TB, K, tr->rows, ws->ctx.p, logits);
@@ -635,16 +635,21 @@ int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *t
     memset(ws->dhd.p, 0, TB * Hd * sizeof(float));
     nn_dense_backward(ws->dhd.p, nn_grad(p, AN_TCTX_W), NULL, ws->dctx.p, ws->hd.p,
                       nn_param(p, AN_TCTX_W), (int)TB, Hd, D);
-    memset(ws->ddin.p, 0, TB * Din * sizeof(float));
-    nn_lstm_backward(ws->ddin.p, NULL, NULL, nn_grad(p, AN_DEC_WIH), nn_grad(p, AN_DEC_WHH),
-                     nn_grad(p, AN_DEC_B), ws->lwork.p, ws->dhd.p, NULL, ws->din.p, NULL, NULL,
-                     ws->ibuf, ws->hd.p, ws->cd.p, ws->actd.p, ws->tcd.p, nn_param(p, AN_DEC_WIH),
-                     nn_param(p, AN_DEC_WHH), T, B, Din, Hd);
-    memset(ws->denc.p, 0, (size_t)T * G * 2 * H * sizeof(float));
+    nn_lstm_backward(NULL, NULL, NULL, dwih, nn_grad(p, AN_DEC_WHH), nn_grad(p, AN_DEC_B), ws->lwork.p,
+                     ws->dhd.p, NULL, NULL, NULL, NULL, ws->ibuf, ws->hd.p, ws->cd.p, ws->actd.p, ws->tcd.p,
+                     wih, nn_param(p, AN_DEC_WHH), T, B, Din, Hd);
+    const float *dgates = ws->lwork.p; /* [T,B,4Hd], left there by nn_lstm_backward (x NULL) */
+    /* the input products: [glob, prev]'s columns of w_ih over every decision;
+     * the encoder's over the gate gradients summed per layer and instance
+     * (ddin[T*G,4Hd]), which also give denc[T*G,2H] */
+    nn_gemm(1, 0, G4, Fx, (int)TB, 1.0f, dgates, G4, ws->din.p, Fx, 1.0f, dwih + H2, Din);
+    memset(ws->ddin.p, 0, TG * G4 * sizeof(float));
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
-            ws->vm->add(ws->denc.p + ((size_t)t * G + tr->inst[b]) * 2 * H,
-                        ws->ddin.p + ((size_t)t * B + b) * Din, (size_t)2 * H);
+            ws->vm->add(ws->ddin.p + ((size_t)t * G + tr->inst[b]) * G4, dgates + ((size_t)t * B + b) * G4,
+                        (size_t)G4);
+    nn_gemm(1, 0, G4, H2, (int)TG, 1.0f, ws->ddin.p, G4, ws->enc.p, H2, 1.0f, dwih, Din);
+    nn_gemm(0, 0, (int)TG, H2, G4, 1.0f, ws->ddin.p, G4, wih, Din, 0.0f, ws->denc.p, H2);
     if (encoder_backward(ws, p, tr->lf, tr->len, T, G)) {
         snprintf(err, errlen, "out of memory in the encoder's backward pass");
         return -1;

@@ -113,7 +113,10 @@ void nn_lstm_forward_d(double *h, double *c, double *act, double *tc, const doub
 size_t nn_lstm_work_size(int T, int B, int H);
 /* dh: gradient of the loss w.r.t. every h_t (NULL = none); dcT: w.r.t. the
  * final cell state c[T-1] (NULL = none). The final hidden state is h[T-1],
- * so its gradient goes into dh's last step. */
+ * so its gradient goes into dh's last step.
+ * x NULL (the forward was given the input part in act): dx and dw_ih are
+ * not touched, db still accumulates, and the gate gradients dgates[T,B,4H]
+ * are left at the start of work for the caller's own input products. */
 void nn_lstm_backward(float *dx /*[T,B,In] or NULL*/, float *dh0 /*[B,H] or NULL*/,
                       float *dc0 /*[B,H] or NULL*/, float *dw_ih /*[4H,In]*/, float *dw_hh /*[4H,H]*/,
                       float *db /*[4H]*/, float *work /*[nn_lstm_work_size]*/,
