@@ -18,9 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/adv.h"
 #include "agent/net.h"
 #include "agent/pool.h"
 #include "agent/rollout.h"
+#include "agent/trainconf.h"
 #include "env/config.h"
 #include "solvers/runload.h"
 #include "solvers/solve.h"
@@ -32,6 +34,7 @@ typedef struct {
     agent_rollout *ro;
     agent_pool *pool;
     int *inst_of; /* [B] zeros: every episode plays the one instance */
+    uint8_t *ok;  /* [B] 1: the episode's plan is feasible */
     int B;
     double penalty;
 } peer_env;
@@ -49,6 +52,7 @@ void peer_close(peer_env *pe) {
     agent_rollout_free(pe->ro);
     agent_pool_free(pe->pool);
     free(pe->inst_of);
+    free(pe->ok);
     cfg_free(pe->run);
     free(pe);
 }
@@ -97,7 +101,8 @@ peer_env *peer_open(const char *path, int B, int threads, double penalty, char *
     pe->ro = agent_rollout_create(&d);
     pe->pool = agent_pool_create(threads);
     pe->inst_of = calloc((size_t)B, sizeof *pe->inst_of);
-    if (!pe->ro || !pe->pool || !pe->inst_of) goto oom;
+    pe->ok = calloc((size_t)B, 1);
+    if (!pe->ro || !pe->pool || !pe->inst_of || !pe->ok) goto oom;
     return pe;
 oom:
     snprintf(err, (size_t)errlen, "out of memory");
@@ -111,7 +116,9 @@ int peer_layers(const peer_env *pe) { return pe->ai.job->n_layers; }
 
 /* peer_play plays the B episodes of training step `step` (the sampling
  * stream, as the trainer's), the policy being fn(ctx, ...), and writes
- * each episode's TYPE return and plan cost (INFINITY when infeasible). */
+ * each episode's TYPE reward, settled as the trainer settles it (search
+ * mode's default, the log reward: agent_rewards_settle), and its plan cost
+ * (INFINITY when infeasible). */
 int peer_play(peer_env *pe, agent_type_policy fn, void *ctx, uint64_t seed, uint64_t step,
               double *r_type, double *plan_cost, char *err, int errlen) {
     agent_rollout_opts o = {.placement = PLACER_PLACE_NONE,
@@ -122,7 +129,8 @@ int peer_play(peer_env *pe, agent_type_policy fn, void *ctx, uint64_t seed, uint
                             .ep_base = 0,
                             .ep_total = pe->B + 1,
                             .record = 1,
-                            .forced = NULL};
+                            .forced = NULL,
+                            .reward = AGENT_REWARD_LOG};
     agent_rollout_set_policy(pe->ro, fn, ctx);
     if (agent_rollout_run(pe->ro, NULL, &pe->ai, 1, pe->inst_of, pe->B, &o, pe->pool, err,
                           (size_t)errlen))
@@ -131,6 +139,11 @@ int peer_play(peer_env *pe, agent_type_policy fn, void *ctx, uint64_t seed, uint
         const agent_episode *e = agent_rollout_episode(pe->ro, b);
         r_type[b] = e->r_type;
         plan_cost[b] = e->feasible ? e->plan_cost : INFINITY;
+        pe->ok[b] = e->feasible != 0;
+    }
+    if (agent_rewards_settle(AGENT_REWARD_LOG, pe->penalty, 1, pe->B, r_type, pe->ok, NULL)) {
+        snprintf(err, (size_t)errlen, "out of memory");
+        return -1;
     }
     return 0;
 }

@@ -497,7 +497,7 @@ static void test_skip_idle_same_update(void **state) {
     enum { B = 24 };
     int of[B];
     for (int e = 0; e < B; e++) of[e] = e / 12;
-    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, B, 1, NULL};
+    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, B, 1, NULL, AGENT_REWARD_LOG};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, pa, ai, 2, of, B, &o, NULL, err, sizeof err), 0);
     float *adv;
