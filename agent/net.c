@@ -2,9 +2,12 @@
  * rollout steps and the training passes, composed from nets/layers.
  *
  * Every product is a GEMM over a whole batch: the encoder over [T*G] layer
- * rows, the decoder's input part over [T*B] decisions (one GEMM for the whole
- * trajectory batch) and its recurrence per step over [B], the scorers over
- * [N*K] candidate rows. The pointwise work between them (ReLU, the LSTM
+ * rows, the decoder's input part in two (the encoder's columns of w_ih over
+ * [T*G] layer rows, projected once per layer and instance; the global and
+ * previous-row columns over [T*B] decisions in one GEMM) and its recurrence
+ * per step over [B], the scorers over [N*K] candidate rows. The training
+ * pass recomputes only the episodes that make a decision, and reuses the
+ * rollout's encoder states when the caller says they are current. The pointwise work between them (ReLU, the LSTM
  * cell, the broadcast of the context over candidates, the softmax) is in
  * nets/vmath or in the small loops below.
  */
@@ -103,6 +106,8 @@ typedef struct {
     /* rollout state [B,*]; s_din holds [glob, prev] (the encoder's part of the      \
      * decoder's input gates is penc[T,G,4Hd], projected once per layer) */            \
     X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act) X(penc) X(lpenc)          \
+    /* shared steps: the representatives' states, rows and probabilities */           \
+    X(uh) X(uc) X(urows) X(uprobs)                                                      \
     /* training episodes that have a decision, packed [T,Bs,*] */                       \
     X(k_glob) X(k_rows) X(k_prev) X(k_adv)
 
@@ -128,6 +133,10 @@ struct agent_net_ws {
     size_t k_mcap;
     int *k_sel;        /* [B] source episode of each kept one */
     size_t k_scap;
+    int *upos;         /* [B] row of each representative in the shared step */
+    size_t upos_cap;
+    uint8_t *umask;    /* [B,K] the representatives' masks */
+    size_t umask_cap;
     int skip_idle;     /* 1 (default): training passes skip episodes without a decision */
     /* encoder states held for reuse by the training pass: the lf, len, T, G
      * and parameters of the last encoder_forward */
@@ -189,6 +198,8 @@ void agent_net_ws_free(agent_net_ws *ws) {
     free(ws->k_action);
     free(ws->k_mask);
     free(ws->k_sel);
+    free(ws->upos);
+    free(ws->umask);
     free(ws);
 }
 
@@ -439,6 +450,63 @@ int agent_net_type_step(agent_net_ws *ws, const nn_params *p, int t, const float
     float *logits = ws->dlogits.p;
     scorer_forward(ws, p, &TYPE_SCORER, B, K, rows, ws->ctx.p, logits);
     nn_softmax_forward(probs, ws->logp.p, ws->ent.p, logits, mask, B, K);
+    return 0;
+}
+
+int agent_net_type_step_shared(agent_net_ws *ws, const nn_params *p, int t, const float *glob,
+                               const float *rows, const float *prev, const uint8_t *mask, const int *rep,
+                               int K, float *probs) {
+    int B = ws->B, Hd = ws->d.decoder, D = ws->d.scorer, Din = din_width(&ws->d);
+    int H2 = 2 * ws->d.hidden, Fx = AGENT_FG + AGENT_FT, G4 = 4 * Hd;
+    if (t < 0 || t >= ws->T) return -1;
+    if (need(&ws->s_din, (size_t)B * Fx) || need(&ws->s_h, (size_t)B * Hd) || need(&ws->s_c, (size_t)B * Hd) ||
+        need(&ws->s_tc, (size_t)B * Hd) || need(&ws->s_act, (size_t)B * G4) || need(&ws->uh, (size_t)B * Hd) ||
+        need(&ws->uc, (size_t)B * Hd) || need(&ws->urows, (size_t)B * K * AGENT_FT) ||
+        need(&ws->uprobs, (size_t)B * K) || need_int(&ws->ibuf, &ws->icap, (size_t)B) ||
+        need_int(&ws->upos, &ws->upos_cap, (size_t)B) || scorer_need(ws, (size_t)B, (size_t)K, 0) ||
+        need(&ws->dlogits, (size_t)B * K))
+        return -1;
+    if (ws->umask_cap < (size_t)B * K) {
+        free(ws->umask);
+        ws->umask = malloc((size_t)B * K);
+        ws->umask_cap = ws->umask ? (size_t)B * K : 0;
+        if (!ws->umask) return -1;
+    }
+    /* gather the representatives: their inputs, states, rows and masks */
+    int n = 0;
+    for (int b = 0; b < B; b++) {
+        if (rep[b] != b) continue;
+        ws->upos[b] = n;
+        float *x = ws->s_din.p + (size_t)n * Fx;
+        memcpy(x, glob + (size_t)b * AGENT_FG, AGENT_FG * sizeof(float));
+        memcpy(x + AGENT_FG, prev + (size_t)b * AGENT_FT, AGENT_FT * sizeof(float));
+        memcpy(ws->s_act.p + (size_t)n * G4, ws->penc.p + ((size_t)t * ws->G + ws->inst[b]) * G4,
+               (size_t)G4 * sizeof(float));
+        memcpy(ws->uh.p + (size_t)n * Hd, ws->hprev.p + (size_t)b * Hd, (size_t)Hd * sizeof(float));
+        memcpy(ws->uc.p + (size_t)n * Hd, ws->cprev.p + (size_t)b * Hd, (size_t)Hd * sizeof(float));
+        memcpy(ws->urows.p + (size_t)n * K * AGENT_FT, rows + (size_t)b * K * AGENT_FT,
+               (size_t)K * AGENT_FT * sizeof(float));
+        memcpy(ws->umask + (size_t)n * K, mask + (size_t)b * K, (size_t)K);
+        n++;
+    }
+    memset(probs, 0, (size_t)B * K * sizeof *probs);
+    if (n == 0) return 0;
+    nn_gemm(0, 1, n, G4, Fx, 1.0f, ws->s_din.p, Fx, nn_param(p, AN_DEC_WIH) + H2, Din, 1.0f, ws->s_act.p, G4);
+    nn_lstm_forward(ws->s_h.p, ws->s_c.p, ws->s_act.p, ws->s_tc.p, NULL, ws->uh.p, ws->uc.p, NULL,
+                    nn_param(p, AN_DEC_WIH), nn_param(p, AN_DEC_WHH), nn_param(p, AN_DEC_B), 1, n, Din, Hd);
+    nn_dense_forward(ws->ctx.p, ws->s_h.p, nn_param(p, AN_TCTX_W), NULL, n, Hd, D);
+    float *logits = ws->dlogits.p;
+    scorer_forward(ws, p, &TYPE_SCORER, n, K, ws->urows.p, ws->ctx.p, logits);
+    nn_softmax_forward(ws->uprobs.p, ws->logp.p, ws->ent.p, logits, ws->umask, n, K);
+    /* scatter: every episode of a group takes its representative's state and
+     * probabilities; the others (rep -1) keep their state and get zeros */
+    for (int b = 0; b < B; b++) {
+        if (rep[b] < 0) continue;
+        int u = ws->upos[rep[b]];
+        memcpy(ws->hprev.p + (size_t)b * Hd, ws->s_h.p + (size_t)u * Hd, (size_t)Hd * sizeof(float));
+        memcpy(ws->cprev.p + (size_t)b * Hd, ws->s_c.p + (size_t)u * Hd, (size_t)Hd * sizeof(float));
+        memcpy(probs + (size_t)b * K, ws->uprobs.p + (size_t)u * K, (size_t)K * sizeof *probs);
+    }
     return 0;
 }
 

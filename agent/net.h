@@ -11,7 +11,9 @@
  *   decoder   per TYPE decision t of episode b:
  *             din[t,b] = [enc[t, inst(b)], global[t,b], prev[t,b]] with prev the
  *             candidate row of the type chosen at t-1 (0 at t = 0);
- *             LSTM over t -> hd[T,B,Hd]; ctx = hd Wc^T [T*B, D]
+ *             LSTM over t -> hd[T,B,Hd]; ctx = hd Wc^T [T*B, D]. The
+ *             encoder's part of din w_ih^T is computed once per layer and
+ *             instance ([T,G,4Hd]), not once per episode
  *   rows      a type row is gym's GYM_TYPE_FEATS features followed by AGENT_FX
  *             look-ahead features computed by the rollout (agent/rollout.h):
  *             what the cost model says of completing the plan with this type
@@ -116,6 +118,18 @@ int agent_net_encode(agent_net_ws *ws, const nn_params *p, const float *lf /*[T,
 int agent_net_type_step(agent_net_ws *ws, const nn_params *p, int t, const float *glob,
                         const float *rows, const float *prev, const uint8_t *mask,
                         const uint8_t *active, int K, float *probs /*[B,K]*/);
+
+/* agent_net_type_step_shared is agent_net_type_step for episodes in
+ * groups of equal state: rep[b] == b for an episode computed, rep[b] = o
+ * (o < b, rep[o] == o) for one whose state and inputs are those of o (the
+ * same instance and decisions so far: the rollout's look-ahead groups),
+ * rep[b] = -1 for one that does not decide at t (state carried, probs 0).
+ * The network runs over the representatives only; every member of a group
+ * gets its representative's new state and probabilities. Returns 0, or -1
+ * when out of memory. */
+int agent_net_type_step_shared(agent_net_ws *ws, const nn_params *p, int t, const float *glob,
+                               const float *rows, const float *prev, const uint8_t *mask,
+                               const int *rep /*[B]*/, int K, float *probs /*[B,K]*/);
 
 /* agent_net_node_step scores node rows for B decisions: glob[B,FG],
  * rows[B,K,FN], mask[B,K] -> probs[B,K]. Returns 0, or -1 (no memory). */

@@ -704,8 +704,9 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
                 snprintf(err, errlen, "rollout: the policy callback failed at layer %d", t);
                 return -1;
             }
-        } else if (agent_net_type_step(r->ws, p, t, r->glob + tb * AGENT_FG, r->rows + tb * K * AGENT_FT,
-                                       r->prev + tb * AGENT_FT, r->mask + tb * K, r->active, K, r->probs)) {
+        } else if (agent_net_type_step_shared(r->ws, p, t, r->glob + tb * AGENT_FG,
+                                              r->rows + tb * K * AGENT_FT, r->prev + tb * AGENT_FT,
+                                              r->mask + tb * K, r->la_rep, K, r->probs)) {
             snprintf(err, errlen, "out of memory in the decoder");
             return -1;
         }
