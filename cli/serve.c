@@ -6,6 +6,7 @@
  *                [--request-deadline-ms N] [--idle-timeout-s N]
  *                [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]
  *                [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]
+ *                [--state FILE]
  *
  * Starts service/server on HOST:PORT (default 127.0.0.1:7878; port 0 picks
  * a free one), prints "strata serve: listening on HOST:PORT" on stdout once
@@ -59,7 +60,11 @@
     "                    [--request-deadline-ms N] [--idle-timeout-s N]\n"                 \
     "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
     "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
+    "                    [--state FILE]\n"                                                   \
     "\n"                                                                                    \
+    "  --state FILE              SQLite file keeping the registered jobs, their fixed\n"   \
+    "                            plans and the units they take, across restarts and\n"   \
+    "                            replicas (docs/serve.md); default: in memory only\n"     \
     "limits (docs/reliability.md):\n"                                                       \
     "  --threads N               requests computing at once (default: the CPUs)\n"         \
     "  --max-conns N             connections at once, all clients (default 512)\n"         \
@@ -183,6 +188,7 @@ int cmd_serve(int argc, char **argv) {
         {"request-cpu-ms", required_argument, 0, 'U'},
         {"request-mem-mb", required_argument, 0, 'R'},
         {"jobs-max-mb", required_argument, 0, 'J'},
+        {"state", required_argument, 0, 'F'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -197,7 +203,7 @@ int cmd_serve(int argc, char **argv) {
     int shutdown_ms = SERVE_SHUTDOWN_MS;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:F:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
         case 'l': cfg.listen = optarg; break;
@@ -255,6 +261,7 @@ int cmd_serve(int argc, char **argv) {
             if (cli_parse_int("--jobs-max-mb", optarg, 0, 1 << 20, &n)) return CLI_USAGE;
             cfg.jobs_max_bytes = (size_t)n << 20;
             break;
+        case 'F': cfg.state_path = optarg; break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;
         default: fprintf(stderr, SERVE_USAGE); return CLI_USAGE;

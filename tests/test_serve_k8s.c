@@ -91,6 +91,18 @@ static json_t *volcano_pod(const char *jobname, const char *task, const char *in
     return p;
 }
 
+/* The registered cluster: both types, zones a and b, one node of each type
+ * in each zone. The extender fixes the plan on these nodes at registration. */
+static json_t *cluster4(void) {
+    return json_pack(
+        "{s:o, s:[{s:s}, {s:s}], s:[{s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s},"
+        " {s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s}]}",
+        "types", types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a", "type",
+        "cpu", "units", 4, "zone", "a", "bw", "1GB/s", "name", "cpu-b", "type", "cpu", "units",
+        4, "zone", "b", "bw", "1GB/s", "name", "gpu-a", "type", "gpu", "units", 4, "zone", "a",
+        "bw", "1GB/s", "name", "gpu-b", "type", "gpu", "units", 4, "zone", "b", "bw", "1GB/s");
+}
+
 static sv_proc start(void) {
     sv_proc p;
     assert_int_equal(sv_start(&p, "k8s", NULL), 0);
@@ -176,7 +188,7 @@ static const char *spot(const json_t *ext, const char *role, int i, const char *
 static void test_kubeflow_nodes_form(void **state) {
     (void)state;
     sv_proc p = start();
-    put_job(p.port, "ctr", json_pack("{s:o}", "types", types()));
+    put_job(p.port, "ctr", cluster4());
     char kept[256];
 
     /* Worker 1 runs stage 1 on gpu: only the gpu nodes pass. */
@@ -260,7 +272,7 @@ static void test_kubeflow_nodes_form(void **state) {
 static void test_volcano(void **state) {
     (void)state;
     sv_proc p = start();
-    put_job(p.port, "vc", json_pack("{s:o}", "types", types()));
+    put_job(p.port, "vc", cluster4());
     char kept[256];
     /* Index from volcano.sh/task-index. */
     json_t *res = call(p.port, "filter", volcano_pod("vc", "worker", "1", "vc-worker-1"),
@@ -288,13 +300,7 @@ static void test_node_names_form(void **state) {
     sv_proc p = start();
     /* nodeCacheCapable: the scheduler sends names only; the registered
      * cluster describes the nodes. */
-    json_t *cl = json_pack(
-        "{s:o, s:[{s:s}, {s:s}], s:[{s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s},"
-        " {s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s}]}",
-        "types", types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a", "type",
-        "cpu", "units", 4, "zone", "a", "bw", "1GB/s", "name", "cpu-b", "type", "cpu", "units",
-        4, "zone", "b", "bw", "1GB/s", "name", "gpu-a", "type", "gpu", "units", 4, "zone", "a",
-        "bw", "1GB/s", "name", "gpu-b", "type", "gpu", "units", 4, "zone", "b", "bw", "1GB/s");
+    json_t *cl = cluster4();
     put_job(p.port, "named", cl);
     json_t *res = call(p.port, "filter", kubeflow_pod("named", "worker", "1"), NULL,
                        json_pack("[s,s,s,s]", "cpu-a", "gpu-a", "gpu-b", "ghost"));
@@ -320,16 +326,15 @@ static void test_node_names_form(void **state) {
 static void test_pass_through(void **state) {
     (void)state;
     sv_proc p = start();
-    put_job(p.port, "ctr", json_pack("{s:o}", "types", types()));
+    put_job(p.port, "ctr", cluster4());
     char kept[256];
     json_t *pods[] = {
         json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "web-1", "labels", "app", "web"),
         kubeflow_pod("unregistered", "worker", "0"),
         kubeflow_pod("ctr", "chief", "0"),
-        kubeflow_pod("ctr", "worker", "7"), /* the plan has 2 workers */
         kubeflow_pod("ctr", "worker", "x"),
     };
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 4; i++) {
         json_t *res = call(p.port, "filter", json_incref(pods[i]), node_list(), NULL);
         kept_items(res, kept, sizeof kept);
         assert_string_equal(kept, "cpu-a,cpu-b,gpu-a,gpu-b,odd-1,bare-1");
@@ -342,14 +347,38 @@ static void test_pass_through(void **state) {
                                                                 "Score")), 0);
         json_decref(list);
     }
-    json_t *res = call(p.port, "filter", kubeflow_pod("nobody", "ps", "0"), NULL,
+    /* A task the fixed plan does not know (it has 2 workers) is refused:
+     * every node unresolvable, with the reason, and 0 everywhere. */
+    json_t *res = call(p.port, "filter", kubeflow_pod("ctr", "worker", "7"), node_list(), NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "");
+    json_t *un = json_object_get(res, "FailedAndUnresolvableNodes");
+    assert_int_equal(json_object_size(un), 6);
+    assert_non_null(strstr(json_string_value(json_object_get(un, "gpu-a")),
+                           "job default/ctr worker 7 is not in its plan (the plan has 2 worker"));
+    json_decref(res);
+    json_t *list = call(p.port, "prioritize", kubeflow_pod("ctr", "worker", "7"), node_list(),
+                        NULL);
+    for (size_t k = 0; k < 6; k++)
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(list, k), "Score")), 0);
+    json_decref(list);
+    /* The same job name in another namespace is another job: not registered. */
+    json_t *other = kubeflow_pod("ctr", "worker", "0");
+    json_object_set_new(json_object_get(other, "metadata"), "namespace", json_string("team-b"));
+    res = call(p.port, "filter", other, node_list(), NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "cpu-a,cpu-b,gpu-a,gpu-b,odd-1,bare-1");
+    json_decref(res);
+    res = call(p.port, "filter", kubeflow_pod("nobody", "ps", "0"), NULL,
                        json_pack("[s,s]", "x", "y"));
     kept_names(res, kept, sizeof kept);
     assert_string_equal(kept, "x,y");
     json_decref(res);
     assert_int_equal(sv_stop(&p), 0);
     assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "pass: not a training pod", NULL), 1);
-    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job unregistered is not registered",
+    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job default/unregistered is not "
+                                  "registered", NULL), 1);
+    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job team-b/ctr is not registered",
                                   NULL), 1);
     assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "the plan has 2 worker tasks", NULL), 1);
 }
