@@ -37,7 +37,7 @@ static char tmp[1024];
 static const struct {
     int i, kind, steps;
 } HARD[] = {
-    {3, SG_PLAIN, 40}, /* 12 layers, capacity binds: 28 steps to the optimum */
+    {70, SG_HOMOG, 45}, /* capacity binds, the optimum mixes types: 35 steps */
     {4, SG_HOMOG, 12}, /* single-type optimum: 6 steps; ratio ends 407% above */
     {2, SG_TIGHT, 12}, /* single-type optimum, tight counts: 4 steps; ratio 453% */
 };
