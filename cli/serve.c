@@ -6,6 +6,7 @@
  *                [--request-deadline-ms N] [--idle-timeout-s N]
  *                [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]
  *                [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]
+ *                [--max-k8s-body-mb N] [--catalogue FILE]
  *
  * Starts service/server on HOST:PORT (default 127.0.0.1:7878; port 0 picks
  * a free one), prints "strata serve: listening on HOST:PORT" on stdout once
@@ -59,6 +60,10 @@
     "                    [--request-deadline-ms N] [--idle-timeout-s N]\n"                 \
     "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
     "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
+    "                    [--max-k8s-body-mb N] [--catalogue FILE]\n"                      \
+    "\n"                                                                                    \
+    "  --catalogue FILE          instance types and GPU products the extender types\n"    \
+    "                            nodes by (configs/catalogue/instances.yaml)\n"            \
     "\n"                                                                                    \
     "limits (docs/reliability.md):\n"                                                       \
     "  --threads N               requests computing at once (default: the CPUs)\n"         \
@@ -66,7 +71,9 @@
     "  --max-conns-per-ip N      connections at once from one address (default 64)\n"      \
     "  --request-deadline-ms N   headers + body of one request, however slow (10000)\n"    \
     "  --idle-timeout-s N        a silent connection is closed after N s (default 10)\n"   \
-    "  --max-body-memory-mb N    request bodies held at once, all connections (64)\n"      \
+    "  --max-body-memory-mb N    request bodies held at once, all connections (160)\n"     \
+    "  --max-k8s-body-mb N       one /k8s/filter or /k8s/prioritize body (96: the Nodes\n"  \
+    "                            form of 5,000 nodes); other bodies: 1 MiB\n"             \
     "  --shutdown-ms N           SIGTERM to exit, whatever runs (default 25000)\n"         \
     "  --request-cpu-ms N        time one decision may take, whatever it asks; 0: none\n"  \
     "                            (default 5000)\n"                                         \
@@ -183,6 +190,8 @@ int cmd_serve(int argc, char **argv) {
         {"request-cpu-ms", required_argument, 0, 'U'},
         {"request-mem-mb", required_argument, 0, 'R'},
         {"jobs-max-mb", required_argument, 0, 'J'},
+        {"max-k8s-body-mb", required_argument, 0, 'K'},
+        {"catalogue", required_argument, 0, 'c'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -195,9 +204,10 @@ int cmd_serve(int argc, char **argv) {
     cfg.threads = cpus > 0 ? (int)(cpus < 64 ? cpus : 64) : 2;
     const char *token_file = NULL;
     int shutdown_ms = SERVE_SHUTDOWN_MS;
+    int k8s_body_set = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
         case 'l': cfg.listen = optarg; break;
@@ -255,6 +265,12 @@ int cmd_serve(int argc, char **argv) {
             if (cli_parse_int("--jobs-max-mb", optarg, 0, 1 << 20, &n)) return CLI_USAGE;
             cfg.jobs_max_bytes = (size_t)n << 20;
             break;
+        case 'K':
+            if (cli_parse_int("--max-k8s-body-mb", optarg, 1, 4096, &n)) return CLI_USAGE;
+            cfg.max_k8s_body = (size_t)n << 20;
+            k8s_body_set = 1;
+            break;
+        case 'c': cfg.catalogue_path = optarg; break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;
         default: fprintf(stderr, SERVE_USAGE); return CLI_USAGE;
@@ -262,6 +278,15 @@ int cmd_serve(int argc, char **argv) {
     }
     if (optind != argc) {
         fprintf(stderr, SERVE_USAGE);
+        return CLI_USAGE;
+    }
+    /* A smaller body budget lowers the default Nodes-form limit with it; an
+     * explicit --max-k8s-body-mb over the budget could never be held. */
+    if (!k8s_body_set && cfg.max_k8s_body > cfg.body_budget) cfg.max_k8s_body = cfg.body_budget;
+    if (cfg.max_k8s_body > cfg.body_budget) {
+        fprintf(stderr, "strata serve: --max-k8s-body-mb %zu is over --max-body-memory-mb %zu: "
+                "no Nodes-form call that large could be held\n", cfg.max_k8s_body >> 20,
+                cfg.body_budget >> 20);
         return CLI_USAGE;
     }
     char *token = NULL;

@@ -30,6 +30,7 @@
 
 #include <jansson.h>
 
+#include "env/import.h"
 #include "service/decide.h"
 #include "service/jobs.h"
 #include "service/policy_slot.h"
@@ -38,6 +39,10 @@
 
 /* Extender scores range over 0..K8S_MAX_SCORE (MaxExtenderPriority). */
 #define K8S_MAX_SCORE 10
+
+/* Nodes one filter or prioritize call may list (a 5,000-node cluster and
+ * room); each job's inventory stays bounded by limits.max_nodes. */
+#define K8S_MAX_CANDIDATES 16384
 
 /* What the extender's handlers share; owned by the server, which hands
  * them the policy slot, registry and limits of the /v1 endpoints. */
@@ -48,6 +53,8 @@ typedef struct {
     long max_budget_ms;  /* largest budget_ms a registered job's options may ask for */
     long request_cpu_ms; /* > 0: time one decision may take */
     size_t request_mem_bytes; /* > 0: decodes estimated to need more are refused */
+    const imp_catalogue *catalogue; /* NULL, or instance types and GPU products
+                                       (configs/catalogue/instances.yaml) */
 } k8s_env;
 
 /* The handlers of POST /k8s/filter and POST /k8s/prioritize. */

@@ -142,7 +142,18 @@ static void kept_names(const json_t *res, char *buf, size_t len) {
                                  json_string_value(it));
 }
 
+/* Why a filter failed a node that nothing can make fit (wrong type, not
+ * judged, no units): FailedAndUnresolvableNodes, so that kube-scheduler
+ * does not try preemption. */
 static const char *failed_why(const json_t *res, const char *node) {
+    assert_null(json_object_get(json_object_get(res, "FailedNodes"), node));
+    return json_string_value(
+        json_object_get(json_object_get(res, "FailedAndUnresolvableNodes"), node));
+}
+
+/* Why a filter failed a node that could fit once units free up. */
+static const char *busy_why(const json_t *res, const char *node) {
+    assert_null(json_object_get(json_object_get(res, "FailedAndUnresolvableNodes"), node));
     return json_string_value(json_object_get(json_object_get(res, "FailedNodes"), node));
 }
 
@@ -185,7 +196,7 @@ static void test_kubeflow_nodes_form(void **state) {
     assert_string_equal(kept, "gpu-a,gpu-b");
     assert_non_null(strstr(failed_why(res, "cpu-a"), "stage 1 on gpu; the node is cpu"));
     assert_non_null(strstr(failed_why(res, "odd-1"), "instance type \"m5.large\" is not a type"));
-    assert_non_null(strstr(failed_why(res, "bare-1"), "no node.kubernetes.io/instance-type"));
+    assert_non_null(strstr(failed_why(res, "bare-1"), "no instance-type label (node.kubernetes.io/instance-type)"));
     assert_true(json_is_null(json_object_get(res, "NodeNames")));
     assert_string_equal(json_string_value(json_object_get(res, "Error")), "");
     json_decref(res);
@@ -334,6 +345,7 @@ static void test_pass_through(void **state) {
         kept_items(res, kept, sizeof kept);
         assert_string_equal(kept, "cpu-a,cpu-b,gpu-a,gpu-b,odd-1,bare-1");
         assert_int_equal(json_object_size(json_object_get(res, "FailedNodes")), 0);
+        assert_int_equal(json_object_size(json_object_get(res, "FailedAndUnresolvableNodes")), 0);
         json_decref(res);
         json_t *list = call(p.port, "prioritize", pods[i], node_list(), NULL);
         assert_int_equal(json_array_size(list), 6);
@@ -352,6 +364,66 @@ static void test_pass_through(void **state) {
     assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job unregistered is not registered",
                                   NULL), 1);
     assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "the plan has 2 worker tasks", NULL), 1);
+}
+
+/* A GPU node as clusters write it: the allocatable count in quantity form,
+ * the GPU product label only (GKE's or NVIDIA GPU feature discovery's). */
+static json_t *gpu_node(const char *name, const char *zone, const char *gpus,
+                        const char *prod_key, const char *prod) {
+    json_t *n = node(name, NULL, zone, gpus, NULL, NULL);
+    json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"), prod_key,
+                        json_string(prod));
+    return n;
+}
+
+/* Node facts read as clusters write them, and the filter's two kinds of
+ * failure. The job of job() with min_throughput 250 has a gpu stage of two
+ * workers: q = 250 * 0.05002 / 10 = 1.25 units, and two units reach
+ * 2 / (1 + 0.05) = 1.90 >= 1.25. Its workers are then 0 (cpu), 1 and 2
+ * (gpu). The gpu nodes hold one GPU each, two in zone a: zone placement
+ * puts the stage there, one worker per node. */
+static void test_node_facts_and_failures(void **state) {
+    (void)state;
+    sv_proc p = start();
+    json_t *j = job();
+    json_object_set_new(j, "min_throughput", json_integer(250));
+    sv_resp r;
+    int st = sv_json_req(p.port, "PUT", "/v1/jobs/facts",
+                         json_pack("{s:{s:o}, s:o}", "cluster", "types", types(), "job", j), NULL,
+                         &r);
+    if (st != 201) fail_msg("PUT: %d %s", st, r.body);
+    sv_resp_free(&r);
+    json_t *nl = json_pack("{s:s, s:[o,o,o,o,o,o]}", "kind", "NodeList", "items",
+                           node("cpu-a", "cpu", "a", NULL, "strata.io/units", "4"),
+                           gpu_node("gke-a", "a", "1", "cloud.google.com/gke-accelerator", "gpu"),
+                           gpu_node("gfd-a", "a", "1", "nvidia.com/gpu.product", "gpu"),
+                           node("big-b", "gpu", "b", "2k", NULL, NULL),
+                           node("none-b", "gpu", "b", "0", NULL, NULL),
+                           node("odd-b", "gpu", "b", "1.5", NULL, NULL));
+    json_t *res = call(p.port, "filter", kubeflow_pod("facts", "worker", "1"), json_incref(nl),
+                       NULL);
+    json_t *ext = state_of(p.port, "facts");
+    assert_int_equal(json_array_size(json_object_get(ext, "workers")), 3);
+    /* GKE's and NVIDIA's product labels type the one-GPU nodes of zone a. */
+    const char *mine = spot(ext, "workers", 1, "node"), *other = spot(ext, "workers", 2, "node");
+    assert_true((!strcmp(mine, "gke-a") && !strcmp(other, "gfd-a")) ||
+                (!strcmp(mine, "gfd-a") && !strcmp(other, "gke-a")));
+    char kept[256];
+    kept_items(res, kept, sizeof kept);
+    char want[64];
+    snprintf(want, sizeof want, "%s,big-b", mine);
+    assert_string_equal(kept, want); /* "2k" is 2000 GPUs, not 0 */
+    /* Taken by worker 2: it could fit once that unit is free. */
+    assert_non_null(strstr(busy_why(res, other), "gives all 1 of the node's units"));
+    /* Never: the wrong type, no GPUs at all, a GPU count that is no count. */
+    assert_non_null(strstr(failed_why(res, "cpu-a"), "stage 1 on gpu; the node is cpu"));
+    assert_non_null(strstr(failed_why(res, "none-b"), "no gpu units in total"));
+    assert_non_null(strstr(failed_why(res, "odd-b"),
+                           "allocatable nvidia.com/gpu '1.5' is not a whole number of GPUs"));
+    json_decref(res);
+    json_decref(ext);
+    json_decref(nl);
+    assert_int_equal(sv_stop(&p), 0);
 }
 
 static void test_bad_args(void **state) {
@@ -399,6 +471,7 @@ int main(void) {
         cmocka_unit_test(test_volcano),
         cmocka_unit_test(test_node_names_form),
         cmocka_unit_test(test_pass_through),
+        cmocka_unit_test(test_node_facts_and_failures),
         cmocka_unit_test(test_bad_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
