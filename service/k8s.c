@@ -39,7 +39,7 @@ typedef struct {
     uint64_t dec_inv, dec_policy;
     int ok;               /* 1 when the job is planned and placed */
     char why[768];        /* when !ok */
-    char plan_from[24], placement_by[24];
+    char plan_from[48], placement_by[24];
     int n_workers, n_ps;
     task_spot *workers;   /* [n_workers] in plan order */
     task_spot *ps;        /* [n_ps] */
