@@ -3,7 +3,8 @@
  * kube-scheduler calls an extender over HTTP with the types of
  * k8s.io/kube-scheduler/extender/v1, whose JSON keys are the Go field
  * names: POST /k8s/filter takes ExtenderArgs {Pod, Nodes | NodeNames} and
- * answers ExtenderFilterResult {Nodes | NodeNames, FailedNodes, Error};
+ * answers ExtenderFilterResult {Nodes | NodeNames, FailedNodes,
+ * FailedAndUnresolvableNodes, Error};
  * POST /k8s/prioritize takes the same arguments and answers a
  * HostPriorityList [{Host, Score}] with scores from 0 to 10.
  *
@@ -12,15 +13,19 @@
  * .../replica-index) or Volcano's (volcano.sh/job-name, volcano.sh/task-spec
  * ps|worker, the index from volcano.sh/task-index or the pod name's "-N").
  * Its job must be registered (PUT /v1/jobs/{name}): the extender plans the
- * job on the nodes it has been shown (types from node.kubernetes.io/
- * instance-type, zones from topology.kubernetes.io/zone, GPU units from
- * the allocatable resources, figures from strata.io annotations or the
- * registered cluster's nodes) with the loaded policy, or with the
+ * job on the nodes it has been shown (read by import-nodes' reader,
+ * imp_node_read: types from the instance-type label, else the GKE or NVIDIA
+ * GPU product label, else the catalogue's type for either; zones from
+ * topology.kubernetes.io/zone; units from allocatable GPUs, or allocatable
+ * cpu over the catalogue's unit_cpus; figures from strata.io annotations
+ * or the registered cluster's nodes) with the loaded policy, or with the
  * registered plan_method and placer when none is loaded (greedy and zone
  * by default), keeps that decision while the nodes and the policy stay the
  * same, and maps the pod to its task: worker i is the i-th worker of the
  * plan in stage order, ps j the j-th ps task. Filter keeps the nodes of the
- * worker's stage type; prioritize gives 10 to the planned node, 7 to nodes
+ * worker's stage type that have units, fails as unresolvable those that can
+ * never host it (not judged, another type, no units) and as FailedNodes
+ * those whose units the plan gives to the job's other workers; prioritize gives 10 to the planned node, 7 to nodes
  * that fit in its zone, 4 to nodes that fit elsewhere, 0 to the rest. Pods
  * it does not know, or that the plan has no task for, pass unfiltered with
  * score 0 on every node. docs/serve.md describes the deployment.
