@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "env/import.h"
 #include "tests/serve_client.h"
 
 static json_t *types(void) {
@@ -426,6 +427,92 @@ static void test_node_facts_and_failures(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* A filter call whose Nodes form is `bytes` long: node_list() with one
+ * node's annotation padded, as the images list pads real Node objects. */
+static char *big_filter_body(size_t bytes) {
+    json_t *nl = node_list();
+    json_t *ann = json_object_get(json_object_get(json_array_get(json_object_get(nl, "items"), 0),
+                                                  "metadata"), "annotations");
+    char *pad = malloc(bytes);
+    assert_non_null(pad);
+    memset(pad, 'x', bytes - 1);
+    pad[bytes - 1] = '\0';
+    json_object_set_new(ann, "example.com/padding", json_string(pad));
+    free(pad);
+    json_t *args = json_pack("{s:o, s:o}", "Pod", kubeflow_pod("ctr", "worker", "1"), "Nodes", nl);
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_decref(args);
+    return body;
+}
+
+/* The extender's verbs take bodies past the 1 MiB of the other endpoints
+ * (the Nodes form of a large cluster), up to --max-k8s-body-mb; /v1/place
+ * still refuses them. Before: 413 for any body over 1 MiB. */
+static void test_body_limits(void **state) {
+    (void)state;
+    sv_proc p = start();
+    put_job(p.port, "ctr", json_pack("{s:o}", "types", types()));
+    char *body = big_filter_body((size_t)3 << 20); /* 3 MiB */
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "POST", "/k8s/filter", NULL, body, strlen(body), &r), 200);
+    assert_non_null(strstr(r.body, "\"gpu-a\""));
+    sv_resp_free(&r);
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 413);
+    sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+    /* A smaller limit names the flag and the fast path. */
+    const char *extra[] = {"--max-k8s-body-mb", "2", NULL};
+    assert_int_equal(sv_start(&p, "k8s-body", extra), 0);
+    assert_int_equal(sv_http(p.port, "POST", "/k8s/prioritize", NULL, body, strlen(body), &r),
+                     413);
+    assert_non_null(strstr(r.body, "--max-k8s-body-mb"));
+    assert_non_null(strstr(r.body, "nodeCacheCapable: true"));
+    sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+    free(body);
+}
+
+/* With --catalogue, a node is typed as import-nodes types it: the label
+ * p4d.24xlarge is no type of the job's cluster, but the catalogue makes it
+ * A100; an r5n.24xlarge with 95690m allocatable is the catalogue's CPU
+ * with unit_cpus 48: 2 units. Worker 1 of the job (cpu, A100 renamed gpu
+ * stages below) then passes on the p4d node only. */
+static void test_catalogue_types(void **state) {
+    (void)state;
+    char cat[1024];
+    const char *src = getenv("STRATA_SRC");
+    snprintf(cat, sizeof cat, "%s/configs/catalogue/instances.yaml", src ? src : ".");
+    const char *extra[] = {"--catalogue", cat, NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "k8s-cat", extra), 0);
+    json_t *ty = types();
+    json_object_set_new(json_array_get(ty, 0), "name", json_string("CPU"));
+    json_object_set_new(json_array_get(ty, 1), "name", json_string("A100"));
+    put_job(p.port, "cat", json_pack("{s:o}", "types", ty));
+    json_t *cpu = node("r5n-a", "r5n.24xlarge", "a", NULL, NULL, NULL);
+    json_object_set_new(json_object_get(json_object_get(cpu, "status"), "allocatable"), "cpu",
+                        json_string("95690m"));
+    json_t *nl = json_pack("{s:s, s:[o,o,o]}", "kind", "NodeList", "items", cpu,
+                           node("p4d-a", "p4d.24xlarge", "a", "8", NULL, NULL),
+                           node("m5-a", "m5.large", "a", NULL, NULL, NULL));
+    json_t *res = call(p.port, "filter", kubeflow_pod("cat", "worker", "1"), json_incref(nl), NULL);
+    char kept[256];
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "p4d-a");
+    assert_non_null(strstr(failed_why(res, "r5n-a"), "the node is CPU"));
+    assert_non_null(strstr(failed_why(res, "m5-a"), "instance type \"m5.large\""));
+    json_decref(res);
+    /* worker 0 (stage 0 on CPU) passes on the r5n node */
+    res = call(p.port, "filter", kubeflow_pod("cat", "worker", "0"), nl, NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "r5n-a");
+    json_decref(res);
+    assert_int_equal(imp_cpu_units(95.69, 48.0), 2);
+    assert_int_equal(imp_cpu_units(72.0, 48.0), 1); /* 1.5: ties go down */
+    assert_int_equal(imp_cpu_units(72.1, 48.0), 2);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
 static void test_bad_args(void **state) {
     (void)state;
     sv_proc p = start();
@@ -472,6 +559,8 @@ int main(void) {
         cmocka_unit_test(test_node_names_form),
         cmocka_unit_test(test_pass_through),
         cmocka_unit_test(test_node_facts_and_failures),
+        cmocka_unit_test(test_body_limits),
+        cmocka_unit_test(test_catalogue_types),
         cmocka_unit_test(test_bad_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
