@@ -7,6 +7,7 @@
  *                [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]
  *                [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]
  *                [--max-k8s-body-mb N] [--catalogue FILE]
+ *                [--state FILE]
  *
  * Starts service/server on HOST:PORT (default 127.0.0.1:7878; port 0 picks
  * a free one), prints "strata serve: listening on HOST:PORT" on stdout once
@@ -61,9 +62,13 @@
     "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
     "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
     "                    [--max-k8s-body-mb N] [--catalogue FILE]\n"                      \
+    "                    [--state FILE]\n"                                                   \
     "\n"                                                                                    \
     "  --catalogue FILE          instance types and GPU products the extender types\n"    \
     "                            nodes by (configs/catalogue/instances.yaml)\n"            \
+    "  --state FILE              SQLite file keeping the registered jobs, their fixed\n"   \
+    "                            plans and the units they take, across restarts and\n"   \
+    "                            replicas (docs/serve.md); default: in memory only\n"     \
     "\n"                                                                                    \
     "limits (docs/reliability.md):\n"                                                       \
     "  --threads N               requests computing at once (default: the CPUs)\n"         \
@@ -192,6 +197,7 @@ int cmd_serve(int argc, char **argv) {
         {"jobs-max-mb", required_argument, 0, 'J'},
         {"max-k8s-body-mb", required_argument, 0, 'K'},
         {"catalogue", required_argument, 0, 'c'},
+        {"state", required_argument, 0, 'F'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -207,7 +213,7 @@ int cmd_serve(int argc, char **argv) {
     int k8s_body_set = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
         case 'l': cfg.listen = optarg; break;
@@ -271,6 +277,7 @@ int cmd_serve(int argc, char **argv) {
             k8s_body_set = 1;
             break;
         case 'c': cfg.catalogue_path = optarg; break;
+        case 'F': cfg.state_path = optarg; break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;
         default: fprintf(stderr, SERVE_USAGE); return CLI_USAGE;

@@ -90,8 +90,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     env.limits.max_nodes = RJ_DEFAULT_MAX_NODES;
     env.limits.max_types = RJ_DEFAULT_MAX_TYPES;
     env.max_budget_ms = 50;
-    if (!env.policy || !env.jobs || !env.cache) abort();
-    k8s = (k8s_env){env.policy, env.jobs, env.limits, env.max_budget_ms};
+    char serr[256];
+    env.state = store_open(NULL, serr, sizeof serr); /* in memory */
+    if (!env.policy || !env.jobs || !env.cache || !env.state) abort();
+    k8s = (k8s_env){env.policy, env.jobs, env.limits, env.max_budget_ms, 0, 0, env.state};
     web_request req = {"PUT", "/v1/jobs/tiny", TINY_JOB, sizeof TINY_JOB - 1, web_now_ns()};
     web_reply rep;
     memset(&rep, 0, sizeof rep);

@@ -17,11 +17,12 @@ PACKAGES=(
   libyaml-dev                # configs
   libmicrohttpd-dev          # the placement daemon
   libjansson-dev             # JSON in the daemon and --json output
+  libsqlite3-dev             # the daemon's state file (serve --state): jobs, fixed plans, placements
   libcmocka-dev              # unit tests
   libglpk-dev                # ILP for the exact solver
   libopenmpi-dev openmpi-bin # training across machines
   python3 python3-numpy python3-h5py python3-torch  # reference tests
-  python3-kubernetes         # tests/kube_nodes.py: node lists for import-nodes tests
+  python3-kubernetes         # tests/kube_nodes.py, kube_extender.py: Node and Pod objects
   gnuplot-nox                # plots of strata eval
   wrk                        # daemon benchmark
   clang libclang-rt-14-dev   # libFuzzer + sanitizer runtimes: scripts/fuzz, CI's fuzz smoke

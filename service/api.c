@@ -666,24 +666,33 @@ done:
 
 /* ---- registered jobs ------------------------------------------------------------------ */
 
-static void jobs_put_handler(const api_env *env, const web_request *req, const char *name,
+/* The extender's view of the API's environment, for k8s_fix_plan. */
+static k8s_env k8s_of(const api_env *env) {
+    return (k8s_env){env->policy, env->jobs, env->limits, env->max_budget_ms,
+                     env->request_cpu_ms, env->request_mem_bytes, env->state, NULL};
+}
+
+/* PUT /v1/jobs/{key}: validates the document, fixes the job's plan on its
+ * registered nodes less what the other jobs' plans take (inside one write
+ * transaction of the state file, so that two replicas never hand the same
+ * units to two jobs), stores both, and answers {namespace, name, version,
+ * layers, created, extender: the plan}. A plan that cannot be made (or
+ * cannot have the registered replica counts) gets 422 with the reason. */
+static void jobs_put_handler(const api_env *env, const web_request *req, const char *key,
                              web_reply *rep) {
-    static const char *const keys[] = {"cluster", "job", "options"};
-    char err[2048];
-    if (jobs_name_ok(name, err, sizeof err)) {
-        web_reply_error(rep, 400, "job name \"%.80s\": %s", name, err);
-        return;
-    }
+    static const char *const keys[] = {"cluster", "job", "options", "replicas"};
+    char err[2048] = "";
     json_t *root = web_parse_json(req->body, req->body_len, err, sizeof err);
     if (!root) {
         web_reply_error(rep, 400, "%s", err);
         return;
     }
-    if (rj_check_keys(root, "", keys, 3, err, sizeof err)) {
+    if (rj_check_keys(root, "", keys, 4, err, sizeof err)) {
         web_reply_error(rep, 400, "%s", err);
         json_decref(root);
         return;
     }
+    const char *name = strchr(key, '/') + 1;
     json_t *job = json_object_get(root, "job");
     if (json_is_object(job) && !json_object_get(job, "name"))
         json_object_set_new(job, "name", json_string(name));
@@ -698,44 +707,100 @@ static void jobs_put_handler(const api_env *env, const web_request *req, const c
     }
     int n_layers = run->jobs[0].n_layers;
     cfg_free(run);
-    uint64_t version = 0;
-    int rc = jobs_put(env->jobs, name, root, n_layers, &version, err, sizeof err);
-    if (rc < 0) {
-        web_reply_error(rep, rc == JOBS_NOMEM ? 500 : rc == JOBS_NOROOM ? 507 : 409, "%s", err);
+    if (store_begin(env->state, err, sizeof err)) {
+        web_reply_error(rep, 503, "%s", err);
+        json_decref(root);
         return;
     }
-    web_reply_json(rep, rc == 1 ? 201 : 200,
-                   json_pack("{s:s, s:I, s:i, s:b}", "name", name, "version",
-                             (json_int_t)version, "layers", n_layers, "created", rc == 1));
+    k8s_env kenv = k8s_of(env);
+    /* registrations are serialised by the store: the room checked here is
+     * still there when the job is loaded below */
+    int room = jobs_room(env->jobs, key, root, err, sizeof err);
+    json_t *taken = room == 0 ? store_taken(env->state, key, err, sizeof err) : NULL;
+    json_t *plan = NULL;
+    uint64_t version = 0;
+    double at = 0;
+    int status = 0;
+    if (room < 0) status = room == JOBS_NOROOM ? 507 : 409;
+    else if (!taken) status = 500;
+    else if (k8s_fix_plan(&kenv, root, taken, &plan, err, sizeof err)) status = 422;
+    else if (store_put_job(env->state, key, root, n_layers, plan, &version, &at, err, sizeof err))
+        status = 500;
+    json_decref(taken);
+    if (store_end(env->state, status == 0, err[0] ? NULL : err, err[0] ? 0 : sizeof err) &&
+        !status)
+        status = 500;
+    if (status) {
+        web_reply_error(rep, status, "%s", err);
+        json_decref(plan);
+        json_decref(root);
+        return;
+    }
+    jobs_entry *held = jobs_get(env->jobs, key);
+    int created = held == NULL;
+    jobs_release(env->jobs, held);
+    int rc = jobs_load(env->jobs, key, root, n_layers, json_incref(plan), version, at, err,
+                       sizeof err);
+    if (rc < 0) { /* out of memory: the file has the job, the next sync loads it */
+        json_decref(plan);
+        web_reply_error(rep, 500, "%s", err);
+        return;
+    }
+    web_reply_json(rep, created ? 201 : 200,
+                   json_pack("{s:s%, s:s, s:I, s:i, s:b, s:o}", "namespace", key,
+                             (size_t)(name - 1 - key), "name", name, "version",
+                             (json_int_t)version, "layers", n_layers, "created", created,
+                             "extender", plan));
 }
 
 void api_jobs(const api_env *env, const web_request *req, const char *name, web_reply *rep) {
+    char err[1024] = "";
+    if (store_sync(env->state, env->jobs, 0, err, sizeof err)) {
+        web_reply_error(rep, 503, "%s", err);
+        return;
+    }
     if (!name) { /* GET /v1/jobs */
         json_t *list = jobs_list(env->jobs);
         if (!list) web_reply_error(rep, 500, "out of memory");
         else web_reply_json(rep, 200, json_pack("{s:o}", "jobs", list));
         return;
     }
-    if (!strcmp(req->method, "PUT")) {
-        jobs_put_handler(env, req, name, rep);
+    /* {name} is "namespace/name" or "name" (namespace "default") */
+    char key[JOBS_KEY_MAX], ns[JOBS_NAME_MAX] = "";
+    const char *slash = strchr(name, '/');
+    if (slash && (size_t)(slash - name) < sizeof ns) snprintf(ns, sizeof ns, "%.*s", (int)(slash - name), name);
+    if (jobs_key(key, slash ? (ns[0] ? ns : "-") : NULL, slash ? slash + 1 : name, err,
+                 sizeof err)) {
+        web_reply_error(rep, 400, "%s", err);
         return;
     }
-    if (!strcmp(req->method, "DELETE")) {
-        if (jobs_delete(env->jobs, name) < 0) web_reply_error(rep, 404, "no job named \"%.80s\"", name);
+    if (!strcmp(req->method, "PUT")) {
+        jobs_put_handler(env, req, key, rep);
+        return;
+    }
+    if (!strcmp(req->method, "DELETE")) { /* releases the units its plan took */
+        int rc = store_delete_job(env->state, key, err, sizeof err);
+        if (rc < 0) web_reply_error(rep, 503, "%s", err);
+        else if (jobs_delete(env->jobs, key) < 0 && rc == 0)
+            web_reply_error(rep, 404, "no job named \"%.130s\"", key);
         else rep->status = 204;
         return;
     }
-    jobs_entry *e = jobs_get(env->jobs, name);
+    jobs_entry *e = jobs_get(env->jobs, key);
     if (!e) {
-        web_reply_error(rep, 404, "no job named \"%.80s\"", name);
+        web_reply_error(rep, 404, "no job named \"%.130s\"", key);
         return;
     }
-    json_t *o = json_pack("{s:s, s:I, s:f, s:i, s:O, s:O, s:O}", "name", e->name, "version",
-                          (json_int_t)e->version, "registered_at", e->registered_at, "layers",
-                          e->n_layers, "cluster", json_object_get(e->doc, "cluster"), "job",
-                          json_object_get(e->doc, "job"), "options",
+    json_t *o = json_pack("{s:s%, s:s, s:I, s:f, s:i, s:O, s:O, s:O, s:O}", "namespace", key,
+                          (size_t)(strchr(key, '/') - key), "name", strchr(key, '/') + 1,
+                          "version", (json_int_t)e->version, "registered_at", e->registered_at,
+                          "layers", e->n_layers, "cluster", json_object_get(e->doc, "cluster"),
+                          "job", json_object_get(e->doc, "job"), "options",
                           json_object_get(e->doc, "options") ? json_object_get(e->doc, "options")
-                                                             : json_null());
+                                                             : json_null(),
+                          "replicas", json_object_get(e->doc, "replicas")
+                                          ? json_object_get(e->doc, "replicas")
+                                          : json_null());
     if (o) json_object_set_new(o, "extender", k8s_job_state_json(e));
     jobs_release(env->jobs, e);
     web_reply_json(rep, 200, o);

@@ -34,6 +34,7 @@
 #include "service/policy_slot.h"
 #include "service/reqcache.h"
 #include "service/runjson.h"
+#include "service/store.h"
 #include "service/web.h"
 
 /* Counters the handlers bump (atomics: any thread); owned by the server. */
@@ -52,6 +53,7 @@ typedef struct {
     long request_cpu_ms;   /* > 0: time one decision may take, whatever it asks */
     size_t request_mem_bytes; /* > 0: decodes estimated to need more get 422 */
     api_counters *counters;
+    store *state;          /* where the registry is kept (service/store.h); never NULL */
 } api_env;
 
 #define API_DEFAULT_MAX_BUDGET_MS 10000L

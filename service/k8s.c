@@ -1,11 +1,14 @@
 /* k8s.c -- scheduler extender: filter and prioritize nodes for training pods.
  *
- * Per registered job the extender keeps an inventory of the nodes it has
- * been shown (the registered cluster's nodes, then every node a Nodes-form
- * call described) and one decision: the plan and task placement of the
- * job on that inventory, made by decide_run (service/decide.h), the procedure /v1/place uses.
- * The decision is remade only when the inventory or the loaded policy
- * changes, so the pods of one job are all placed by the same plan.
+ * A registered job's plan is fixed once, at registration (k8s_fix_plan, on
+ * the registered cluster's nodes less the units other jobs' plans take),
+ * and kept with the job in the registry and the state file; pods are
+ * placed by that plan whatever order they come in, and a job is replanned
+ * only when it is registered again. Per job the extender also keeps an
+ * inventory of the nodes it has been shown (the registered cluster's
+ * nodes, then every node a Nodes-form call described), only to tell the
+ * type and zone of a candidate node. Pods written by `strata manifest`
+ * carry their plan in their annotations and need no registry at all.
  */
 #include "service/k8s.h"
 
@@ -21,6 +24,7 @@
 
 /* ---- per-job state ------------------------------------------------------------------ */
 
+/* One task's spot in a fixed plan. */
 typedef struct {
     char node[MODEL_NAME_MAX];
     char zone[MODEL_NAME_MAX];
@@ -34,30 +38,11 @@ typedef struct {
     json_t *registered;   /* object: names of the registered cluster's nodes -> true */
     json_t *seen;         /* object: node name -> metadata.resourceVersion last derived */
     uint64_t inv_version; /* +1 whenever the inventory changes */
-    /* the decision, valid for (dec_inv, dec_policy) */
-    int have;
-    uint64_t dec_inv, dec_policy;
-    int ok;               /* 1 when the job is planned and placed */
-    char why[768];        /* when !ok */
-    char plan_from[48], placement_by[24];
-    int n_workers, n_ps;
-    task_spot *workers;   /* [n_workers] in plan order */
-    task_spot *ps;        /* [n_ps] */
 } job_state;
-
-static void state_clear_decision(job_state *s) {
-    free(s->workers);
-    free(s->ps);
-    s->workers = s->ps = NULL;
-    s->n_workers = s->n_ps = 0;
-    s->have = s->ok = 0;
-    s->why[0] = s->plan_from[0] = s->placement_by[0] = '\0';
-}
 
 static void state_free(void *p) {
     job_state *s = p;
     if (!s) return;
-    state_clear_decision(s);
     json_decref(s->nodes);
     json_decref(s->index);
     json_decref(s->registered);
@@ -122,10 +107,14 @@ static const char *str_at(const json_t *obj, const char *key) {
 /* The pod's place in its job. */
 typedef struct {
     int known;        /* 1: a ps or worker of a job named job */
+    char key[JOBS_KEY_MAX]; /* "namespace/job" */
     char job[JOBS_NAME_MAX];
     int is_ps;
     long index;
-    char why[200];    /* when !known: why it passes through */
+    /* a pod of `strata manifest` carries its plan (manifest 1): */
+    int manifest;
+    task_spot spot;   /* its type, zone and planned node ("" when none) */
+    char why[300];    /* when !known: why it passes through */
 } pod_role;
 
 static int parse_index(const char *text, long *out) {
@@ -143,14 +132,74 @@ static const char *label_or_annotation(const json_t *labels, const json_t *ann, 
     return v ? v : str_at(ann, key);
 }
 
+/* The n-th (from 0) item of a comma list into buf; "" when there is none. */
+static void list_item(const char *list, long n, char *buf, size_t len) {
+    buf[0] = '\0';
+    for (long i = 0; list && i < n; i++) {
+        list = strchr(list, ',');
+        if (list) list++;
+    }
+    if (!list) return;
+    size_t k = strcspn(list, ",");
+    snprintf(buf, len, "%.*s", (int)k, list);
+}
+
+/* A pod of `strata manifest` (label strata.io/job): its task and spot come
+ * from its labels and annotations (the contract in docs/serve.md). */
+static void identify_manifest(const json_t *labels, const json_t *ann, const char *job,
+                              pod_role *r) {
+    const char *role = str_at(labels, "strata.io/role");
+    const char *type = str_at(labels, "strata.io/type");
+    const char *base = str_at(ann, "strata.io/index-base");
+    const char *idx = str_at(ann, "batch.kubernetes.io/job-completion-index");
+    if (!idx) idx = str_at(labels, "batch.kubernetes.io/job-completion-index");
+    if (!idx) idx = str_at(labels, "jobset.sigs.k8s.io/job-index");
+    if (!idx) idx = label_or_annotation(labels, ann, "volcano.sh/task-index");
+    long b = 0, i = 0;
+    if (!role || (strcmp(role, "ps") && strcmp(role, "worker"))) {
+        snprintf(r->why, sizeof r->why, "strata pod of job %.63s: label strata.io/role \"%.20s\" "
+                 "is not ps or worker", job, role ? role : "(none)");
+        return;
+    }
+    if (!type || !*type) {
+        snprintf(r->why, sizeof r->why, "strata pod of job %.63s: no label strata.io/type", job);
+        return;
+    }
+    if ((base && parse_index(base, &b)) || parse_index(idx, &i)) {
+        snprintf(r->why, sizeof r->why, "strata pod of job %.63s: no usable index (strata.io/"
+                 "index-base \"%.20s\", completion index \"%.20s\")", job, base ? base : "",
+                 idx ? idx : "");
+        return;
+    }
+    r->manifest = 1;
+    r->is_ps = !strcmp(role, "ps");
+    r->index = b + i;
+    const char *stage = str_at(labels, "strata.io/stage");
+    r->spot.stage = stage ? atoi(stage) : 0;
+    snprintf(r->spot.type, sizeof r->spot.type, "%s", type);
+    const char *zone = str_at(ann, "strata.io/zone");
+    snprintf(r->spot.zone, sizeof r->spot.zone, "%s", zone ? zone : "");
+    /* strata.io/nodes lists the group's tasks' nodes: the pod's is at its
+     * completion index */
+    list_item(str_at(ann, "strata.io/nodes"), i, r->spot.node, sizeof r->spot.node);
+    r->known = 1;
+}
+
 static void identify(const json_t *pod, pod_role *r) {
     memset(r, 0, sizeof *r);
     const json_t *md = get_ci(pod, "metadata");
     const json_t *labels = json_object_get(md, "labels");
     const json_t *ann = json_object_get(md, "annotations");
     const char *pod_name = str_at(md, "name");
-    const char *job = str_at(labels, "training.kubeflow.org/job-name");
+    const char *ns = str_at(md, "namespace");
+    const char *job = str_at(labels, "strata.io/job");
     const char *role = NULL, *index = NULL, *source = "kubeflow";
+    if (job) {
+        snprintf(r->job, sizeof r->job, "%.*s", JOBS_NAME_MAX - 1, job);
+        identify_manifest(labels, ann, job, r);
+        return;
+    }
+    job = str_at(labels, "training.kubeflow.org/job-name");
     if (job) {
         role = str_at(labels, "training.kubeflow.org/replica-type");
         index = str_at(labels, "training.kubeflow.org/replica-index");
@@ -163,24 +212,24 @@ static void identify(const json_t *pod, pod_role *r) {
             if (dash) index = dash + 1;
         }
     } else {
-        snprintf(r->why, sizeof r->why, "not a training pod (no Kubeflow or Volcano job label)");
+        snprintf(r->why, sizeof r->why, "not a training pod (no strata, Kubeflow or Volcano job label)");
         return;
     }
-    if (strlen(job) >= JOBS_NAME_MAX) {
-        snprintf(r->why, sizeof r->why, "%s job name longer than %d characters", source,
-                 JOBS_NAME_MAX - 1);
+    char msg[200];
+    if (jobs_key(r->key, ns, job, msg, sizeof msg)) {
+        snprintf(r->why, sizeof r->why, "%s pod: %.180s", source, msg);
         return;
     }
     snprintf(r->job, sizeof r->job, "%s", job);
     if (!role || (strcasecmp(role, "ps") && strcasecmp(role, "worker"))) {
         snprintf(r->why, sizeof r->why, "%s role \"%.40s\" of job %s is not ps or worker", source,
-                 role ? role : "(none)", job);
+                 role ? role : "(none)", r->key);
         return;
     }
     r->is_ps = !strcasecmp(role, "ps");
     if (parse_index(index, &r->index)) {
         snprintf(r->why, sizeof r->why, "%s %s of job %s has no usable index (\"%.20s\")",
-                 source, role, job, index ? index : "");
+                 source, role, r->key, index ? index : "");
         return;
     }
     r->known = 1;
@@ -192,7 +241,7 @@ typedef struct {
     const json_t *item;  /* the Node object (Nodes form) or NULL */
     int inv;             /* index in the inventory, or -1 when it cannot be judged */
     char why[256];       /* when inv < 0 */
-    int units;           /* when inv >= 0: the node's units */
+    int units;           /* when inv >= 0: the node's units; -1 when not known */
     int taken;           /* when inv >= 0: units the plan gives to other workers */
     char type[MODEL_NAME_MAX], zone[MODEL_NAME_MAX]; /* when inv >= 0 */
 } candidate;
@@ -499,30 +548,153 @@ static json_t *inventory_zones(const json_t *doc, json_t *nodes) {
     return zones;
 }
 
-/* Remakes the decision for the inventory; e->mu held. */
-static void decide(const k8s_env *env, jobs_entry *e, job_state *s, const pslot_entry *pol) {
-    state_clear_decision(s);
-    s->have = 1;
-    s->dec_inv = s->inv_version;
-    s->dec_policy = pol ? pol->generation : 0;
-    json_t *nodes = json_deep_copy(s->nodes);
-    json_t *zones = nodes ? inventory_zones(e->doc, nodes) : NULL;
-    char err[2048];
-    cfg_run *run = nodes ? decide_load_registered(&env->limits, e->doc, nodes, zones, err, sizeof err) : NULL;
-    if (!nodes) snprintf(err, sizeof err, "out of memory");
+/* ---- the plan, fixed at registration ----------------------------------------------------- */
+
+/* Reads the registered replica counts: doc.replicas {worker|Worker: W,
+ * ps|PS: P}, each a count or a Kubeflow ReplicaSpec {"replicas": n} (so
+ * that a TFJob's tfReplicaSpecs can be sent as they are). Returns 0 when
+ * there are none, 1 with *w and *p (-1: that role not given), -1 with err. */
+static int parse_replicas(const json_t *doc, int *w, int *p, char *err, size_t errlen) {
+    const json_t *reps = json_object_get(doc, "replicas");
+    *w = *p = -1;
+    if (!reps || json_is_null(reps)) return 0;
+    if (!json_is_object(reps)) {
+        snprintf(err, errlen, "replicas: expected an object {\"worker\": W, \"ps\": P}");
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)reps, k, v) {
+        int *at = !strcasecmp(k, "worker") ? w : !strcasecmp(k, "ps") ? p : NULL;
+        if (!at) {
+            snprintf(err, errlen, "replicas.%.40s: strata plans ps and worker tasks only", k);
+            return -1;
+        }
+        const json_t *n = json_is_object(v) ? json_object_get(v, "replicas") : v;
+        if (!json_is_integer(n) || json_integer_value(n) < 1 || json_integer_value(n) > 100000) {
+            snprintf(err, errlen, "replicas.%.40s: expected a count from 1 to 100000%s", k,
+                     json_is_object(v) ? " in its \"replicas\"" : "");
+            return -1;
+        }
+        *at = (int)json_integer_value(n);
+    }
+    return 1;
+}
+
+/* Gives the plan exactly w workers and p ps tasks (-1: keep the plan's):
+ * the plan's counts are the least that reach R (k_s, g_s), so fewer fails;
+ * each extra task goes to the stage with the fewest of its role (ties: the
+ * first). Returns 0, or -1 with err. */
+static int fix_counts(model_plan *pl, int w, int p, char *err, size_t errlen) {
+    int kw = 0, kp = 0;
+    for (int s = 0; s < pl->n_stages; s++) {
+        kw += pl->stages[s].units;
+        kp += pl->stages[s].n_ps;
+    }
+    if (w >= 0 && w < kw) {
+        snprintf(err, errlen, "replicas.worker: the plan needs %d workers over its %d stages to "
+                 "reach the job's min_throughput; the job has %d", kw, pl->n_stages, w);
+        return -1;
+    }
+    if (p >= 0 && p < kp) {
+        snprintf(err, errlen, "replicas.ps: the plan needs %d ps tasks over its %d stages; the "
+                 "job has %d", kp, pl->n_stages, p);
+        return -1;
+    }
+    for (; w > kw; kw++) {
+        int best = 0;
+        for (int s = 1; s < pl->n_stages; s++)
+            if (pl->stages[s].units < pl->stages[best].units) best = s;
+        pl->stages[best].units++;
+    }
+    for (; p > kp; kp++) {
+        int best = 0;
+        for (int s = 1; s < pl->n_stages; s++)
+            if (pl->stages[s].n_ps < pl->stages[best].n_ps) best = s;
+        pl->stages[best].n_ps++;
+    }
+    return 0;
+}
+
+/* The plan object of a placed plan: {planned: true, plan_from,
+ * placement_by, replicas {worker, ps}, workers [{index, stage, type, node,
+ * zone}], ps [...]}, tasks in plan order. */
+static json_t *plan_json(const model_cluster *cl, const model_plan *p, const int *task_node,
+                         const char *plan_from, const char *placement_by) {
+    json_t *workers = json_array(), *ps = json_array();
+    int n = place_task_count(p);
+    for (int i = 0; i < n; i++) {
+        int stage = 0, is_ps = 0;
+        place_task_stage(p, i, &stage, &is_ps);
+        const model_node *nd = &cl->nodes[task_node[i]];
+        json_t *arr = is_ps ? ps : workers;
+        json_array_append_new(arr, json_pack("{s:i, s:i, s:s, s:s, s:s}", "index",
+                                             (int)json_array_size(arr), "stage", stage, "type",
+                                             cl->types[p->stages[stage].type].name, "node",
+                                             nd->name, "zone",
+                                             cl->n_zones > 0 ? cl->zones[nd->zone].name : ""));
+    }
+    json_t *o = json_pack("{s:b, s:s, s:s, s:{s:I, s:I}, s:o, s:o}", "planned", 1, "plan_from",
+                          plan_from, "placement_by", placement_by, "replicas", "worker",
+                          (json_int_t)json_array_size(workers), "ps",
+                          (json_int_t)json_array_size(ps), "workers", workers, "ps", ps);
+    if (o && p->reason != MODEL_FEASIBLE) /* placed, but slower than R over its links */
+        json_object_set_new(o, "reason", json_string(p->why));
+    return o;
+}
+
+/* The registered nodes less what other jobs' plans take (taken: store_taken's
+ * {node: {units, ps}}). */
+static json_t *free_nodes(const json_t *reg, const json_t *taken) {
+    json_t *nodes = json_deep_copy(reg);
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n) {
+        const json_t *t = json_object_get(taken, str_at(n, "name") ? str_at(n, "name") : "");
+        if (!t) continue;
+        json_int_t u = json_integer_value(json_object_get(n, "units"));
+        json_int_t used = json_integer_value(json_object_get(t, "units"));
+        json_object_set_new(n, "units", json_integer(u > used ? u - used : 0));
+        const json_t *slots = json_object_get(n, "ps_slots");
+        json_int_t s = slots ? json_integer_value(slots) : 1;
+        json_int_t ps = json_integer_value(json_object_get(t, "ps"));
+        json_object_set_new(n, "ps_slots", json_integer(s > ps ? s - ps : 0));
+    }
+    return nodes;
+}
+
+int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, json_t **plan,
+                 char *err, size_t errlen) {
+    *plan = NULL;
+    int w, p;
+    if (parse_replicas(doc, &w, &p, err, errlen) < 0) return -1;
+    const json_t *reg = json_object_get(json_object_get(doc, "cluster"), "nodes");
+    if (json_array_size(reg) == 0) {
+        if (w >= 0 || p >= 0) {
+            snprintf(err, errlen, "replicas: the cluster lists no nodes to plan them on "
+                     "(send cluster.nodes)");
+            return -1;
+        }
+        *plan = json_pack("{s:b, s:s}", "planned", 0, "reason",
+                          "registered without cluster.nodes: the extender fixes a job's plan "
+                          "at registration on the registered nodes");
+        return *plan ? 0 : (snprintf(err, errlen, "out of memory"), -1);
+    }
+    json_t *nodes = free_nodes(reg, taken);
+    json_t *zones = nodes ? inventory_zones(doc, nodes) : NULL;
+    cfg_run *run = nodes ? decide_load_registered(&env->limits, doc, nodes, zones, err, errlen)
+                         : NULL;
+    if (!nodes) snprintf(err, errlen, "out of memory");
     json_decref(nodes);
     json_decref(zones);
-    if (!run) {
-        snprintf(s->why, sizeof s->why, "cannot build the cluster from the nodes seen: %.700s", err);
-        return;
-    }
+    if (!run) return -1;
     decide_opts o;
-    if (decide_opts_parse(json_object_get(e->doc, "options"), 1, env->max_budget_ms, &o, err,
-                       sizeof err)) {
-        snprintf(s->why, sizeof s->why, "%.760s", err);
+    if (decide_opts_parse(json_object_get(doc, "options"), 1, env->max_budget_ms, &o, err,
+                          errlen)) {
         cfg_free(run);
-        return;
+        return -1;
     }
+    const pslot_entry *pol = pslot_acquire(env->policy);
     if (o.from_policy && !pol) { /* no policy: the heuristic fallback */
         o.from_policy = 0;
         o.plan_method = SOLVE_GREEDY;
@@ -531,130 +703,177 @@ static void decide(const k8s_env *env, jobs_entry *e, job_state *s, const pslot_
         if (o.placement == PLACER_PLACE_POLICY) o.placement = PLACER_ZONE;
     }
     if (o.placement == PLACER_PLACE_NONE) o.placement = o.from_policy ? PLACER_PLACE_POLICY : PLACER_ZONE;
+    int fixed = w >= 0 || p >= 0;
+    /* With fixed counts, the plan's stages come first, then a placer places
+     * exactly those tasks (the policy's own node head places its own counts). */
+    int placer = o.placement >= 0 ? o.placement : PLACER_ZONE;
+    if (fixed) o.placement = PLACER_PLACE_NONE;
     const model_job *job = &run->jobs[0];
     const model_cluster *cl = &run->cluster;
     o.cpu_ms = env->request_cpu_ms;
     o.mem_bytes = env->request_mem_bytes;
     decide_result d;
-    int rc = decide_run(job, cl, &o, o.from_policy ? pol : NULL, &d, err, sizeof err);
-    snprintf(s->plan_from, sizeof s->plan_from, "%s", d.plan_from);
-    snprintf(s->placement_by, sizeof s->placement_by, "%s", d.placement_by);
+    int rc = decide_run(job, cl, &o, o.from_policy ? pol : NULL, &d, err, errlen);
+    int out = -1;
     if (rc != 0) {
-        snprintf(s->why, sizeof s->why, "%.760s", err);
-    } else if (!d.found || !d.final->placed || d.why[0]) {
-        snprintf(s->why, sizeof s->why, "%.760s", d.why[0] ? d.why : d.final->why);
-    } else {
-        const model_plan *p = d.final;
-        int n = place_task_count(p);
-        for (int st = 0; st < p->n_stages; st++) {
-            s->n_workers += p->stages[st].units;
-            s->n_ps += p->stages[st].n_ps;
-        }
-        s->workers = calloc((size_t)s->n_workers + 1, sizeof *s->workers);
-        s->ps = calloc((size_t)s->n_ps + 1, sizeof *s->ps);
-        if (!s->workers || !s->ps) {
-            state_clear_decision(s);
-            s->have = 1;
-            snprintf(s->why, sizeof s->why, "out of memory");
-        } else {
-            int w = 0, g = 0;
-            for (int i = 0; i < n; i++) {
-                int stage = 0, is_ps = 0;
-                place_task_stage(p, i, &stage, &is_ps);
-                task_spot *t = is_ps ? &s->ps[g++] : &s->workers[w++];
-                const model_node *nd = &cl->nodes[d.task_node[i]];
-                snprintf(t->node, sizeof t->node, "%s", nd->name);
-                snprintf(t->zone, sizeof t->zone, "%s",
-                         cl->n_zones > 0 ? cl->zones[nd->zone].name : "");
-                snprintf(t->type, sizeof t->type, "%s", cl->types[p->stages[stage].type].name);
-                t->stage = stage;
-            }
-            s->ok = 1;
-            if (p->reason != MODEL_FEASIBLE) /* placed, but slower than R over its links */
-                snprintf(s->why, sizeof s->why, "%s", p->why);
-        }
+        /* err is set */
+    } else if (!d.found || d.why[0] || d.plan->reason != MODEL_FEASIBLE) {
+        snprintf(err, errlen, "no plan for the job on the registered nodes: %.900s",
+                 d.why[0] ? d.why : d.plan->why);
+    } else if (!fixed) {
+        if (!d.final->placed) snprintf(err, errlen, "the plan was not placed");
+        else if (!(*plan = plan_json(cl, d.final, d.task_node, d.plan_from, d.placement_by)))
+            snprintf(err, errlen, "out of memory");
+        else out = 0;
+    } else if (fix_counts(d.plan, w, p, err, errlen) == 0) {
+        int n = place_task_count(d.plan);
+        int *task_node = calloc((size_t)n + 1, sizeof *task_node);
+        model_plan *placed = model_plan_create(job->n_layers);
+        char msg[1024] = "";
+        int pr = task_node && placed ? placer_run(job, cl, d.plan, (placer_method)placer, o.seed,
+                                                  task_node, placed, msg, sizeof msg)
+                                     : -1;
+        if (!task_node || !placed) snprintf(err, errlen, "out of memory");
+        else if (pr == PLACER_NOFIT || pr < 0)
+            snprintf(err, errlen, "placement %s of %d workers and %d ps tasks: %.900s",
+                     placer_method_name((placer_method)placer), w >= 0 ? w : 0, p >= 0 ? p : 0,
+                     msg[0] ? msg : placed->why);
+        else if (!(*plan = plan_json(cl, placed, task_node, d.plan_from,
+                                     placer_method_name((placer_method)placer))))
+            snprintf(err, errlen, "out of memory");
+        else out = 0;
+        free(task_node);
+        model_plan_free(placed);
     }
     decide_result_free(&d);
+    pslot_release(env->policy, pol);
     cfg_free(run);
-}
-
-static json_t *spots_json(const task_spot *t, int n) {
-    json_t *arr = json_array();
-    for (int i = 0; i < n && arr; i++)
-        json_array_append_new(arr, json_pack("{s:i, s:i, s:s, s:s, s:s}", "index", i, "stage",
-                                             t[i].stage, "type", t[i].type, "node", t[i].node,
-                                             "zone", t[i].zone));
-    return arr;
+    if (out < 0 && !fixed && rc != RJ_NOMEM) {
+        /* registered all the same: its pods are refused with the reason */
+        *plan = json_pack("{s:b, s:s}", "planned", 0, "reason", err);
+        if (*plan) out = 0;
+    }
+    return out;
 }
 
 json_t *k8s_job_state_json(jobs_entry *e) {
     pthread_mutex_lock(&e->mu);
+    json_t *o = e->plan ? json_deep_copy(e->plan) : json_null();
     job_state *s = e->ext;
-    json_t *o = json_null();
-    if (s && s->have) {
-        o = json_pack("{s:i, s:b, s:s, s:s}", "nodes_seen", (int)json_array_size(s->nodes),
-                      "planned", s->ok, "plan_from", s->plan_from, "placement_by",
-                      s->placement_by);
-        if (o && s->why[0]) json_object_set_new(o, "reason", json_string(s->why));
-        if (o && s->ok) {
-            json_object_set_new(o, "workers", spots_json(s->workers, s->n_workers));
-            json_object_set_new(o, "ps", spots_json(s->ps, s->n_ps));
-        }
-        if (!o) o = json_null();
-    }
+    if (json_is_object(o))
+        json_object_set_new(o, "nodes_seen", json_integer(s ? (json_int_t)json_array_size(s->nodes)
+                                                             : (json_int_t)json_array_size(
+                                                                   json_object_get(json_object_get(e->doc, "cluster"), "nodes"))));
     pthread_mutex_unlock(&e->mu);
-    return o;
+    return o ? o : json_null();
 }
 
 /* ---- the calls ------------------------------------------------------------------------ */
 
 /* How the pod relates to the nodes of a call. */
 typedef struct {
-    int planned;     /* 1 when the pod has a task in the decision */
+    int planned;     /* 1 when the pod has a task in the plan */
+    int refused;     /* 1: a pod of a registered job the plan does not know */
+    int manifest;    /* 1: placed by its own annotations */
     int is_ps;       /* its role */
     task_spot task;  /* its spot, when planned */
-    char note[256];  /* for the log line */
+    char note[256];  /* for the log line; the reason when refused */
 } pod_plan;
 
-/* Identifies the pod, updates the job's inventory and decision, and
- * resolves the candidates. Fills *pp; candidates' inv/why are set. */
+/* A task's spot in a plan object; 0, or -1 when the plan has no such task. */
+static int spot_of(const json_t *plan, int is_ps, long index, task_spot *t) {
+    const json_t *x = json_array_get(json_object_get(plan, is_ps ? "ps" : "workers"),
+                                     (size_t)index);
+    if (!x) return -1;
+    snprintf(t->node, sizeof t->node, "%s", str_at(x, "node") ? str_at(x, "node") : "");
+    snprintf(t->zone, sizeof t->zone, "%s", str_at(x, "zone") ? str_at(x, "zone") : "");
+    snprintf(t->type, sizeof t->type, "%s", str_at(x, "type") ? str_at(x, "type") : "");
+    t->stage = (int)json_integer_value(json_object_get(x, "stage"));
+    return 0;
+}
+
+/* A manifest pod's candidates: type and zone from the Node objects' labels
+ * (strata.io/type, else node.kubernetes.io/instance-type); in the NodeNames
+ * form only names are known, so every node passes and the planned one
+ * scores best. */
+static void judge_by_labels(ext_args *a, const pod_plan *pp) {
+    for (int i = 0; i < a->n; i++) {
+        candidate *c = &a->c[i];
+        c->units = -1; /* not known here: only the type is judged */
+        if (!c->item) {
+            c->inv = 0;
+            snprintf(c->type, sizeof c->type, "%s", pp->task.type);
+            continue;
+        }
+        const json_t *labels = json_object_get(get_ci(c->item, "metadata"), "labels");
+        const char *t = str_at(labels, "strata.io/type");
+        if (!t) t = str_at(labels, "node.kubernetes.io/instance-type");
+        const char *z = str_at(labels, "topology.kubernetes.io/zone");
+        if (!t) {
+            snprintf(c->why, sizeof c->why, "the node has no strata.io/type or "
+                     "node.kubernetes.io/instance-type label");
+            continue;
+        }
+        c->inv = 0;
+        snprintf(c->type, sizeof c->type, "%s", t);
+        snprintf(c->zone, sizeof c->zone, "%s", z ? z : "");
+    }
+}
+
+/* Identifies the pod, finds its task in its job's fixed plan (or in its
+ * own annotations) and resolves the candidates. Fills *pp; candidates'
+ * inv/why are set. */
 static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
     memset(pp, 0, sizeof *pp);
     pod_role role;
     identify(a->pod, &role);
     if (!role.known) {
-        snprintf(pp->note, sizeof pp->note, "pass: %.200s", role.why);
+        snprintf(pp->note, sizeof pp->note, "pass: %.240s", role.why);
         return;
     }
-    jobs_entry *e = jobs_get(env->jobs, role.job);
+    const char *r = role.is_ps ? "ps" : "worker";
+    pp->is_ps = role.is_ps;
+    if (role.manifest) {
+        pp->planned = pp->manifest = 1;
+        pp->task = role.spot;
+        snprintf(pp->note, sizeof pp->note, "strata job %.40s %s %ld -> %.40s (%.40s, zone %.40s; "
+                 "from its annotations)", role.job, r, role.index,
+                 role.spot.node[0] ? role.spot.node : "any", role.spot.type, role.spot.zone);
+        judge_by_labels(a, pp);
+        return;
+    }
+    char err[512] = "";
+    if (env->state && store_sync(env->state, env->jobs, 0, err, sizeof err)) {
+        pp->refused = 1;
+        snprintf(pp->note, sizeof pp->note, "strata: %.240s", err);
+        return;
+    }
+    jobs_entry *e = jobs_get(env->jobs, role.key);
     if (!e) {
-        snprintf(pp->note, sizeof pp->note, "pass: job %s is not registered", role.job);
+        snprintf(pp->note, sizeof pp->note, "pass: job %.127s is not registered", role.key);
         return;
     }
-    const pslot_entry *pol = pslot_acquire(env->policy);
     pthread_mutex_lock(&e->mu);
     job_state *s = state_of(e);
     if (!s) {
         snprintf(pp->note, sizeof pp->note, "pass: out of memory");
     } else {
         update_inventory(env, e, s, a);
-        uint64_t gen = pol ? pol->generation : 0;
-        if (!s->have || s->dec_inv != s->inv_version || s->dec_policy != gen)
-            decide(env, e, s, pol);
-        const char *r = role.is_ps ? "ps" : "worker";
-        int n = role.is_ps ? s->n_ps : s->n_workers;
-        if (!s->ok) {
-            snprintf(pp->note, sizeof pp->note, "pass: job %.63s not planned: %.120s", role.job,
-                     s->why);
-        } else if (role.index >= n) {
-            snprintf(pp->note, sizeof pp->note, "pass: job %.63s %s %ld: the plan has %d %s tasks",
-                     role.job, r, role.index, n, r);
+        const json_t *plan = e->plan;
+        int n = (int)json_array_size(json_object_get(plan, role.is_ps ? "ps" : "workers"));
+        if (!json_is_true(json_object_get(plan, "planned"))) {
+            pp->refused = 1;
+            snprintf(pp->note, sizeof pp->note, "strata: job %.100s has no plan: %.120s", role.key,
+                     str_at(plan, "reason") ? str_at(plan, "reason") : "not planned");
+        } else if (spot_of(plan, role.is_ps, role.index, &pp->task)) {
+            pp->refused = 1;
+            snprintf(pp->note, sizeof pp->note, "strata: job %.100s %s %ld is not in its plan "
+                     "(the plan has %d %s tasks; register the job again to replan)", role.key, r,
+                     role.index, n, r);
         } else {
             pp->planned = 1;
-            pp->task = role.is_ps ? s->ps[role.index] : s->workers[role.index];
-            snprintf(pp->note, sizeof pp->note, "job %.63s %s %ld -> %.63s (stage %d, %.63s)", role.job,
-                     r, role.index, pp->task.node, pp->task.stage, pp->task.type);
-            pp->is_ps = role.is_ps;
+            snprintf(pp->note, sizeof pp->note, "job %.100s %s %ld -> %.63s (stage %d, %.63s)",
+                     role.key, r, role.index, pp->task.node, pp->task.stage, pp->task.type);
         }
         /* Candidates' types and zones, read while the inventory is locked. */
         for (int i = 0; i < a->n; i++) {
@@ -667,13 +886,15 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
             c->units = (int)json_integer_value(json_object_get(nd, "units"));
         }
         /* Units the plan gives to the job's other workers, per candidate. */
-        if (pp->planned && !pp->is_ps && s->ok) {
+        if (pp->planned && !pp->is_ps) {
             json_t *busy = json_object();
-            for (int w = 0; busy && w < s->n_workers; w++) {
-                if (w == role.index) continue;
-                json_t *v = json_object_get(busy, s->workers[w].node);
-                json_object_set_new(busy, s->workers[w].node,
-                                    json_integer(v ? json_integer_value(v) + 1 : 1));
+            size_t w;
+            json_t *x;
+            json_array_foreach(json_object_get(e->plan, "workers"), w, x) {
+                const char *nd = str_at(x, "node");
+                if (!busy || !nd || (long)w == role.index) continue;
+                json_t *v = json_object_get(busy, nd);
+                json_object_set_new(busy, nd, json_integer(v ? json_integer_value(v) + 1 : 1));
             }
             for (int i = 0; busy && i < a->n; i++)
                 a->c[i].taken = (int)json_integer_value(json_object_get(busy, a->c[i].name));
@@ -681,7 +902,6 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
         }
     }
     pthread_mutex_unlock(&e->mu);
-    pslot_release(env->policy, pol);
     jobs_release(env->jobs, e);
 }
 
@@ -704,12 +924,12 @@ static int fits(const pod_plan *pp, const candidate *c, char *why, size_t whylen
                  pp->task.stage, pp->task.type, c->type);
         return FIT_NEVER;
     }
-    if (c->units <= 0) {
+    if (c->units == 0) {
         snprintf(why, whylen, "strata: the node has no %s units in total (allocatable or "
                  "strata.io/units)", c->type);
         return FIT_NEVER;
     }
-    if (strcmp(c->name, pp->task.node) && c->taken >= c->units) {
+    if (c->units > 0 && strcmp(c->name, pp->task.node) && c->taken >= c->units) {
         snprintf(why, whylen, "strata: the plan gives all %d of the node's units to the job's "
                  "other workers", c->units);
         return FIT_BUSY;
@@ -737,17 +957,21 @@ void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
     ext_args a;
     pod_plan pp;
     if (begin(env, req, rep, &a, &pp)) return;
-    json_t *failed = json_object(), *never = json_object();
+    json_t *failed = json_object();
+    json_t *unresolvable = json_object();
     json_t *kept = json_array();
     for (int i = 0; i < a.n; i++) {
         const candidate *c = &a.c[i];
         char why[320] = "";
-        int fit = pp.planned ? fits(&pp, c, why, sizeof why) : FIT_OK;
+        int fit = pp.refused ? FIT_NEVER : pp.planned ? fits(&pp, c, why, sizeof why) : FIT_OK;
+        if (pp.refused) /* no node will do: the scheduler need not try preemption */
+            snprintf(why, sizeof why, "%s", pp.note);
         if (fit == FIT_OK)
             json_array_append(kept, a.names ? json_array_get(a.names, (size_t)i)
                                             : (json_t *)c->item);
         else /* kube-scheduler tries preemption only for FailedNodes */
-            json_object_set_new(fit == FIT_BUSY ? failed : never, c->name, json_string(why));
+            json_object_set_new(fit == FIT_BUSY ? failed : unresolvable, c->name,
+                                json_string(why));
     }
     json_t *o = json_object();
     if (a.names) {
@@ -758,9 +982,9 @@ void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
         json_object_set_new(o, "NodeNames", json_null());
     }
     /* counted before web_reply_json frees o, and `failed` with it */
-    int n_failed = (int)(json_object_size(failed) + json_object_size(never));
+    int n_failed = (int)(json_object_size(failed) + json_object_size(unresolvable));
     json_object_set_new(o, "FailedNodes", failed);
-    json_object_set_new(o, "FailedAndUnresolvableNodes", never);
+    json_object_set_new(o, "FailedAndUnresolvableNodes", unresolvable);
     json_object_set_new(o, "Error", json_string(""));
     web_reply_json(rep, 200, o);
     snprintf(rep->note, sizeof rep->note, "%.200s; kept %d of %d", pp.note, a.n - n_failed,
@@ -779,7 +1003,7 @@ void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep) 
         char why[320];
         if (pp.planned && fits(&pp, c, why, sizeof why) == FIT_OK) {
             if (!strcmp(c->name, pp.task.node)) score = K8S_MAX_SCORE;
-            else if (!strcmp(c->zone, pp.task.zone)) score = 7;
+            else if (c->zone[0] && !strcmp(c->zone, pp.task.zone)) score = 7;
             else score = 4;
         }
         json_array_append_new(list, json_pack("{s:s, s:i}", "Host", c->name, "Score", score));

@@ -8,27 +8,37 @@
  * POST /k8s/prioritize takes the same arguments and answers a
  * HostPriorityList [{Host, Score}] with scores from 0 to 10.
  *
- * A training pod is recognised by the Kubeflow training-operator labels
- * (training.kubeflow.org/job-name, .../replica-type ps|worker,
+ * A training pod is recognised by strata's own labels (strata.io/job,
+ * written by `strata manifest`), or by the Kubeflow training-operator
+ * labels (training.kubeflow.org/job-name, .../replica-type ps|worker,
  * .../replica-index) or Volcano's (volcano.sh/job-name, volcano.sh/task-spec
  * ps|worker, the index from volcano.sh/task-index or the pod name's "-N").
- * Its job must be registered (PUT /v1/jobs/{name}): the extender plans the
- * job on the nodes it has been shown (read by import-nodes' reader,
- * imp_node_read: types from the instance-type label, else the GKE or NVIDIA
- * GPU product label, else the catalogue's type for either; zones from
- * topology.kubernetes.io/zone; units from allocatable GPUs, or allocatable
- * cpu over the catalogue's unit_cpus; figures from strata.io annotations
- * or the registered cluster's nodes) with the loaded policy, or with the
- * registered plan_method and placer when none is loaded (greedy and zone
- * by default), keeps that decision while the nodes and the policy stay the
- * same, and maps the pod to its task: worker i is the i-th worker of the
- * plan in stage order, ps j the j-th ps task. Filter keeps the nodes of the
- * worker's stage type that have units, fails as unresolvable those that can
- * never host it (not judged, another type, no units) and as FailedNodes
- * those whose units the plan gives to the job's other workers; prioritize gives 10 to the planned node, 7 to nodes
- * that fit in its zone, 4 to nodes that fit elsewhere, 0 to the rest. Pods
- * it does not know, or that the plan has no task for, pass unfiltered with
- * score 0 on every node. docs/serve.md describes the deployment.
+ *
+ * A strata pod carries its own plan (type, zone, planned node, task index
+ * in its labels and annotations; docs/serve.md has the contract) and is
+ * placed by it with no registry entry, so that any replica, restarted or
+ * not, answers the same.
+ *
+ * A Kubeflow or Volcano pod belongs to the job namespace/name (the pod's
+ * metadata.namespace, "default" when absent), which must be registered
+ * (PUT /v1/jobs/{namespace}/{name}). Its plan was fixed at registration
+ * (k8s_fix_plan) and never changes until the job is registered again:
+ * worker i is the i-th worker of the plan in stage order, ps j the j-th ps
+ * task. Nodes are read by import-nodes' reader (imp_node_read: types from
+ * the instance-type label, else the GKE or NVIDIA GPU product label, else
+ * the catalogue's type for either; zones from topology.kubernetes.io/zone;
+ * units from allocatable GPUs, or allocatable cpu over the catalogue's
+ * unit_cpus; figures from strata.io annotations or the registered
+ * cluster's nodes). Filter keeps the nodes of the worker's stage type that
+ * have units, fails as FailedAndUnresolvableNodes those that can never host
+ * it (not judged, another type, no units) and as FailedNodes those whose
+ * units the plan gives to the job's other workers; prioritize gives 10 to
+ * the planned node, 7 to nodes that fit in its zone, 4 to
+ * nodes that fit elsewhere, 0 to the rest. A pod of a registered job whose
+ * role and index the plan does not know (or of a job registered without a
+ * plan) is refused: every node in FailedAndUnresolvableNodes, with the
+ * reason. Pods of no registered job pass unfiltered with score 0.
+ * docs/serve.md describes the deployment.
  */
 #ifndef STRATA_SERVICE_K8S_H
 #define STRATA_SERVICE_K8S_H
@@ -40,6 +50,7 @@
 #include "service/jobs.h"
 #include "service/policy_slot.h"
 #include "service/runjson.h"
+#include "service/store.h"
 #include "service/web.h"
 
 /* Extender scores range over 0..K8S_MAX_SCORE (MaxExtenderPriority). */
@@ -58,6 +69,7 @@ typedef struct {
     long max_budget_ms;  /* largest budget_ms a registered job's options may ask for */
     long request_cpu_ms; /* > 0: time one decision may take */
     size_t request_mem_bytes; /* > 0: decodes estimated to need more are refused */
+    store *state;        /* the state file the registry is kept in sync with, or NULL */
     const imp_catalogue *catalogue; /* NULL, or instance types and GPU products
                                        (configs/catalogue/instances.yaml) */
 } k8s_env;
@@ -66,10 +78,24 @@ typedef struct {
 void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep);
 void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep);
 
-/* k8s_job_state_json returns what the extender knows of a registered job:
- * {nodes_seen, feasible, reason?, plan_from, placement_by, workers [{index,
- * stage, type, node, zone}], ps [...]} or json null when it has not planned
- * it yet. Locks the entry's mutex. */
+/* k8s_fix_plan makes the plan of a job document ({cluster, job, options,
+ * replicas?}) on its registered nodes less what other jobs take (taken:
+ * {node: {units, ps}}, may be NULL), with the loaded policy or the
+ * options' plan_method and placer. With replicas {worker: W, ps: P} (or
+ * Kubeflow ReplicaSpecs {"replicas": n}) the plan has exactly W workers
+ * and P ps tasks: the stages are planned first, extra tasks go to the
+ * stages with the fewest, then a placer places them; fewer than the plan
+ * needs fails. Returns 0 with *plan (caller owns it): {planned: true,
+ * plan_from, placement_by, replicas {worker, ps}, workers [{index, stage,
+ * type, node, zone}], ps [...], reason?} or, for a cluster without nodes,
+ * {planned: false, reason}; or -1 with the reason in err (registration
+ * then fails). */
+int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, json_t **plan,
+                 char *err, size_t errlen);
+
+/* k8s_job_state_json returns the job's fixed plan with nodes_seen (the
+ * nodes the extender knows for it), or json null when it has none. Locks
+ * the entry's mutex. */
 json_t *k8s_job_state_json(jobs_entry *e);
 
 #endif

@@ -205,7 +205,8 @@ void srv_log(srv_server *s, const char *fmt, ...) {
 
 /* ---- routing ------------------------------------------------------------------------ */
 
-/* Maps a path to its route; *name gets {name} of /v1/jobs/{name}. */
+/* Maps a path to its route; *name gets {name} of /v1/jobs/{name} or
+ * "{namespace}/{name}" of /v1/jobs/{namespace}/{name}. */
 static metrics_route route_of(const char *path, const char **name) {
     static const struct {
         const char *path;
@@ -221,8 +222,9 @@ static metrics_route route_of(const char *path, const char **name) {
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         if (!strcmp(path, fixed[i].path)) return fixed[i].r;
     static const char jobs[] = "/v1/jobs/";
+    const char *slash = strchr(path + sizeof jobs - 1, '/');
     if (!strncmp(path, jobs, sizeof jobs - 1) && path[sizeof jobs - 1] &&
-        !strchr(path + sizeof jobs - 1, '/')) {
+        (!slash || !strchr(slash + 1, '/'))) {
         *name = path + sizeof jobs - 1;
         return METRICS_JOBS;
     }
@@ -833,8 +835,20 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     s->env.request_cpu_ms = c->request_cpu_ms;
     s->env.request_mem_bytes = c->request_mem_bytes;
     s->env.counters = &s->counters;
+    char serr[1200];
+    s->env.state = store_open(c->state_path, serr, sizeof serr);
+    if (!s->env.state) { /* refuse to start rather than forget the jobs */
+        snprintf(err, errlen, "--state: %s", serr);
+        srv_free(s);
+        return NULL;
+    }
+    if (s->env.jobs && store_sync(s->env.state, s->env.jobs, 1, serr, sizeof serr)) {
+        snprintf(err, errlen, "--state: %s", serr);
+        srv_free(s);
+        return NULL;
+    }
     s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms,
-                       c->request_cpu_ms, c->request_mem_bytes, NULL};
+                       c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL};
     if (c->catalogue_path) {
         char msg[1024];
         s->catalogue = imp_catalogue_load(c->catalogue_path, msg, sizeof msg);
@@ -948,6 +962,7 @@ void srv_free(srv_server *s) {
     pthread_mutex_destroy(&s->conn_lock);
     rc_free(s->env.cache);
     jobs_free(s->env.jobs);
+    store_close(s->env.state);
     pslot_free(s->env.policy);
     metrics_free(s->m);
     imp_catalogue_free(s->catalogue);

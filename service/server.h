@@ -4,7 +4,7 @@
  * pool of libmicrohttpd threads and serves:
  *
  *   POST /v1/place /v1/cost /v1/solve    (service/api.h)
- *   GET /v1/jobs, PUT|GET|DELETE /v1/jobs/{name}
+ *   GET /v1/jobs, PUT|GET|DELETE /v1/jobs/{namespace}/{name} (or /{name}: "default")
  *   POST /k8s/filter /k8s/prioritize     (service/k8s.h)
  *   GET /healthz                          200 while the process serves
  *   GET /readyz                           200 once a policy is loaded, else 503
@@ -87,6 +87,7 @@ typedef struct {
     size_t cache_bytes;      /* bytes of bodies kept */
     int max_jobs;            /* jobs the registry holds */
     size_t jobs_max_bytes;   /* bytes the registered jobs' documents take (0: no bound) */
+    const char *state_path;  /* the state file (service/store.h); NULL: in memory only */
     long request_cpu_ms;     /* time one decision may take, whatever it asks (0: none) */
     size_t request_mem_bytes; /* a decode estimated to need more gets 422 (0: none) */
     srv_log_fn log;          /* NULL: no log */

@@ -530,7 +530,9 @@ static void test_jobs_registry(void **state) {
     o = sv_body_json(&r);
     assert_string_equal(json_string_value(json_object_get(json_object_get(o, "job"), "name")),
                         "train-1");
-    assert_true(json_is_null(json_object_get(o, "extender")));
+    /* the extender's plan is fixed at registration, on the registered nodes */
+    assert_true(json_is_true(json_object_get(json_object_get(o, "extender"), "planned")));
+    assert_string_equal(json_string_value(json_object_get(o, "namespace")), "default");
     json_decref(o);
     sv_resp_free(&r);
     assert_int_equal(sv_http(p.port, "DELETE", "/v1/jobs/train-1", NULL, NULL, 0, &r), 204);
@@ -551,7 +553,10 @@ static void test_jobs_registry(void **state) {
     json_object_set_new(doc, "extra", json_true());
     expect_error(p.port, "PUT", "/v1/jobs/ok", json_incref(doc), 400, "extra: unknown key");
     json_decref(doc);
-    assert_int_equal(sv_http(p.port, "PUT", "/v1/jobs/a/b", NULL, "{}", 2, &r), 404);
+    /* {namespace}/{name}; deeper paths are no job's */
+    assert_int_equal(sv_http(p.port, "PUT", "/v1/jobs/a/b/c", NULL, "{}", 2, &r), 404);
+    sv_resp_free(&r);
+    assert_int_equal(sv_http(p.port, "PUT", "/v1/jobs/-a/b", NULL, "{}", 2, &r), 400);
     sv_resp_free(&r);
     assert_int_equal(sv_stop(&p), 0);
 }

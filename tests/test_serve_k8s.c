@@ -92,6 +92,18 @@ static json_t *volcano_pod(const char *jobname, const char *task, const char *in
     return p;
 }
 
+/* The registered cluster: both types, zones a and b, one node of each type
+ * in each zone. The extender fixes the plan on these nodes at registration. */
+static json_t *cluster4(void) {
+    return json_pack(
+        "{s:o, s:[{s:s}, {s:s}], s:[{s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s},"
+        " {s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s}]}",
+        "types", types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a", "type",
+        "cpu", "units", 4, "zone", "a", "bw", "1GB/s", "name", "cpu-b", "type", "cpu", "units",
+        4, "zone", "b", "bw", "1GB/s", "name", "gpu-a", "type", "gpu", "units", 4, "zone", "a",
+        "bw", "1GB/s", "name", "gpu-b", "type", "gpu", "units", 4, "zone", "b", "bw", "1GB/s");
+}
+
 static sv_proc start(void) {
     sv_proc p;
     assert_int_equal(sv_start(&p, "k8s", NULL), 0);
@@ -188,7 +200,7 @@ static const char *spot(const json_t *ext, const char *role, int i, const char *
 static void test_kubeflow_nodes_form(void **state) {
     (void)state;
     sv_proc p = start();
-    put_job(p.port, "ctr", json_pack("{s:o}", "types", types()));
+    put_job(p.port, "ctr", cluster4());
     char kept[256];
 
     /* Worker 1 runs stage 1 on gpu: only the gpu nodes pass. */
@@ -272,7 +284,7 @@ static void test_kubeflow_nodes_form(void **state) {
 static void test_volcano(void **state) {
     (void)state;
     sv_proc p = start();
-    put_job(p.port, "vc", json_pack("{s:o}", "types", types()));
+    put_job(p.port, "vc", cluster4());
     char kept[256];
     /* Index from volcano.sh/task-index. */
     json_t *res = call(p.port, "filter", volcano_pod("vc", "worker", "1", "vc-worker-1"),
@@ -300,13 +312,7 @@ static void test_node_names_form(void **state) {
     sv_proc p = start();
     /* nodeCacheCapable: the scheduler sends names only; the registered
      * cluster describes the nodes. */
-    json_t *cl = json_pack(
-        "{s:o, s:[{s:s}, {s:s}], s:[{s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s},"
-        " {s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s}]}",
-        "types", types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a", "type",
-        "cpu", "units", 4, "zone", "a", "bw", "1GB/s", "name", "cpu-b", "type", "cpu", "units",
-        4, "zone", "b", "bw", "1GB/s", "name", "gpu-a", "type", "gpu", "units", 4, "zone", "a",
-        "bw", "1GB/s", "name", "gpu-b", "type", "gpu", "units", 4, "zone", "b", "bw", "1GB/s");
+    json_t *cl = cluster4();
     put_job(p.port, "named", cl);
     json_t *res = call(p.port, "filter", kubeflow_pod("named", "worker", "1"), NULL,
                        json_pack("[s,s,s,s]", "cpu-a", "gpu-a", "gpu-b", "ghost"));
@@ -332,16 +338,15 @@ static void test_node_names_form(void **state) {
 static void test_pass_through(void **state) {
     (void)state;
     sv_proc p = start();
-    put_job(p.port, "ctr", json_pack("{s:o}", "types", types()));
+    put_job(p.port, "ctr", cluster4());
     char kept[256];
     json_t *pods[] = {
         json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "web-1", "labels", "app", "web"),
         kubeflow_pod("unregistered", "worker", "0"),
         kubeflow_pod("ctr", "chief", "0"),
-        kubeflow_pod("ctr", "worker", "7"), /* the plan has 2 workers */
         kubeflow_pod("ctr", "worker", "x"),
     };
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 4; i++) {
         json_t *res = call(p.port, "filter", json_incref(pods[i]), node_list(), NULL);
         kept_items(res, kept, sizeof kept);
         assert_string_equal(kept, "cpu-a,cpu-b,gpu-a,gpu-b,odd-1,bare-1");
@@ -355,14 +360,38 @@ static void test_pass_through(void **state) {
                                                                 "Score")), 0);
         json_decref(list);
     }
-    json_t *res = call(p.port, "filter", kubeflow_pod("nobody", "ps", "0"), NULL,
+    /* A task the fixed plan does not know (it has 2 workers) is refused:
+     * every node unresolvable, with the reason, and 0 everywhere. */
+    json_t *res = call(p.port, "filter", kubeflow_pod("ctr", "worker", "7"), node_list(), NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "");
+    json_t *un = json_object_get(res, "FailedAndUnresolvableNodes");
+    assert_int_equal(json_object_size(un), 6);
+    assert_non_null(strstr(json_string_value(json_object_get(un, "gpu-a")),
+                           "job default/ctr worker 7 is not in its plan (the plan has 2 worker"));
+    json_decref(res);
+    json_t *list = call(p.port, "prioritize", kubeflow_pod("ctr", "worker", "7"), node_list(),
+                        NULL);
+    for (size_t k = 0; k < 6; k++)
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(list, k), "Score")), 0);
+    json_decref(list);
+    /* The same job name in another namespace is another job: not registered. */
+    json_t *other = kubeflow_pod("ctr", "worker", "0");
+    json_object_set_new(json_object_get(other, "metadata"), "namespace", json_string("team-b"));
+    res = call(p.port, "filter", other, node_list(), NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "cpu-a,cpu-b,gpu-a,gpu-b,odd-1,bare-1");
+    json_decref(res);
+    res = call(p.port, "filter", kubeflow_pod("nobody", "ps", "0"), NULL,
                        json_pack("[s,s]", "x", "y"));
     kept_names(res, kept, sizeof kept);
     assert_string_equal(kept, "x,y");
     json_decref(res);
     assert_int_equal(sv_stop(&p), 0);
     assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "pass: not a training pod", NULL), 1);
-    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job unregistered is not registered",
+    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job default/unregistered is not "
+                                  "registered", NULL), 1);
+    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job team-b/ctr is not registered",
                                   NULL), 1);
     assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "the plan has 2 worker tasks", NULL), 1);
 }
@@ -381,39 +410,49 @@ static json_t *gpu_node(const char *name, const char *zone, const char *gpus,
  * failure. The job of job() with min_throughput 250 has a gpu stage of two
  * workers: q = 250 * 0.05002 / 10 = 1.25 units, and two units reach
  * 2 / (1 + 0.05) = 1.90 >= 1.25. Its workers are then 0 (cpu), 1 and 2
- * (gpu). The gpu nodes hold one GPU each, two in zone a: zone placement
- * puts the stage there, one worker per node. */
+ * (gpu). The registered cluster's gpu nodes hold one GPU each, both in
+ * zone a: the plan fixed at registration puts one worker on each. The
+ * call then shows those nodes and others the registry does not list,
+ * which the extender reads from their Node objects. */
 static void test_node_facts_and_failures(void **state) {
     (void)state;
     sv_proc p = start();
     json_t *j = job();
     json_object_set_new(j, "min_throughput", json_integer(250));
+    json_t *cl = json_pack(
+        "{s:o, s:[{s:s}, {s:s}], s:[{s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s},"
+        " {s:s, s:s, s:i, s:s, s:s}]}",
+        "types", types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a", "type",
+        "cpu", "units", 4, "zone", "a", "bw", "1GB/s", "name", "g1-a", "type", "gpu", "units", 1,
+        "zone", "a", "bw", "1GB/s", "name", "g2-a", "type", "gpu", "units", 1, "zone", "a", "bw",
+        "1GB/s");
     sv_resp r;
     int st = sv_json_req(p.port, "PUT", "/v1/jobs/facts",
-                         json_pack("{s:{s:o}, s:o}", "cluster", "types", types(), "job", j), NULL,
-                         &r);
+                         json_pack("{s:o, s:o}", "cluster", cl, "job", j), NULL, &r);
     if (st != 201) fail_msg("PUT: %d %s", st, r.body);
     sv_resp_free(&r);
-    json_t *nl = json_pack("{s:s, s:[o,o,o,o,o,o]}", "kind", "NodeList", "items",
-                           node("cpu-a", "cpu", "a", NULL, "strata.io/units", "4"),
-                           gpu_node("gke-a", "a", "1", "cloud.google.com/gke-accelerator", "gpu"),
-                           gpu_node("gfd-a", "a", "1", "nvidia.com/gpu.product", "gpu"),
+    json_t *ext = state_of(p.port, "facts");
+    assert_int_equal(json_array_size(json_object_get(ext, "workers")), 3);
+    const char *mine = spot(ext, "workers", 1, "node"), *other = spot(ext, "workers", 2, "node");
+    assert_true((!strcmp(mine, "g1-a") && !strcmp(other, "g2-a")) ||
+                (!strcmp(mine, "g2-a") && !strcmp(other, "g1-a")));
+    json_t *nl = json_pack("{s:s, s:[o,o,o,o,o,o,o,o]}", "kind", "NodeList", "items",
+                           node("cpu-a", NULL, "a", NULL, NULL, NULL),
+                           node("g1-a", NULL, "a", NULL, NULL, NULL),
+                           node("g2-a", NULL, "a", NULL, NULL, NULL),
+                           gpu_node("gke-b", "b", "1", "cloud.google.com/gke-accelerator", "gpu"),
+                           gpu_node("gfd-b", "b", "1", "nvidia.com/gpu.product", "gpu"),
                            node("big-b", "gpu", "b", "2k", NULL, NULL),
                            node("none-b", "gpu", "b", "0", NULL, NULL),
                            node("odd-b", "gpu", "b", "1.5", NULL, NULL));
-    json_t *res = call(p.port, "filter", kubeflow_pod("facts", "worker", "1"), json_incref(nl),
-                       NULL);
-    json_t *ext = state_of(p.port, "facts");
-    assert_int_equal(json_array_size(json_object_get(ext, "workers")), 3);
-    /* GKE's and NVIDIA's product labels type the one-GPU nodes of zone a. */
-    const char *mine = spot(ext, "workers", 1, "node"), *other = spot(ext, "workers", 2, "node");
-    assert_true((!strcmp(mine, "gke-a") && !strcmp(other, "gfd-a")) ||
-                (!strcmp(mine, "gfd-a") && !strcmp(other, "gke-a")));
+    json_t *res = call(p.port, "filter", kubeflow_pod("facts", "worker", "1"), nl, NULL);
     char kept[256];
     kept_items(res, kept, sizeof kept);
-    char want[64];
-    snprintf(want, sizeof want, "%s,big-b", mine);
-    assert_string_equal(kept, want); /* "2k" is 2000 GPUs, not 0 */
+    char want[96];
+    /* GKE's and NVIDIA's product labels type gke-b and gfd-b; "2k" is
+     * 2000 GPUs, not 0 */
+    snprintf(want, sizeof want, "%s,gke-b,gfd-b,big-b", mine);
+    assert_string_equal(kept, want);
     /* Taken by worker 2: it could fit once that unit is free. */
     assert_non_null(strstr(busy_why(res, other), "gives all 1 of the node's units"));
     /* Never: the wrong type, no GPUs at all, a GPU count that is no count. */
@@ -423,7 +462,6 @@ static void test_node_facts_and_failures(void **state) {
                            "allocatable nvidia.com/gpu '1.5' is not a whole number of GPUs"));
     json_decref(res);
     json_decref(ext);
-    json_decref(nl);
     assert_int_equal(sv_stop(&p), 0);
 }
 
@@ -475,8 +513,10 @@ static void test_body_limits(void **state) {
 /* With --catalogue, a node is typed as import-nodes types it: the label
  * p4d.24xlarge is no type of the job's cluster, but the catalogue makes it
  * A100; an r5n.24xlarge with 95690m allocatable is the catalogue's CPU
- * with unit_cpus 48: 2 units. Worker 1 of the job (cpu, A100 renamed gpu
- * stages below) then passes on the p4d node only. */
+ * with unit_cpus 48: 2 units. The job's types are renamed CPU and A100
+ * (stages 0 and 1) and its plan is fixed on two registered nodes; the call
+ * shows three unregistered ones. Worker 1 then passes on the p4d node
+ * only, worker 0 on the r5n node only. */
 static void test_catalogue_types(void **state) {
     (void)state;
     char cat[1024];
@@ -488,7 +528,10 @@ static void test_catalogue_types(void **state) {
     json_t *ty = types();
     json_object_set_new(json_array_get(ty, 0), "name", json_string("CPU"));
     json_object_set_new(json_array_get(ty, 1), "name", json_string("A100"));
-    put_job(p.port, "cat", json_pack("{s:o}", "types", ty));
+    put_job(p.port, "cat", json_pack("{s:o, s:[{s:s, s:s, s:i, s:s}, {s:s, s:s, s:i, s:s}]}",
+                                     "types", ty, "nodes", "name", "cpu-reg", "type", "CPU",
+                                     "units", 2, "bw", "1GB/s", "name", "gpu-reg", "type", "A100",
+                                     "units", 8, "bw", "1GB/s"));
     json_t *cpu = node("r5n-a", "r5n.24xlarge", "a", NULL, NULL, NULL);
     json_object_set_new(json_object_get(json_object_get(cpu, "status"), "allocatable"), "cpu",
                         json_string("95690m"));

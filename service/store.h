@@ -1,0 +1,85 @@
+/* store.h -- the daemon's persistent state: registered jobs, their fixed
+ * plans, and the units those plans take (SQLite).
+ *
+ * The extender fixes a job's plan once, at registration; pods are placed
+ * by it whatever order they come in. For a restarted daemon, or a second
+ * replica, to give the same answers, the registry and the plans live in a
+ * SQLite file (`strata serve --state FILE`, on the pod's volume), in WAL
+ * mode so that readers never wait behind the writer. Without --state the
+ * same code runs on an in-memory database: nothing outlives the process.
+ *
+ * Tables: jobs(key "namespace/name", namespace, name, version,
+ * registered_at, layers, doc, plan) and placements(job, role, idx, node,
+ * type, zone, units, ps): one row per task of a planned job, the node the
+ * plan put it on and what it takes there (a worker one unit, a ps one ps
+ * slot). The next job's plan subtracts the placements of the others
+ * (occupancy); deleting a job releases them.
+ *
+ * Two processes sharing one file agree: every write is one IMMEDIATE
+ * transaction (the plan is made inside it, so two replicas cannot give the
+ * same free units to two jobs), versions come from the file, and
+ * store_sync brings a registry up to date whenever another connection has
+ * committed (PRAGMA data_version), before each call that reads jobs.
+ *
+ * A file that is not a strata state file, is corrupt or holds a row that
+ * does not parse is refused at open with a message naming the file: the
+ * daemon refuses to start rather than silently forget its jobs.
+ *
+ * Thread-safe: one connection behind one mutex.
+ */
+#ifndef STRATA_SERVICE_STORE_H
+#define STRATA_SERVICE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "service/jobs.h"
+
+typedef struct store store;
+
+/* store_open opens (creating when missing) the state file at path, or an
+ * in-memory database when path is NULL, and checks it (integrity, schema,
+ * every row readable). Returns the store, or NULL with a message naming
+ * the file in err. store_close closes it; accepts NULL. */
+store *store_open(const char *path, char *err, size_t errlen);
+void store_close(store *s);
+
+/* store_path returns the file's path, or ":memory:". */
+const char *store_path(const store *s);
+
+/* A registration in progress: store_begin takes the file's write lock
+ * (BEGIN IMMEDIATE, waiting up to 10 s for another writer) and the store's
+ * mutex; store_end commits (commit 1) or rolls back and releases both.
+ * Both return 0, or -1 with a message in err. Between them, only
+ * store_taken and store_put_job may be called by the holder. */
+int store_begin(store *s, char *err, size_t errlen);
+int store_end(store *s, int commit, char *err, size_t errlen);
+
+/* store_taken returns {node: {"units": u, "ps": p}}: what the plans of the
+ * jobs other than key take on each node (caller owns it), or NULL with err. */
+json_t *store_taken(store *s, const char *key, char *err, size_t errlen);
+
+/* store_put_job writes (replacing) the job key with its document and its
+ * fixed plan (k8s.h's plan object: its "workers" and "ps" arrays become
+ * placements rows), under a version one above every version the file has
+ * seen. *version and *registered_at get what was written. Returns 0, or
+ * -1 with err. Inside store_begin/store_end. */
+int store_put_job(store *s, const char *key, const json_t *doc, int n_layers,
+                  const json_t *plan, uint64_t *version, double *registered_at, char *err,
+                  size_t errlen);
+
+/* store_delete_job removes the job and its placements (its own
+ * transaction). Returns 1 when it was there, 0 when not, -1 with err. */
+int store_delete_job(store *s, const char *key, char *err, size_t errlen);
+
+/* store_sync makes the registry r hold exactly the jobs of the file when
+ * another connection has written since the last sync (or force is 1):
+ * new and changed jobs are loaded with their version and plan, jobs gone
+ * from the file are dropped. While a registration of this process holds
+ * the store, a sync without force returns at once (it is caught up at the
+ * next call). Returns 0, or -1 with err naming the file. */
+int store_sync(store *s, jobs_registry *r, int force, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""kube_extender.py -- play kube-scheduler against a real `strata serve`.
+
+Builds, with Debian's python3-kubernetes models serialised as the API
+server serialises them (ApiClient().sanitize_for_serialization), the
+V1Node objects of a three-type, two-zone cluster and the V1Pod objects of
+a mixed three-stage training job as two controllers create them:
+
+  - the Kubeflow training operator (TFJob): labels
+    training.kubeflow.org/{job-name, operator-name, replica-type,
+    replica-index, job-role}, an ownerReference to the TFJob;
+  - the JobSet controller (pods of `strata manifest`): labels
+    jobset.sigs.k8s.io/{jobset-name, replicatedjob-name, job-index,
+    job-key}, batch.kubernetes.io/job-completion-index, plus strata's
+    contract (labels strata.io/{job, role, stage, type, group}, annotations
+    strata.io/{zone, layers, index-base, plan, nodes}).
+
+Then, for each pod, it does what kube-scheduler does with an extender:
+POST /k8s/filter with ExtenderArgs {Pod, Nodes: NodeList}, POST
+/k8s/prioritize with the nodes that passed, and binds the pod to the best
+score (ties at random, as kube-scheduler's selectHost). It asserts:
+
+  1. every pod of the TFJob lands on a node of its stage's type in its
+     planned zone, with the pods in order (ps first: they do not tolerate
+     the GPU nodes' taint and are shown the CPU nodes only), reversed and
+     shuffled (the same node for a pod whatever the order);
+  2. a daemon killed (SIGKILL) mid-job and restarted on the same --state
+     file answers the same for the remaining pods; a second daemon sharing
+     the file answers the same too;
+  3. the same job name in two namespaces makes two jobs with their own
+     plans, the second planned on the units the first leaves free
+     (occupancy), and deleting a job gives its units back;
+  4. a pod whose index the plan does not know is refused: every node in
+     FailedAndUnresolvableNodes with the reason;
+  5. JobSet pods carrying strata's annotations are placed by them by a
+     daemon that has no job registered at all;
+  6. registered replica counts are the plan's: workers 6 and ps 4 give a
+     plan of exactly 6 and 4 tasks, and 2 workers (fewer than the 5 the
+     job needs) is refused with the reason;
+  7. a --state file that is not a state file stops the daemon at start,
+     with the file named.
+
+Usage: kube_extender.py STRATA_BIN WORKDIR
+"""
+import http.client
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+from kubernetes.client import (ApiClient, V1Container, V1Node, V1NodeList, V1NodeSpec,
+                               V1NodeStatus, V1ObjectMeta, V1OwnerReference, V1Pod, V1PodSpec,
+                               V1ResourceRequirements, V1ListMeta, V1Taint, V1Toleration)
+
+SER = ApiClient().sanitize_for_serialization
+TIES = random.Random(1819)  # kube-scheduler breaks equal scores at random
+
+# ---- the cluster: three types, two zones ---------------------------------------------------
+# cpu-big: 1e12 FLOP/s, 192GB; gpu-mem: 1e14, 64GB; gpu-fast: 1e15, 16GB.
+# The job's three layers each fit one type only (docs in the job below).
+TYPES = [
+    {"name": "cpu-big", "kind": "cpu", "flops": 1e12, "io_bw": 1e10, "net_bw": 1e9,
+     "mem": "192GB", "price": 1.0},
+    {"name": "gpu-mem", "kind": "gpu", "flops": 1e14, "io_bw": 1e10, "net_bw": 1e9,
+     "mem": "64GB", "price": 3.0},
+    {"name": "gpu-fast", "kind": "gpu", "flops": 1e15, "io_bw": 1e10, "net_bw": 1e9,
+     "mem": "16GB", "price": 4.0},
+]
+ZONES = ["zone-a", "zone-b"]
+# Job: B 10, R 100, alpha 0.05.
+#   emb  100GB: only cpu-big holds it; 1 unit.
+#   mid  40GB, 5e11 FLOP: not gpu-fast (16GB); cpu-big C = 5 s, q = 50,
+#        alpha q >= 1: never R; gpu-mem C = 0.05 s: 1 unit.
+#   head 1GB, 2e13 FLOP: cpu-big and gpu-mem C >= 2 s, alpha q >= 1: never R;
+#        gpu-fast C = 0.2 s, q = 2: 3 units (k = 2 gives 1.9 < 2).
+# So the plan is [cpu-big, gpu-mem, gpu-fast], 5 workers (1 + 1 + 3), 3 ps.
+JOB = {"batch": 10, "samples": 1e6, "min_throughput": 100, "alpha": 0.05, "layers": [
+    {"name": "emb", "flops": 1e6, "io": 0, "act": 1e3, "params": 0, "mem": "100GB"},
+    {"name": "mid", "flops": 5e11, "io": 0, "act": 1e3, "params": 0, "mem": "40GB"},
+    {"name": "head", "flops": 2e13, "io": 0, "act": 1e3, "params": 0, "mem": "1GB"},
+]}
+NODE_NAMES = []
+
+
+def v1_node(name, itype, zone, gpus):
+    alloc = {"cpu": "95", "memory": "750Gi", "pods": "110"}
+    ann = {}
+    if gpus:
+        alloc["nvidia.com/gpu"] = str(gpus)
+    else:
+        ann["strata.io/units"] = "4"  # a CPU node's units are strata's to say
+    return V1Node(
+        api_version="v1", kind="Node",
+        metadata=V1ObjectMeta(name=name, annotations=ann, resource_version="4242",
+                              uid="uid-" + name, labels={
+                                  "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                  "node.kubernetes.io/instance-type": itype,
+                                  "topology.kubernetes.io/zone": zone,
+                                  "topology.kubernetes.io/region": "r1"}),
+        # GPU node groups are tainted (as EKS and GKE do): pods that do not
+        # tolerate it (the ps tasks) never see them
+        spec=V1NodeSpec(provider_id="aws:///" + name, taints=[V1Taint(
+            key="nvidia.com/gpu", value="present", effect="NoSchedule")] if gpus else None),
+        status=V1NodeStatus(allocatable=alloc, capacity=dict(alloc)))
+
+
+def nodes():
+    out = []
+    for zone in ZONES:
+        for t in TYPES:
+            name = "%s-%s" % (t["name"], zone[-1])
+            out.append(v1_node(name, t["name"], zone, 0 if t["kind"] == "cpu" else 4))
+    return out
+
+
+def registered_cluster():
+    """The cluster as registered: the same nodes in the config schema."""
+    ns = []
+    for zone in ZONES:
+        for t in TYPES:
+            ns.append({"name": "%s-%s" % (t["name"], zone[-1]), "type": t["name"], "units": 4,
+                       "zone": zone, "bw": "1GB/s"})
+    return {"types": TYPES, "zones": [{"name": z} for z in ZONES], "nodes": ns}
+
+
+def tfjob_pod(ns, job, role, index):
+    """A TFJob replica's pod as the training operator creates it."""
+    labels = {"training.kubeflow.org/job-name": job,
+              "training.kubeflow.org/operator-name": "tfjob-controller",
+              "training.kubeflow.org/replica-type": role,
+              "training.kubeflow.org/replica-index": str(index)}
+    if role == "worker" and index == 0:
+        labels["training.kubeflow.org/job-role"] = "master"
+    tol = [V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")] \
+        if role == "worker" else None
+    return V1Pod(
+        api_version="v1", kind="Pod",
+        metadata=V1ObjectMeta(
+            name="%s-%s-%d" % (job, role, index), namespace=ns, labels=labels,
+            uid="pod-%s-%s-%s-%d" % (ns, job, role, index),
+            owner_references=[V1OwnerReference(api_version="kubeflow.org/v1", kind="TFJob",
+                                               name=job, uid="tfjob-" + job, controller=True,
+                                               block_owner_deletion=True)]),
+        spec=V1PodSpec(scheduler_name="strata-scheduler", restart_policy="Never",
+                       tolerations=tol,
+                       containers=[V1Container(name="tensorflow", image="tf:2.15",
+                                               resources=V1ResourceRequirements(
+                                                   requests={"cpu": "4", "memory": "16Gi"}))]))
+
+
+def jobset_pods(ns, job, plan):
+    """The pods of `strata manifest`'s JobSet for plan: one replicated job
+    per stage's workers and one for the ps tasks, with the contract's
+    labels and annotations."""
+    pods = []
+    groups = {}
+    for role in ("workers", "ps"):
+        for t in plan[role]:
+            g = ("worker-s%d" % t["stage"]) if role == "workers" else "ps"
+            groups.setdefault((role, g), []).append(t)
+    for (role, g), tasks in sorted(groups.items()):
+        r = "worker" if role == "workers" else "ps"
+        for ci, t in enumerate(tasks):
+            labels = {"jobset.sigs.k8s.io/jobset-name": job,
+                      "jobset.sigs.k8s.io/replicatedjob-name": g,
+                      "jobset.sigs.k8s.io/job-index": "0",
+                      "jobset.sigs.k8s.io/job-key": "k" + g,
+                      "batch.kubernetes.io/job-completion-index": str(ci),
+                      "job-name": "%s-%s-0" % (job, g),
+                      "strata.io/job": job, "strata.io/role": r, "strata.io/group": g,
+                      "strata.io/type": t["type"]}
+            if r == "worker":
+                labels["strata.io/stage"] = str(t["stage"])
+            ann = {"batch.kubernetes.io/job-completion-index": str(ci),
+                   "strata.io/zone": t["zone"], "strata.io/index-base": str(tasks[0]["index"]),
+                   "strata.io/plan": "5eed", "strata.io/nodes": ",".join(x["node"] for x in tasks)}
+            if r == "worker":
+                ann["strata.io/layers"] = "%d-%d" % (t["stage"], t["stage"])
+            pods.append((r, t["index"], V1Pod(
+                api_version="v1", kind="Pod",
+                metadata=V1ObjectMeta(name="%s-%s-0-%d-x" % (job, g, ci), namespace=ns,
+                                      labels=labels, annotations=ann),
+                spec=V1PodSpec(scheduler_name="strata-scheduler", subdomain=job,
+                               tolerations=[V1Toleration(key="nvidia.com/gpu", operator="Exists",
+                                                         effect="NoSchedule")],
+                               containers=[V1Container(name="train", image="strata:1")]))))
+    return pods
+
+
+# ---- the daemon ----------------------------------------------------------------------------
+
+class Daemon:
+    def __init__(self, binary, state, log):
+        args = [binary, "serve", "--listen", "127.0.0.1:0", "--threads", "2"]
+        if state:
+            args += ["--state", state]
+        self.log = open(log, "ab")
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log)
+        line = self.p.stdout.readline().decode()
+        if "listening on 127.0.0.1:" not in line:
+            self.p.kill()
+            raise SystemExit("strata serve did not start: %r (log %s)" % (line, log))
+        self.port = int(line.rsplit(":", 1)[1].split()[0].rstrip(","))
+
+    def req(self, method, path, body=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        c.request(method, path, json.dumps(body) if body is not None else None,
+                  {"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, (json.loads(data) if data else None)
+
+    def kill(self):
+        self.p.send_signal(signal.SIGKILL)
+        self.p.wait(10)
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        self.p.wait(30)
+
+
+def tolerated(pod, node):
+    """kube-scheduler's TaintToleration filter, for NoSchedule taints."""
+    for t in node.spec.taints or []:
+        if t.effect != "NoSchedule":
+            continue
+        if not any(tol.key == t.key and (tol.operator == "Exists" or tol.value == t.value)
+                   for tol in pod.spec.tolerations or []):
+            return False
+    return True
+
+
+def schedule(d, pod, node_objs):
+    """One scheduling cycle of kube-scheduler with the extender: its own
+    filters (taints), the extender's filter, prioritize, bind to the best.
+    Returns (node, filter answer)."""
+    node_objs = [n for n in node_objs if tolerated(pod, n)]
+    args = {"Pod": SER(pod), "Nodes": SER(V1NodeList(api_version="v1", kind="NodeList",
+                                                      metadata=V1ListMeta(), items=node_objs)),
+            "NodeNames": None}
+    st, res = d.req("POST", "/k8s/filter", args)
+    assert st == 200, (st, res)
+    kept = [n["metadata"]["name"] for n in (res["Nodes"] or {}).get("items") or []]
+    if not kept:
+        return None, res
+    args["Nodes"]["items"] = [n for n in args["Nodes"]["items"] if n["metadata"]["name"] in kept]
+    st, scores = d.req("POST", "/k8s/prioritize", args)
+    assert st == 200, (st, scores)
+    # kube-scheduler's selectHost: the highest score, ties broken at random
+    top = max(h["Score"] for h in scores)
+    return TIES.choice(sorted(h["Host"] for h in scores if h["Score"] == top)), res
+
+
+def register(d, ns, job, replicas=None, expect=(201, 200)):
+    body = {"cluster": registered_cluster(), "job": dict(JOB, name=job),
+            "options": {"plan_method": "greedy", "placement": "zone"}}
+    if replicas:
+        body["replicas"] = replicas
+    st, o = d.req("PUT", "/v1/jobs/%s/%s" % (ns, job), body)
+    assert st in expect, (st, o)
+    return o
+
+
+def plan_of(d, ns, job):
+    st, o = d.req("GET", "/v1/jobs/%s/%s" % (ns, job))
+    assert st == 200, (st, o)
+    return o["extender"]
+
+
+def node_info():
+    return {n.metadata.name: (n.metadata.labels["node.kubernetes.io/instance-type"],
+                              n.metadata.labels["topology.kubernetes.io/zone"]) for n in nodes()}
+
+
+def check_landing(plan, placed, what):
+    info = node_info()
+    for (role, idx), node in placed.items():
+        t = plan["workers" if role == "worker" else "ps"][idx]
+        assert node is not None, "%s: %s %d was not placed" % (what, role, idx)
+        ntype, nzone = info[node]
+        if role == "worker":
+            assert ntype == t["type"], "%s: worker %d (stage %d, %s) landed on %s (%s)" % (
+                what, idx, t["stage"], t["type"], node, ntype)
+        assert nzone == t["zone"], "%s: %s %d planned in %s landed on %s in %s" % (
+            what, role, idx, t["zone"], node, nzone)
+
+
+def place_all(d, pods):
+    placed = {}
+    for role, idx, pod in pods:
+        node, _ = schedule(d, pod, nodes())
+        placed[(role, idx)] = node
+    return placed
+
+
+def main():
+    binary, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    state = os.path.join(work, "state.db")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(state + suffix):
+            os.remove(state + suffix)
+    log = os.path.join(work, "serve.log")
+    d = Daemon(binary, state, log)
+    try:
+        # ---- 1. one plan whatever the order -----------------------------------------------
+        reg = register(d, "team-a", "train")
+        plan = reg["extender"]
+        assert plan["planned"], plan
+        types = [w["type"] for w in plan["workers"]]
+        assert sorted(set(types)) == ["cpu-big", "gpu-fast", "gpu-mem"], types
+        assert (len(plan["workers"]), len(plan["ps"])) == (5, 3), plan
+        pods = [("ps", i, tfjob_pod("team-a", "train", "ps", i)) for i in range(3)] + \
+               [("worker", i, tfjob_pod("team-a", "train", "worker", i)) for i in range(5)]
+        base = place_all(d, pods)
+        check_landing(plan, base, "in order (ps first)")
+        rev = place_all(d, list(reversed(pods)))
+        assert rev == base, ("reversed", rev, base)
+        rng = random.Random(16)
+        for k in range(3):
+            sh = list(pods)
+            rng.shuffle(sh)
+            got = place_all(d, sh)
+            assert got == base, ("shuffled %d" % k, got, base)
+        assert plan_of(d, "team-a", "train")["workers"] == plan["workers"]
+        print("order: 8 TFJob pods land alike in order, reversed and 3 shuffles:",
+              ", ".join("%s%d->%s" % (r[0], i, n) for (r, i), n in sorted(base.items())))
+
+        # ---- 4. a pod the plan does not know ------------------------------------------------
+        node, res = schedule(d, tfjob_pod("team-a", "train", "worker", 9), nodes())
+        assert node is None
+        un = res["FailedAndUnresolvableNodes"]
+        assert sorted(un) == sorted(n.metadata.name for n in nodes()), un  # workers see all
+        assert all("worker 9 is not in its plan" in why for why in un.values()), un
+        print("refused: worker 9:", list(un.values())[0])
+
+        # ---- 2. a daemon killed mid-job answers the same ------------------------------------
+        half = pods[:4]
+        first = place_all(d, half)
+        d.kill()
+        d = Daemon(binary, state, log)
+        rest = place_all(d, pods[4:])
+        first.update(rest)
+        assert first == base, ("restarted", first, base)
+        # a second replica on the same file
+        d2 = Daemon(binary, state, log)
+        try:
+            assert place_all(d2, pods) == base
+            # ---- 3. two namespaces, occupancy ------------------------------------------------
+            regb = register(d2, "team-b", "train")  # written by the second replica
+            planb = regb["extender"]
+            assert regb["namespace"] == "team-b" and planb["planned"], regb
+            podsb = [("ps", i, tfjob_pod("team-b", "train", "ps", i)) for i in range(3)] + \
+                    [("worker", i, tfjob_pod("team-b", "train", "worker", i)) for i in range(5)]
+            got_b = place_all(d, podsb)  # answered by the first replica
+            check_landing(planb, got_b, "team-b")
+            assert place_all(d, pods) == base, "team-b's registration moved team-a's pods"
+            # gpu-fast holds 4 units per node: team-a's 3 take most of one node,
+            # so team-b's 3 cannot share it
+            fast_a = {w["node"] for w in plan["workers"] if w["type"] == "gpu-fast"}
+            fast_b = {w["node"] for w in planb["workers"] if w["type"] == "gpu-fast"}
+            assert not fast_a & fast_b, (fast_a, fast_b)
+            print("namespaces: team-a gpu-fast on %s, team-b on %s" % (sorted(fast_a),
+                                                                        sorted(fast_b)))
+            # deleting team-a frees its units: team-c may take them
+            st, _ = d.req("DELETE", "/v1/jobs/team-a/train")
+            assert st == 204
+            st, _ = d2.req("GET", "/v1/jobs/team-a/train")
+            assert st == 404, "the second replica still knows a deleted job"
+            regc = register(d2, "team-c", "train")
+            fast_c = {w["node"] for w in regc["extender"]["workers"] if w["type"] == "gpu-fast"}
+            assert fast_c == fast_a, (fast_c, fast_a)
+        finally:
+            d2.stop()
+
+        # ---- 6. replica counts ----------------------------------------------------------------
+        for job in ("team-b/train", "team-c/train"):  # their gpu-fast units back
+            st, _ = d.req("DELETE", "/v1/jobs/" + job)
+            assert st == 204
+        o = register(d, "team-d", "big", {"Worker": {"replicas": 6}, "PS": {"replicas": 4}})
+        p6 = o["extender"]
+        assert (len(p6["workers"]), len(p6["ps"])) == (6, 4), p6
+        assert p6["replicas"] == {"worker": 6, "ps": 4}
+        podsd = [("ps", i, tfjob_pod("team-d", "big", "ps", i)) for i in range(4)] + \
+                [("worker", i, tfjob_pod("team-d", "big", "worker", i)) for i in range(6)]
+        check_landing(p6, place_all(d, podsd), "6 workers, 4 ps")
+        st, err = d.req("PUT", "/v1/jobs/team-d/small", {
+            "cluster": registered_cluster(), "job": dict(JOB, name="small"),
+            "options": {"plan_method": "greedy"}, "replicas": {"worker": 2, "ps": 3}})
+        assert st == 422 and "needs 5 workers" in err["error"], (st, err)
+        print("replicas: 6 workers and 4 ps planned; 2 workers refused:", err["error"])
+    finally:
+        d.stop()
+
+    # ---- 5. JobSet pods carry their plan: a daemon with no job at all ------------------------
+    fresh = Daemon(binary, None, log)
+    try:
+        js = jobset_pods("team-a", "train", plan)
+        got = place_all(fresh, js)
+        check_landing(plan, got, "jobset")
+        planned = {("worker" if r == "workers" else "ps", t["index"]): t["node"]
+                   for r in ("workers", "ps") for t in plan[r]}
+        assert got == planned, (got, planned)
+        rng = random.Random(7)
+        rng.shuffle(js)
+        assert place_all(fresh, js) == planned
+        st, o = fresh.req("GET", "/v1/jobs")
+        assert st == 200 and o["jobs"] == []
+        print("jobset: 8 pods on their planned nodes from their annotations, no registry")
+    finally:
+        fresh.stop()
+
+    # ---- a state file that is not one: the daemon refuses to start -----------------------------
+    bad = os.path.join(work, "bad.db")
+    with open(bad, "w") as f:
+        f.write("not a database " * 300)
+    r = subprocess.run([binary, "serve", "--listen", "127.0.0.1:0", "--state", bad],
+                       capture_output=True, timeout=30)
+    msg = r.stderr.decode()
+    assert r.returncode != 0 and bad in msg and "not a readable SQLite database" in msg, \
+        (r.returncode, msg)
+    print("bad state file:", msg.strip().splitlines()[-1])
+    print("kube_extender: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
