@@ -457,18 +457,23 @@ static int key_better(pkey a, pkey b) {
     return cmp_rel(a.steps, b.steps) < 0;
 }
 
-/* A zone's links, averaged over its nodes: for breaking ties away from
- * bad zones. */
+/* A zone's links, averaged over its nodes of the types the plan uses (so
+ * that nodes the job cannot use, or a different mix of types, do not
+ * weigh): for breaking ties away from bad zones. */
 typedef struct {
     double loss, latency, bw;
 } zlink;
 
-static void zone_links(const model_cluster *cl, zlink *zl, int nz) {
+static void zone_links(const model_cluster *cl, const model_plan *plan, zlink *zl, int nz) {
     int cnt[MODEL_MAX_ZONES] = {0};
+    unsigned char used[MODEL_MAX_TYPES] = {0};
+    for (int s = 0; s < plan->n_stages; s++)
+        if (plan->stages[s].type >= 0 && plan->stages[s].type < MODEL_MAX_TYPES)
+            used[plan->stages[s].type] = 1;
     memset(zl, 0, (size_t)nz * sizeof *zl);
     for (int n = 0; n < cl->n_nodes; n++) {
-        int z = cl->nodes[n].zone;
-        if (z < 0 || z >= nz) continue;
+        int z = cl->nodes[n].zone, t = cl->nodes[n].type;
+        if (z < 0 || z >= nz || t < 0 || t >= MODEL_MAX_TYPES || !used[t]) continue;
         zl[z].loss += cl->nodes[n].loss;
         zl[z].latency += cl->nodes[n].latency;
         zl[z].bw += cl->nodes[n].bw;
@@ -506,7 +511,7 @@ static int place_zone(pctx *c, int *task_node) {
     int nz = cl->n_zones > 0 ? cl->n_zones : 1;
     int zrank[MODEL_MAX_ZONES];
     zlink zl[MODEL_MAX_ZONES];
-    zone_links(cl, zl, nz);
+    zone_links(cl, c->plan, zl, nz);
     int best_zone = -1;
     int *trial = malloc((size_t)(c->n_tasks + 1) * sizeof *trial);
     model_plan *scored = model_plan_create(c->plan->n_stages);
