@@ -23,6 +23,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin # training across machines
   python3 python3-numpy python3-h5py python3-torch  # reference tests
   python3-kubernetes         # tests/kube_nodes.py, kube_extender.py: Node and Pod objects
+  python3-jsonschema python3-yaml  # tests/manifest_schema.py: strata manifest vs the CRDs' schemas
   gnuplot-nox                # plots of strata eval
   wrk                        # daemon benchmark
   clang libclang-rt-14-dev   # libFuzzer + sanitizer runtimes: scripts/fuzz, CI's fuzz smoke
