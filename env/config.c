@@ -1,6 +1,10 @@
 /* config.c -- the run schema: loading runs and placements from YAML (see
  * config.h).
  *
+ * A run comes from YAML text (files, buffers) or from a JSON value the
+ * daemon parsed (cfg_load_json); both are walked by the same code below,
+ * whose nodes are schema_ctx.h's cfg_item.
+ *
  * Every object of a run (top level, cluster, type, zone, link, node, job,
  * layer, placement stage) is described by one table of cfg_field rows: key,
  * field type, unit kind, required or default, bounds, offset into the C
@@ -20,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "env/place.h"
 #include "env/schema.h"
