@@ -60,11 +60,12 @@
     "                    [--request-deadline-ms N] [--idle-timeout-s N]\n"                 \
     "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
     "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
-    "                    [--state FILE]\n"                                                   \
+    "                    [--state FILE] [--max-cluster-nodes N]\n"                          \
     "\n"                                                                                    \
     "  --state FILE              SQLite file keeping the registered jobs, their fixed\n"   \
     "                            plans and the units they take, across restarts and\n"   \
     "                            replicas (docs/serve.md); default: in memory only\n"     \
+    "  --max-cluster-nodes N     nodes PUT /v1/cluster accepts (default 4096)\n"          \
     "limits (docs/reliability.md):\n"                                                       \
     "  --threads N               requests computing at once (default: the CPUs)\n"         \
     "  --max-conns N             connections at once, all clients (default 512)\n"         \
@@ -189,6 +190,7 @@ int cmd_serve(int argc, char **argv) {
         {"request-mem-mb", required_argument, 0, 'R'},
         {"jobs-max-mb", required_argument, 0, 'J'},
         {"state", required_argument, 0, 'F'},
+        {"max-cluster-nodes", required_argument, 0, 'K'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -203,7 +205,7 @@ int cmd_serve(int argc, char **argv) {
     int shutdown_ms = SERVE_SHUTDOWN_MS;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:F:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:F:K:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
         case 'l': cfg.listen = optarg; break;
@@ -262,6 +264,11 @@ int cmd_serve(int argc, char **argv) {
             cfg.jobs_max_bytes = (size_t)n << 20;
             break;
         case 'F': cfg.state_path = optarg; break;
+        case 'K':
+            if (cli_parse_int("--max-cluster-nodes", optarg, 1, MODEL_MAX_NODES, &n))
+                return CLI_USAGE;
+            cfg.max_cluster_nodes = (int)n;
+            break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;
         default: fprintf(stderr, SERVE_USAGE); return CLI_USAGE;
