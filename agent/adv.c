@@ -1,4 +1,5 @@
-/* adv.c -- baselines and advantages (see adv.h). */
+/* adv.c -- the rewards the advantages see, baselines and advantages (see
+ * adv.h). */
 #include "agent/adv.h"
 
 #include <math.h>
@@ -89,4 +90,49 @@ int agent_advantages(const agent_adv_opts *o, int G, int S, const double *r, con
         }
     }
     return 0;
+}
+
+int agent_rewards_settle(int mode, double penalty, int G, int S, double *r, const uint8_t *ok,
+                         const uint8_t *has) {
+    if (mode == AGENT_REWARD_RATIO) return 0;
+    double *v = malloc((size_t)S * sizeof *v);
+    if (!v) return -1;
+    for (int g = 0; g < G; g++) {
+        double *rg = r + (size_t)g * S;
+        const uint8_t *og = ok + (size_t)g * S, *hg = has ? has + (size_t)g * S : NULL;
+        if (mode == AGENT_REWARD_LOG) {
+            double w = INFINITY;
+            for (int s = 0; s < S; s++)
+                if ((!hg || hg[s]) && og[s] && rg[s] < w) w = rg[s];
+            double floor = (isfinite(w) ? w : 0.0) - log(penalty);
+            for (int s = 0; s < S; s++)
+                if ((!hg || hg[s]) && !og[s]) rg[s] = floor;
+            continue;
+        }
+        int n = 0;
+        for (int s = 0; s < S; s++) n += !hg || hg[s];
+        for (int s = 0; s < S; s++) {
+            if (hg && !hg[s]) continue;
+            int better = 0;
+            for (int f = 0; f < S; f++) {
+                if (hg && !hg[f]) continue;
+                better += og[f] != og[s] ? og[f] > og[s] : og[s] && rg[f] > rg[s];
+            }
+            v[s] = n > 1 ? -(double)better / (n - 1) : 0.0;
+        }
+        for (int s = 0; s < S; s++)
+            if (!hg || hg[s]) rg[s] = v[s];
+    }
+    free(v);
+    return 0;
+}
+
+double agent_zero_adv_share(int B, const double *adv, const uint8_t *has, const uint8_t *keep) {
+    int n = 0, z = 0;
+    for (int e = 0; e < B; e++) {
+        if ((has && !has[e]) || (keep && !keep[e])) continue;
+        n++;
+        z += fabs(adv[e]) < 1e-12;
+    }
+    return n ? (double)z / n : NAN;
 }

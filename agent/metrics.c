@@ -15,8 +15,8 @@ typedef struct {
 #define C(n) {#n, offsetof(agent_metrics, n)}
 static const col COLS[] = {
     C(step), C(episodes), C(time_s), C(samples_per_s), C(episodic_return), C(episodic_cost),
-    C(best_cost), C(gap_mean), C(best_gap), C(infeasible_frac), C(policy_loss), C(entropy),
-    C(grad_norm), C(lr), C(entropy_coef), C(node_return), C(eval_gap_greedy),
+    C(best_cost), C(gap_mean), C(best_gap), C(best_from_ref), C(infeasible_frac), C(policy_loss),
+    C(entropy), C(zero_adv_share), C(grad_norm), C(lr), C(entropy_coef), C(node_return), C(eval_gap_greedy),
     C(eval_gap_sample), C(eval_infeasible), C(valid_gap_greedy),
 };
 #undef C
@@ -81,12 +81,35 @@ char *agent_metrics_log_csv(const agent_metrics_log *h) {
     return buf;
 }
 
+/* header_map sets map[j] to the table column of the header's field j (-1
+ * when the table has none) for the header line at text; returns the number
+ * of fields, or -1 when there are more than cap. */
+static int header_map(const char *text, int *map, int cap) {
+    int n = 0;
+    const char *s = text;
+    for (;;) {
+        size_t len = strcspn(s, ",\n");
+        if (n == cap) return -1;
+        map[n] = -1;
+        for (int i = 0; i < N_COLS; i++)
+            if (strlen(COLS[i].name) == len && !strncmp(COLS[i].name, s, len)) map[n] = i;
+        n++;
+        if (s[len] != ',') break;
+        s += len + 1;
+    }
+    return n;
+}
+
 int agent_metrics_log_parse(agent_metrics_log *h, const char *text) {
     h->n = 0;
-    const char *s = strchr(text, '\n'); /* skip the header */
+    int map[4 * N_COLS];
+    int nf = header_map(text, map, 4 * N_COLS);
+    if (nf < 0) return -1;
+    const char *s = strchr(text, '\n'); /* past the header */
     while (s && *++s) {
         agent_metrics m;
-        for (int i = 0; i < N_COLS; i++) {
+        agent_metrics_clear(&m);
+        for (int j = 0; j < nf; j++) {
             char *end;
             double v = NAN;
             if (*s != ',' && *s != '\n' && *s) {
@@ -94,8 +117,8 @@ int agent_metrics_log_parse(agent_metrics_log *h, const char *text) {
                 if (end == s) return -1;
                 s = end;
             }
-            mset(&m, i, v);
-            if (i + 1 < N_COLS) {
+            if (map[j] >= 0) mset(&m, map[j], v);
+            if (j + 1 < nf) {
                 if (*s != ',') return -1;
                 s++;
             }

@@ -22,12 +22,16 @@ typedef struct {
     double samples_per_s;    /* episodes per second in this step */
     double episodic_return;  /* mean return (r_type + r_node) */
     double episodic_cost;    /* mean cost of the feasible episodes, dollars */
-    double best_cost;        /* search: cheapest plan so far */
+    double best_cost;        /* search: cheapest plan sampled so far */
     double gap_mean;         /* mean plan cost / exact - 1 over feasible episodes */
     double best_gap;         /* search: best_cost / exact - 1 */
+    double best_from_ref;    /* search: 1 when a reference plan (exact, ...) is cheaper than
+                                every sample so far, and is what the search returns; else 0 */
     double infeasible_frac;  /* episodes without a feasible plan (or placement) */
     double policy_loss;      /* mean over episodes of -sum adv logp */
-    double entropy;          /* mean entropy per decision */
+    double entropy;          /* mean entropy per decision (of the episodes with a gradient) */
+    double zero_adv_share;   /* share of the episodes with a gradient whose TYPE advantage
+                                is 0: near 1, the reward tells no sample from another */
     double grad_norm;        /* before clipping */
     double lr;
     double entropy_coef;
@@ -66,8 +70,10 @@ int agent_metrics_log_push(agent_metrics_log *h, const agent_metrics *m);
 char *agent_metrics_log_csv(const agent_metrics_log *h);
 
 /* agent_metrics_log_parse replaces the rows of h by those of CSV text
- * written by agent_metrics_log_csv. Returns 0, or -1 when the text is
- * malformed or memory runs out (h then holds the rows read so far). */
+ * written by agent_metrics_log_csv, matching columns by the header's
+ * names: a column the text lacks (a checkpoint older than the column) is
+ * NAN, a column the table lacks is skipped. Returns 0, or -1 when the text
+ * is malformed or memory runs out (h then holds the rows read so far). */
 int agent_metrics_log_parse(agent_metrics_log *h, const char *text);
 
 /* agent_metrics_log_free releases the rows and zeroes *h. */

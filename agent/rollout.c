@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/trainconf.h"
 #include "base/clock.h"
 #include "env/gym.h"
 #include "env/place.h"
@@ -408,8 +409,16 @@ static int keep_tasks(agent_rollout *r, int b, const int *nodes, int n) {
     return 0;
 }
 
-static void clip_reward(double ratio, double penalty, double *out) {
-    *out = -(ratio < penalty - 1.0 ? ratio : penalty - 1.0);
+/* reward returns the reward of a feasible end whose cost is `ratio` times
+ * the reference (rollout.h); infeasible_reward that of an infeasible end. */
+static double reward(int mode, double ratio, double penalty) {
+    if (mode == AGENT_REWARD_RATIO) return -(ratio < penalty - 1.0 ? ratio : penalty - 1.0);
+    double r = -log(ratio);
+    return r > -AGENT_LOG_CLIP ? r : -AGENT_LOG_CLIP;
+}
+
+static double infeasible_reward(int mode, double penalty) {
+    return mode == AGENT_REWARD_RATIO ? -penalty : -(AGENT_LOG_CLIP + log(penalty));
 }
 
 /* finish_fn settles episode b once every phase is over: outcome, heuristic
@@ -425,11 +434,11 @@ static void finish_fn(void *ctx, int b, int w) {
     e->r_node = 0;
     if (!e->feasible) {
         e->cost = INFINITY;
-        e->r_type = -pen;
+        e->r_type = infeasible_reward(o->reward, pen);
         e->reason = r->last[b].reason ? r->last[b].reason : MODEL_ERR_CAPACITY;
         return;
     }
-    clip_reward(e->plan_cost / in->ref_cost, pen, &e->r_type);
+    e->r_type = reward(o->reward, e->plan_cost / in->ref_cost, pen);
     if (o->placement == PLACER_PLACE_POLICY && in->cl->n_nodes > 0) {
         int n = 0;
         const int *tn = gym_task_nodes(env, &n, NULL);
@@ -438,10 +447,10 @@ static void finish_fn(void *ctx, int b, int w) {
         if (tn && keep_tasks(r, b, tn, n)) r->failed = 1;
         if (e->place_ok) {
             e->cost = r->last[b].cost;
-            clip_reward(e->cost / e->plan_cost, pen, &e->r_node);
+            e->r_node = reward(o->reward, e->cost / e->plan_cost, pen);
         } else {
             e->cost = INFINITY;
-            e->r_node = -pen;
+            e->r_node = infeasible_reward(o->reward, pen);
             e->reason = MODEL_ERR_PLACEMENT;
         }
         return;

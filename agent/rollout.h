@@ -32,13 +32,30 @@
  * on k, then switch once" would cost, which the per-step gym features
  * cannot.
  *
- * Rewards (both <= 0; larger is better):
- *   r_type = -min(cost / ref_cost, penalty - 1) for a feasible plan (cost
- *            of docs/model.md §2), -penalty for an infeasible end or a dead end;
- *   r_node = -min(cost' / cost, penalty - 1) for a placement that keeps
- *            the throughput (cost' of §3), -penalty otherwise.
- * Clipping at penalty - 1 keeps every feasible end above every infeasible
- * one, whatever the costs.
+ * Rewards (larger is better), by opts->reward (agent_reward of
+ * agent/trainconf.h):
+ *   log (default)
+ *     r_type = -log(cost / ref_cost) for a feasible plan (cost of
+ *              docs/model.md §2), at least -AGENT_LOG_CLIP;
+ *              -(AGENT_LOG_CLIP + log(penalty)) for an infeasible end or a
+ *              dead end, below every feasible plan whatever the costs;
+ *     r_node = -log(cost' / cost) for a placement that keeps the
+ *              throughput (cost' of §3), the same floor otherwise.
+ *     The floor is provisional: the trainer lifts it to log(penalty) below
+ *     the worst feasible episode of the same instance in the batch
+ *     (agent_rewards_settle, agent/adv.h), so that an infeasible end is
+ *     always the worst and never dwarfs the spread of the feasible ones.
+ *     The log never saturates: a plan twice as dear as another is
+ *     log 2 below it, however far both are from the reference.
+ *   ratio (the old reward, for comparison)
+ *     r_type = -min(cost / ref_cost, penalty - 1), -penalty when infeasible;
+ *     r_node = -min(cost' / cost, penalty - 1), -penalty otherwise.
+ *     Clipping at penalty - 1 keeps every feasible end above every
+ *     infeasible one, but gives every plan dearer than penalty - 1 times the
+ *     reference the same reward: when the reference is near the optimum and
+ *     random plans cost 15 times as much, every sample gets the same reward
+ *     and there is nothing to learn.
+ *   rank: as log here; the trainer replaces the rewards by ranks.
  */
 #ifndef STRATA_AGENT_ROLLOUT_H
 #define STRATA_AGENT_ROLLOUT_H
@@ -51,6 +68,9 @@
 #include "env/model.h"
 #include "solvers/placers.h"
 
+/* Feasible log rewards are clipped at -AGENT_LOG_CLIP (cost / ref = 2e17). */
+#define AGENT_LOG_CLIP 40.0
+
 /* One instance: borrowed job and cluster, and its reward scale. */
 typedef struct {
     const model_job *job;
@@ -61,7 +81,7 @@ typedef struct {
 typedef struct {
     int placement;   /* a placer_placement: PLACER_PLACE_NONE, _POLICY or a placer_method */
     int greedy;      /* 1: the most likely action (no sampling) */
-    double penalty;  /* > 1: reward of an infeasible end is -penalty */
+    double penalty;  /* > 1: see the rewards above */
     uint64_t seed;   /* sampling key */
     uint64_t stream; /* sampling stream (e.g. the training step) */
     long ep_base;    /* global index of this rollout's first episode */
@@ -71,6 +91,7 @@ typedef struct {
                                  episode b must take (demonstrations, decoding
                                  with backtracking); an entry < 0 leaves that
                                  decision to the policy */
+    int reward;      /* agent_reward (agent/trainconf.h); 0 is log */
 } agent_rollout_opts;
 
 /* The outcome of one episode. */

@@ -37,6 +37,8 @@ typedef struct {
     agent_instance ai; /* job, cluster, ref_cost */
     double exact;      /* the optimal plan's cost */
     int *exact_assign; /* [n_layers] the optimal plan */
+    int *ref_assign;   /* [n_layers] the reference plan (ai.ref_cost), NULL when it is the exact one */
+    int ref_method;    /* the solve_method that made the reference plan */
     char name[256];
 } tr_inst;
 
@@ -93,6 +95,8 @@ struct agent_trainer {
     double *adv_t, *adv_n; /* [B_global] advantages of the TYPE and NODE heads */
     uint8_t *keep;         /* [B_global] 1: the episode gets a gradient (risk) */
     uint8_t *has_node;     /* [B_global] 1: the episode made NODE decisions */
+    uint8_t *ok_t, *ok_n;  /* [B_global] 1: the plan is feasible; the placement kept the target */
+    double zero_adv;       /* the step's share of zero TYPE advantages (agent_zero_adv_share) */
     double *scr;           /* [2 * B_global] returns of the two heads */
     FILE *csv;
     tr_files files;
@@ -108,6 +112,7 @@ int agent_train_agree(const agent_trainer *t, int flag) { return agent_ranks_max
 static void inst_clear(tr_inst *in) {
     agent_gen_inst_clear(&in->gi);
     free(in->exact_assign);
+    free(in->ref_assign);
     cfg_free(in->run);
     memset(in, 0, sizeof *in);
 }
@@ -135,12 +140,22 @@ static int solve_costs(tr_inst *in, int reference) {
     }
     memcpy(in->exact_assign, res->assign, (size_t)job->n_layers * sizeof *in->exact_assign);
     double ref = in->exact;
+    in->ref_method = SOLVE_EXACT;
+    free(in->ref_assign);
+    in->ref_assign = NULL;
     int methods[3] = {reference, SOLVE_GREEDY, SOLVE_EXACT};
     for (int k = 0; k < 3 && reference != SOLVE_EXACT; k++) {
         o.method = (solve_method)methods[k];
         if (o.method == SOLVE_EXACT) break;
         if (solve_run(job, in->ai.cl, &o, res) == 0) {
             ref = res->plan->cost;
+            in->ref_method = o.method;
+            in->ref_assign = malloc((size_t)job->n_layers * sizeof *in->ref_assign);
+            if (!in->ref_assign) {
+                solve_result_free(res);
+                return -1;
+            }
+            memcpy(in->ref_assign, res->assign, (size_t)job->n_layers * sizeof *in->ref_assign);
             break;
         }
     }
@@ -231,6 +246,8 @@ void agent_train_free(agent_trainer *t) {
     free(t->adv_n);
     free(t->keep);
     free(t->has_node);
+    free(t->ok_t);
+    free(t->ok_n);
     free(t->scr);
     if (t->csv) fclose(t->csv);
     free(t);
@@ -255,8 +272,10 @@ const char *agent_train_file(const agent_trainer *t, const char *name) {
     return t->files.best;
 }
 
-agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume, char *err,
-                                  size_t errlen) {
+/* create is agent_train_create, and agent_train_create_on when job is
+ * not NULL (search mode on that borrowed job and cluster). */
+static agent_trainer *create(const agent_trainconf *tc, const char *resume, const model_job *job,
+                             const model_cluster *cl, char *err, size_t errlen) {
     agent_trainer *t = calloc(1, sizeof *t);
     if (!t) {
         snprintf(err, errlen, "out of memory");
@@ -272,8 +291,19 @@ agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume,
                  tc->instances, tc->samples, Bg, t->ranks);
         goto fail;
     }
+    if (tc->mode == AGENT_MODE_SEARCH && job) {
+        t->problem.ai.job = job;
+        t->problem.ai.cl = cl;
+        snprintf(t->problem.name, sizeof t->problem.name, "%s", job->name);
+        int st = solve_costs(&t->problem, tc->reference);
+        if (st) {
+            snprintf(err, errlen, "job %s: %s", job->name, st > 0 ? "no feasible plan exists" : "out of memory");
+            goto fail;
+        }
+    } else if (tc->mode == AGENT_MODE_SEARCH && load_inst(&t->problem, tc->problem, tc->reference, err, errlen)) {
+        goto fail;
+    }
     if (tc->mode == AGENT_MODE_SEARCH) {
-        if (load_inst(&t->problem, tc->problem, tc->reference, err, errlen)) goto fail;
         t->best_assign = calloc((size_t)t->problem.ai.job->n_layers, sizeof *t->best_assign);
         if (!t->best_assign) goto oom;
     } else {
@@ -319,9 +349,11 @@ agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume,
     t->adv_n = calloc((size_t)Bg, sizeof *t->adv_n);
     t->keep = calloc((size_t)Bg, 1);
     t->has_node = calloc((size_t)Bg, 1);
+    t->ok_t = calloc((size_t)Bg, 1);
+    t->ok_n = calloc((size_t)Bg, 1);
     t->scr = calloc((size_t)Bg * 2, sizeof *t->scr);
     if (!t->ws || !t->ro || !t->ai || !t->inst_of || !t->forced || !t->out || !t->adv_t || !t->adv_n || !t->keep ||
-        !t->has_node || !t->scr)
+        !t->has_node || !t->ok_t || !t->ok_n || !t->scr)
         goto oom;
     snprintf(t->files.metrics, sizeof t->files.metrics, "%s/metrics.csv", tc->out);
     snprintf(t->files.last, sizeof t->files.last, "%s/last.h5", tc->out);
@@ -384,6 +416,20 @@ oom:
 fail:
     agent_train_free(t);
     return NULL;
+}
+
+agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume, char *err,
+                                  size_t errlen) {
+    return create(tc, resume, NULL, NULL, err, errlen);
+}
+
+agent_trainer *agent_train_create_on(const agent_trainconf *tc, const model_job *job,
+                                     const model_cluster *cl, char *err, size_t errlen) {
+    if (tc->mode != AGENT_MODE_SEARCH || !job || !cl) {
+        snprintf(err, errlen, "agent_train_create_on: search mode on a job and a cluster only");
+        return NULL;
+    }
+    return create(tc, NULL, job, cl, err, errlen);
 }
 
 /* ---------------------------------------------------------------------------
@@ -512,6 +558,7 @@ static int play(agent_trainer *t, const tr_step *st, char *err, size_t errlen) {
     const agent_trainconf *tc = t->tc;
     agent_rollout_opts ro = {.placement = tc->placement,
                              .greedy = 0,
+                             .reward = tc->reward,
                              .penalty = tc->penalty,
                              .seed = (uint64_t)tc->seed,
                              .stream = (uint64_t)st->s,
@@ -551,7 +598,12 @@ static void gather_outcomes(agent_trainer *t, const tr_step *st) {
 }
 
 /* advantages turns the gathered returns into the advantages of both heads
- * (agent/adv.h; identical on every rank, the moving baselines updated) and
+ * (agent/adv.h; identical on every rank, the moving baselines updated):
+ * first the rewards are settled per instance (agent_rewards_settle: log
+ * puts an infeasible end below the batch's worst feasible one, rank
+ * ranks them) and written back into t->out, so that the step's mean return
+ * is the one trained on; then the advantages, and the share of zero
+ * advantages goes to t->zero_adv. It
  * hands this rank's to its recorded trajectories: episodes left out by
  * `risk` are dropped, a demonstration's decisions weigh imitation * S.
  * Returns 0, or -1 with a message. */
@@ -568,12 +620,24 @@ static int advantages(agent_trainer *t, const tr_step *st, char *err, size_t err
         rt[e] = t->out[e].r_type;
         rn[e] = t->out[e].r_node;
         t->has_node[e] = t->out[e].has_node > 0;
+        t->ok_t[e] = t->out[e].feasible > 0;
+        t->ok_n[e] = isfinite(t->out[e].cost); /* placed within the target (or not placed) */
+    }
+    if (agent_rewards_settle(tc->reward, tc->penalty, st->G, st->S, rt, t->ok_t, NULL) ||
+        agent_rewards_settle(tc->reward, tc->penalty, st->G, st->S, rn, t->ok_n, t->has_node)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int e = 0; e < Bg; e++) {
+        t->out[e].r_type = rt[e];
+        if (t->has_node[e]) t->out[e].r_node = rn[e];
     }
     if (agent_advantages(&ao, st->G, st->S, rt, NULL, t->adv_t, t->keep, &t->base_type, &t->base_init, 1) ||
         agent_advantages(&ao, st->G, st->S, rn, t->has_node, t->adv_n, NULL, &t->base_node, &t->base_init, 2)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    t->zero_adv = agent_zero_adv_share(Bg, t->adv_t, NULL, t->keep);
     float *adv_type, *adv_node;
     const int *owner;
     agent_rollout_type_traj(t->ro, &adv_type);
@@ -675,6 +739,7 @@ static void summarize(const agent_trainer *t, const tr_step *st, const tr_loss *
     m->infeasible_frac = (double)ninf / Bg;
     m->policy_loss = loss->pg / Bg;
     m->entropy = loss->decisions > 0 ? loss->entropy / loss->decisions : NAN;
+    m->zero_adv_share = t->zero_adv;
     m->grad_norm = loss->grad_norm;
     m->lr = st->lr;
     m->entropy_coef = st->beta;
@@ -718,6 +783,11 @@ static int keep_best(agent_trainer *t, const tr_step *st, int best_e, agent_metr
         m->best_cost = t->best_cost;
         m->best_gap = t->best_cost / t->problem.exact - 1;
     }
+    const int *as;
+    double c;
+    char from[64];
+    agent_train_answer(t, &as, &c, from, sizeof from);
+    m->best_from_ref = strncmp(from, "reference:", 10) == 0;
     return 0;
 }
 
@@ -952,5 +1022,25 @@ void agent_train_best(const agent_trainer *t, const model_job **job, const model
     *cl = t->problem.ai.cl;
     *assign = t->have_best ? t->best_assign : NULL;
     *cost = t->best_cost;
-    *exact = t->problem.run ? t->problem.exact : NAN;
+    *exact = t->problem.ai.job ? t->problem.exact : NAN;
+}
+
+void agent_train_answer(const agent_trainer *t, const int **assign, double *cost, char *from,
+                        size_t fromlen) {
+    const tr_inst *p = &t->problem;
+    *assign = t->have_best ? t->best_assign : NULL;
+    *cost = t->have_best ? t->best_cost : INFINITY;
+    snprintf(from, fromlen, "sampled");
+    if (!p->ai.job) return;
+    /* the references, best first: a sample must be strictly beaten */
+    if (p->exact_assign && p->exact < *cost) {
+        *assign = p->exact_assign;
+        *cost = p->exact;
+        snprintf(from, fromlen, "reference:%s", solve_method_name(SOLVE_EXACT));
+    }
+    if (p->ref_assign && p->ai.ref_cost < *cost) {
+        *assign = p->ref_assign;
+        *cost = p->ai.ref_cost;
+        snprintf(from, fromlen, "reference:%s", solve_method_name((solve_method)p->ref_method));
+    }
 }

@@ -61,6 +61,13 @@ agent_trainer *agent_train_create(const agent_trainconf *tc, const char *resume,
                                   size_t errlen);
 void agent_train_free(agent_trainer *t);
 
+/* agent_train_create_on sets up a fresh search-mode run (tc->mode search;
+ * tc->problem is not read) on a job and cluster in memory, borrowed: they
+ * must outlive the trainer. Benchmarks and tests use it on generated
+ * instances. Returns NULL with a message on error (no feasible plan). */
+agent_trainer *agent_train_create_on(const agent_trainconf *tc, const model_job *job,
+                                     const model_cluster *cl, char *err, size_t errlen);
+
 /* agent_train_step makes one update (and, when due, an evaluation, a CSV
  * row and a checkpoint). Returns 0, or -1 with a message. */
 int agent_train_step(agent_trainer *t, char *err, size_t errlen);
@@ -84,10 +91,19 @@ const char *agent_train_file(const agent_trainer *t, const char *name);
  * valid columns. Returns 0 or -1. */
 int agent_train_eval(agent_trainer *t, agent_metrics *m, char *err, size_t errlen);
 
-/* Search mode: the problem and the best plan found so far (*assign NULL
+/* Search mode: the problem and the best plan sampled so far (*assign NULL
  * while none), its cost and the exact optimum (NAN if unknown). */
 void agent_train_best(const agent_trainer *t, const model_job **job, const model_cluster **cl,
                       const int **assign, double *cost, double *exact);
+
+/* agent_train_answer (search) gives the plan the search returns: the best
+ * sampled plan, unless a reference plan the trainer already computed (the
+ * exact solver's, the reward's reference) is strictly cheaper than every
+ * sample, when it gives that one. *assign (NULL when there is no plan at
+ * all) points into the trainer; from receives "sampled" or
+ * "reference:<method>" (solve_method_name), e.g. "reference:exact". */
+void agent_train_answer(const agent_trainer *t, const int **assign, double *cost, char *from,
+                        size_t fromlen);
 
 /* agent_train_agree returns the maximum of flag over the ranks (flag itself
  * without MPI); every rank must call it, so it is also a barrier. The CLI

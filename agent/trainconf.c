@@ -38,6 +38,7 @@ void agent_trainconf_default(agent_trainconf *tc, int mode) {
     tc->baseline_decay = 0.9;
     tc->adv_norm = 0;
     tc->risk = mode == AGENT_MODE_SEARCH ? 0.1 : 0; /* search: risk-seeking (the best plan counts) */
+    tc->reward = AGENT_REWARD_LOG;
     tc->penalty = 4;
     tc->reference = SOLVE_HOMOGENEOUS;
     tc->placement = PLACER_PLACE_NONE;
@@ -59,7 +60,7 @@ void agent_trainconf_default(agent_trainconf *tc, int mode) {
 typedef struct {
     int mode;
     char problem[CFG_TEXT_MAX], generator[CFG_TEXT_MAX], out[CFG_TEXT_MAX];
-    int valid, seed, steps, instances, samples, baseline, adv_norm, reference, placement;
+    int valid, seed, steps, instances, samples, baseline, adv_norm, reference, placement, reward;
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
         ckpt_every, polish, freeze_plan;
     double seconds, lr, lr_final, weight_decay, grad_clip, entropy, entropy_final,
@@ -71,7 +72,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, N_K
 };
 
 /* The table (rows built by env/config.h's CFG_ROW_*; defaults are not
@@ -124,6 +125,7 @@ static const cfg_field FIELDS[N_K] = {
     [K_IMITATION] = CFG_ROW_NUM("imitation", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6, tc_in,
                                 imitation),
     [K_FREEZE] = CFG_ROW_BOOL("freeze_plan", 0, 0, tc_in, freeze_plan),
+    [K_REWARD] = CFG_ROW_ENUM("reward", "log|ratio|rank", 0, 0, tc_in, reward),
 };
 
 /* resolve writes dir/name into out unless name is absolute; returns 0, or
@@ -189,6 +191,7 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     TAKE(K_ADVNORM, adv_norm, adv_norm);
     TAKE(K_RISK, risk, risk);
     TAKE(K_PENALTY, penalty, penalty);
+    TAKE(K_REWARD, reward, reward); /* the enum's order is agent_reward's */
     TAKE(K_REFERENCE, reference, reference);
     TAKE(K_PLACEMENT, placement, placement);
     TAKE(K_EMBED, net.embed, embed);

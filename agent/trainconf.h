@@ -26,6 +26,13 @@
 
 typedef enum { AGENT_MODE_SEARCH = 0, AGENT_MODE_GENERAL = 1 } agent_mode;
 typedef enum { AGENT_BASE_SHARED = 0, AGENT_BASE_MOVING = 1 } agent_baseline;
+/* The reward of a plan (agent/rollout.h, agent/adv.h agent_rewards_settle):
+ * log   -log(cost / ref), an infeasible end log(penalty) below the worst
+ *       feasible episode of its instance in the batch (the default);
+ * ratio -min(cost / ref, penalty - 1), -penalty when infeasible (the old
+ *       reward, kept for comparison: it clips, so it can teach nothing);
+ * rank  -(episodes of the instance strictly better) / (samples - 1). */
+typedef enum { AGENT_REWARD_LOG = 0, AGENT_REWARD_RATIO = 1, AGENT_REWARD_RANK = 2 } agent_reward;
 
 #define AGENT_MAX_EVAL 64
 #define AGENT_PATH_MAX 1024 /* file names of a config, NUL included */
@@ -52,7 +59,10 @@ typedef struct {
     double baseline_decay; /* moving-average decay */
     int adv_norm;        /* 1: divide advantages by their standard deviation */
     double risk;         /* 0, or the top fraction of samples that gets a gradient */
-    double penalty;      /* infeasible reward -penalty (> 1, in units of the reference cost) */
+    int reward;          /* agent_reward */
+    double penalty;      /* > 1: ratio: infeasible reward -penalty (in units of the reference
+                            cost); log: an infeasible end lies log(penalty) below the worst
+                            feasible one of its instance */
     int freeze_plan;     /* 1: the encoder, decoder and TYPE head stay fixed (only the
                             node head learns: a placement phase after a plan phase) */
     double imitation;    /* 0, or the weight of a cross-entropy term towards the exact

@@ -1,13 +1,15 @@
 /* calibrate.c -- `strata calibrate`: fit a cluster's rates to measured runs.
  *
  *   strata calibrate CONFIG MEASUREMENTS.csv [--holdout FRACTION] [--seed S]
- *                    [--out CALIBRATED.yaml] [--json]
+ *                    [--holdout-job JOB] [--out CALIBRATED.yaml] [--json]
  *
  * CONFIG gives the cluster (a run config, or a cluster file such as
  * configs/clusters/aws-mixed.yaml); the CSV one measured run per row
  * (solvers/calib.h). Per measured type, fits the factors on flops, io_bw
  * and net_bw and a per-step overhead, prints them with the error (MAPE) on
- * the fitted and held-out rows, and with --out writes the cluster with the
+ * the fitted and held-out rows (--holdout-job JOB holds out the rows of one
+ * job, as the CSV's job column writes it, instead of a seeded random
+ * fraction), and with --out writes the cluster with the
  * factors applied. --json prints {points, fit_points, holdout_points,
  * mape_fit, mape_holdout, types: {NAME: {...}}, rows: [...]} instead.
  */
@@ -28,7 +30,7 @@
 
 #define CALIB_USAGE                                                                         \
     "usage: strata calibrate CONFIG MEASUREMENTS.csv [--holdout FRACTION] [--seed S]\n"     \
-    "                        [--out CALIBRATED.yaml] [--json]\n"
+    "                        [--holdout-job JOB] [--out CALIBRATED.yaml] [--json]\n"
 
 static const char *KEY[CALIB_NPAR] = {"compute", "input", "network", "overhead"};
 
@@ -36,18 +38,19 @@ int cmd_calibrate(int argc, char **argv) {
     static const struct option opts[] = {
         {"holdout", required_argument, 0, 'H'},
         {"seed", required_argument, 0, 's'},
+        {"holdout-job", required_argument, 0, 'j'},
         {"out", required_argument, 0, 'o'},
         {"json", no_argument, 0, 'J'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *out = NULL;
+    const char *out = NULL, *holdout_job = NULL;
     double holdout = 0.0;
     long long seed = 0;
     int as_json = 0, c;
     char err[2048];
     optind = 1;
-    while ((c = getopt_long(argc, argv, "H:s:o:Jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "H:s:j:o:Jh", opts, NULL)) != -1) {
         switch (c) {
         case 'H':
             if (units_parse(UNITS_FRACTION, optarg, &holdout, err, sizeof err) || holdout < 0 ||
@@ -60,11 +63,16 @@ int cmd_calibrate(int argc, char **argv) {
         case 's':
             if (cli_parse_int("--seed", optarg, 0, LLONG_MAX, &seed)) return CLI_USAGE;
             break;
+        case 'j': holdout_job = optarg; break;
         case 'o': out = optarg; break;
         case 'J': as_json = 1; break;
         case 'h': printf(CALIB_USAGE); return CLI_OK;
         default: fprintf(stderr, CALIB_USAGE); return CLI_USAGE;
         }
+    }
+    if (holdout_job && holdout > 0) {
+        fprintf(stderr, "strata: --holdout and --holdout-job: give one of them\n");
+        return CLI_USAGE;
     }
     if (optind != argc - 2) {
         fprintf(stderr, CALIB_USAGE);
@@ -77,7 +85,7 @@ int cmd_calibrate(int argc, char **argv) {
         return CLI_USAGE;
     }
     model_cluster *cl = &run->cluster;
-    calib_result *r = calib_fit(cl, csv, holdout, (uint64_t)seed, err, sizeof err);
+    calib_result *r = calib_fit_split(cl, csv, holdout, (uint64_t)seed, holdout_job, err, sizeof err);
     if (!r) {
         fprintf(stderr, "strata: %s\n", err);
         cfg_free(run);
@@ -114,8 +122,9 @@ int cmd_calibrate(int argc, char **argv) {
         json_t *rows = json_array();
         for (int k = 0; k < r->n_rows; k++) {
             const calib_row *w = &r->rows[k];
-            json_array_append_new(rows, json_pack("{s:i, s:s, s:i, s:i, s:f, s:f, s:f, s:b}",
-                                                  "line", w->line, "type",
+            json_array_append_new(rows, json_pack("{s:i, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:b}",
+                                                  "line", w->line, "job",
+                                                  r->jobs[w->job]->jobs[0].name, "type",
                                                   cl->types[w->type].name, "workers", w->workers,
                                                   "ps", w->ps, "batch", w->batch, "measured",
                                                   w->measured, "predicted", w->predicted,
@@ -124,8 +133,12 @@ int cmd_calibrate(int argc, char **argv) {
         json_object_set_new(o, "rows", rows);
         report_json_print(stdout, o);
     } else {
-        printf("calibrated %s on %s: %d rows (%d fitted, %d held out, seed %lld)\n", config, csv,
-               r->n_rows, r->n_fit, r->n_holdout, seed);
+        if (holdout_job)
+            printf("calibrated %s on %s: %d rows (%d fitted, %d held out: job %s)\n", config, csv,
+                   r->n_rows, r->n_fit, r->n_holdout, holdout_job);
+        else
+            printf("calibrated %s on %s: %d rows (%d fitted, %d held out, seed %lld)\n", config,
+                   csv, r->n_rows, r->n_fit, r->n_holdout, seed);
         for (int t = 0; t < r->n_types; t++) {
             const calib_type *ct = &r->types[t];
             if (!ct->n_fit) continue;

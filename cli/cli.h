@@ -28,6 +28,7 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_manifest(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 
 /* cli_solve_policy is `strata solve --method policy` (cli/train.c): decodes
  * the policy checkpoint `ckpt` on job (greedy, or the best of `samples`

@@ -21,10 +21,11 @@ static const command commands[] = {
     {"place", cmd_place, "place FILE --method spread|pack|aggregate|zone|best|all [--assign ...|--plan-method M] [--json]   place a plan's tasks on nodes"},
     {"fit", cmd_fit, "fit FILE [--job NAME] [--max-speed] [--max-workers N] [--max-ps N] [--json]   fit a throughput curve to measurements"},
     {"import-nodes", cmd_import_nodes, "import-nodes NODES.json [--out CLUSTER.yaml] [--catalogue FILE] [--allow-unknown]   a cluster from kubectl get nodes -o json"},
-    {"calibrate", cmd_calibrate, "calibrate CONFIG MEASUREMENTS.csv [--holdout F] [--seed S] [--out CALIBRATED.yaml] [--json]   fit the cluster's rates to measured runs"},
+    {"calibrate", cmd_calibrate, "calibrate CONFIG MEASUREMENTS.csv [--holdout F] [--seed S] [--holdout-job JOB] [--out CALIBRATED.yaml] [--json]   fit the cluster's rates to measured runs"},
     {"manifest", cmd_manifest, "manifest FILE [--method M | --policy CKPT] [--placement P] [--kind jobset|volcano|tfjob|pytorchjob|auto] [--out F] [--command ...]   Kubernetes YAML that runs the plan"},
     {"serve", cmd_serve, "serve [--policy FILE.h5] [--listen HOST:PORT] [--threads N] [--token-file F]   run the placement daemon"},
     {"eval", cmd_eval, "eval CONFIG [--out DIR] [--jobs N] [--no-times] [--quiet]   evaluation runs: results.csv, summary.md, plots"},
+    {"simulate", cmd_simulate, "simulate CONFIG [--method M]... [--out DIR] [--json] [--generate N --load L --seed S] [--write-trace FILE]   a shared cluster over time"},
     {"train", cmd_train, "train CONFIG [--resume CKPT | --overwrite] [--seconds N] [--json] | train --search FILE [--seconds N] [--json]   train the placement policy"},
 };
 

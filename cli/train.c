@@ -157,13 +157,17 @@ static json_t *times_json(const agent_train_times *tm) {
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
-/* report_search prints the best plan of a search run. Returns the status. */
+/* report_search prints the plan a search run returns (agent_train_answer:
+ * its best sample, or a reference plan cheaper than every sample, said in
+ * best_from). Returns the status. */
 static int report_search(agent_trainer *t, const agent_trainconf *tc, int as_json, double secs) {
     const model_job *job;
     const model_cluster *cl;
-    const int *assign;
-    double cost, exact;
-    agent_train_best(t, &job, &cl, &assign, &cost, &exact);
+    const int *assign, *sampled;
+    double cost, exact, sampled_cost;
+    char from[64];
+    agent_train_best(t, &job, &cl, &sampled, &sampled_cost, &exact);
+    agent_train_answer(t, &assign, &cost, from, sizeof from);
     const agent_metrics *m = agent_train_last(t);
     model_plan *plan = model_plan_create(job->n_layers);
     if (!plan) {
@@ -191,6 +195,9 @@ static int report_search(agent_trainer *t, const agent_trainconf *tc, int as_jso
         json_object_set_new(o, "episodes", json_real(m ? m->episodes : 0));
         json_object_set_new(o, "exact_cost", num_or_null(exact));
         json_object_set_new(o, "gap", found ? num_or_null(plan->cost / exact - 1) : json_null());
+        json_object_set_new(o, "best_from", json_string(from));
+        json_object_set_new(o, "sampled_cost", sampled ? num_or_null(sampled_cost) : json_null());
+        json_object_set_new(o, "sampled_gap", sampled ? num_or_null(sampled_cost / exact - 1) : json_null());
         json_object_set_new(o, "checkpoint", json_string(agent_train_file(t, "best.h5")));
         json_object_set_new(o, "timers", times_json(agent_train_timing(t)));
         report_json_print(stdout, o);
@@ -203,6 +210,9 @@ static int report_search(agent_trainer *t, const agent_trainconf *tc, int as_jso
                m ? m->episodes : 0.0, secs);
         if (found && isfinite(exact))
             printf("; exact optimum $%.6g, gap %.3f%%", exact, 100 * (plan->cost / exact - 1));
+        printf("\nbest from: %s", from);
+        if (sampled && strcmp(from, "sampled") && isfinite(exact))
+            printf(" (best sample $%.6g, gap %.3f%%)", sampled_cost, 100 * (sampled_cost / exact - 1));
         printf("\ncheckpoint: %s\n", agent_train_file(t, "best.h5"));
         print_times(stdout, agent_train_timing(t));
     }

@@ -49,11 +49,10 @@ static FILE *open_in(plot_ctx *p, const char *name, const char *ext) {
     return f;
 }
 
-/* header writes the terminal, output, title and common settings. */
-static void header(FILE *g, const char *name, int w, int h, const char *title) {
+void eval_plot_header(FILE *g, const char *name, int w, int h, const char *title) {
     char t[400];
     clean(t, sizeof t, title);
-    fprintf(g, "# %s.gp -- written by strata eval; run `gnuplot %s.gp` in this folder\n"
+    fprintf(g, "# %s.gp -- written by strata; run `gnuplot %s.gp` in this folder\n"
                "set terminal pngcairo size %d,%d font \"sans,10\" noenhanced\n"
                "set output '%s.png'\n"
                "set title \"%s\" font \"sans,12\"\n"
@@ -71,14 +70,14 @@ static void header(FILE *g, const char *name, int w, int h, const char *title) {
     fprintf(g, "set linetype cycle 16\n");
 }
 
-/* render runs gnuplot on NAME.gp in the plots folder and lists NAME.png. */
-static int render(plot_ctx *p, const char *name, const char *title) {
+int eval_plot_render(const char *dir, const char *name, const char *title, eval_plots *made,
+                     char *err, size_t errlen) {
     char gp[96], log[EVAL_PATH_MAX + 32];
     snprintf(gp, sizeof gp, "%s.gp", name);
-    snprintf(log, sizeof log, "%s/gnuplot.log", p->dir);
+    snprintf(log, sizeof log, "%s/gnuplot.log", dir);
     pid_t pid = fork();
     if (pid < 0) {
-        snprintf(p->err, p->errlen, "cannot start gnuplot: %s", strerror(errno));
+        snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
         return -1;
     }
     if (pid == 0) {
@@ -87,31 +86,36 @@ static int render(plot_ctx *p, const char *name, const char *title) {
             dup2(fd, 1);
             dup2(fd, 2);
         }
-        if (chdir(p->dir) != 0) _exit(126);
+        if (chdir(dir) != 0) _exit(126);
         execlp("gnuplot", "gnuplot", gp, (char *)NULL);
         _exit(127);
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) {
-            snprintf(p->err, p->errlen, "gnuplot: %s", strerror(errno));
+            snprintf(err, errlen, "gnuplot: %s", strerror(errno));
             return -1;
         }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-            snprintf(p->err, p->errlen, "gnuplot not found: install Debian's gnuplot-nox "
+            snprintf(err, errlen, "gnuplot not found: install Debian's gnuplot-nox "
                      "(scripts/setup.sh does)");
         else
-            snprintf(p->err, p->errlen, "gnuplot failed on %s/%s (see %s)", p->dir, gp, log);
+            snprintf(err, errlen, "gnuplot failed on %s/%s (see %s)", dir, gp, log);
         return -1;
     }
-    eval_plots *m = p->made;
+    eval_plots *m = made;
     if (m->n < EVAL_MAX_PLOTS) {
         snprintf(m->file[m->n], sizeof m->file[0], "plots/%.40s.png", name);
         snprintf(m->title[m->n], sizeof m->title[0], "%s", title);
         m->n++;
     }
     return 0;
+}
+
+/* render runs gnuplot on NAME.gp in the plots folder and lists NAME.png. */
+static int render(plot_ctx *p, const char *name, const char *title) {
+    return eval_plot_render(p->dir, name, title, p->made, p->err, p->errlen);
 }
 
 static void skip(plot_ctx *p, const char *what) {
@@ -215,7 +219,7 @@ static int bars(plot_ctx *p, const char *name, const char *title, const char *xl
     char t[300];
     snprintf(t, sizeof t, "%s (%s)%s", title, p->spec->name,
              cut ? " - first 60 instances" : "");
-    header(g, name, w, 620, t);
+    eval_plot_header(g, name, w, 620, t);
     int logy = allow_log && lo < INFINITY && hi / lo > 30.0;
     int zeros = 0; /* a 0 has no bar on a log scale: say so */
     for (int i = 0; logy && i < p->n_rows; i++)
@@ -272,7 +276,7 @@ static int gaps(plot_ctx *p) {
     char t[300];
     snprintf(t, sizeof t, "Gap to exact per method (%s)", p->spec->name);
     int w = 240 + n_series * 90;
-    header(g, name, w < 900 ? 900 : w > 2400 ? 2400 : w, 600, t);
+    eval_plot_header(g, name, w < 900 ? 900 : w > 2400 ? 2400 : w, 600, t);
     fprintf(g, "set style data boxplot\nset style boxplot outliers pointtype 7\nset pointsize 0.6\n"
                "set style fill solid 0.5 border -1\nset boxwidth 0.6\n"
                "set xlabel \"method\"\nset ylabel \"gap to the exact reference (%%)\"\n"
@@ -323,7 +327,7 @@ static int times(plot_ctx *p) {
     if (!g) return -1;
     char t[300];
     snprintf(t, sizeof t, "Solve time against the job's layers (%s)", p->spec->name);
-    header(g, name, 1000, 620, t);
+    eval_plot_header(g, name, 1000, 620, t);
     fprintf(g, "set logscale y\nset format y \"%%g\"\nset xlabel \"layers in the job (count; a batch: all its jobs)\"\n"
                "set ylabel \"solve time (s, log scale)\"\n"
                "set key outside right top vertical title \"method\"\nset offsets 1, 1, 0, 0\n"
@@ -436,7 +440,7 @@ static int curve(plot_ctx *p) {
     clean(xl, sizeof xl, cs->x_label[0] ? cs->x_label : head_x[0] ? head_x : "step");
     clean(yl, sizeof yl, cs->y_label[0] ? cs->y_label : head_y[0] ? head_y : "value");
     clean(ser, sizeof ser, head_y[0] ? head_y : "value");
-    header(g, name, 1000, 600, t);
+    eval_plot_header(g, name, 1000, 600, t);
     fprintf(g, "set xlabel \"%s\"\nset ylabel \"%s\"\nset key top right\n"
                "plot '%s.dat' using 1:2 with lines linewidth 2 title \"%s\"\n", xl, yl, name,
             ser);

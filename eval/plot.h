@@ -22,6 +22,7 @@
 #define STRATA_EVAL_PLOT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "eval/instances.h"
 #include "eval/report.h"
@@ -35,5 +36,17 @@
 int eval_plots_make(const char *out_dir, const eval_spec *spec, const eval_instance *inst,
                     int n_inst, const eval_row *rows, int n_rows, int no_times,
                     eval_plots *made, char *err, size_t errlen);
+
+/* Building blocks for other reports' plots (strata simulate's): each plot
+ * is NAME.dat and NAME.gp in a plots folder the caller made (eval_mkdirs).
+ * eval_plot_header writes the gnuplot preamble (pngcairo terminal w x h,
+ * output NAME.png, title, tab-separated data, "?" as missing, grid and 16
+ * distinct line colours); eval_plot_render runs gnuplot on NAME.gp in dir
+ * (its messages appended to dir/gnuplot.log) and lists plots/NAME.png
+ * with its title in *made. Returns 0, or -1 with err (gnuplot missing or
+ * failing). */
+void eval_plot_header(FILE *g, const char *name, int w, int h, const char *title);
+int eval_plot_render(const char *dir, const char *name, const char *title, eval_plots *made,
+                     char *err, size_t errlen);
 
 #endif

@@ -98,20 +98,15 @@ int eval_write_csv(const char *path, const eval_spec *spec, const eval_instance 
  * Text tables
  * ------------------------------------------------------------------------ */
 
-typedef struct {
-    int cols, rows, cap;
-    char **cell;      /* [rows * cols], row 0 is the header */
-    const int *right; /* [cols] 1: right-aligned (numbers) */
-} table;
-
-static void tbl_init(table *t, int cols, const int *right) {
+/* (eval_table: see report.h) */
+void eval_table_init(eval_table *t, int cols, const int *right) {
     memset(t, 0, sizeof *t);
     t->cols = cols;
     t->right = right;
 }
 
-/* tbl_add appends one row of t->cols cells (copies). Returns 0 or -1. */
-static int tbl_row(table *t, char **cells) {
+/* eval_table_row appends one row of t->cols cells (copies). Returns 0 or -1. */
+int eval_table_row(eval_table *t, char **cells) {
     if (t->rows == t->cap) {
         int cap = t->cap ? 2 * t->cap : 16;
         char **nc = realloc(t->cell, sizeof *nc * (size_t)(cap * t->cols));
@@ -128,7 +123,7 @@ static int tbl_row(table *t, char **cells) {
     return 0;
 }
 
-static void tbl_free(table *t) {
+void eval_table_free(eval_table *t) {
     for (int i = 0; i < t->rows * t->cols; i++) free(t->cell[i]);
     free(t->cell);
 }
@@ -144,7 +139,7 @@ static void pad(FILE *f, int n) {
     while (n-- > 0) fputc(' ', f);
 }
 
-static void tbl_print(FILE *f, const table *t) {
+void eval_table_print(FILE *f, const eval_table *t) {
     int w[64] = {0};
     for (int r = 0; r < t->rows; r++)
         for (int c = 0; c < t->cols && c < 64; c++) {
@@ -276,9 +271,9 @@ static void method_table(FILE *f, const eval_spec *spec, const eval_row *rows, i
     if (has_placed && has_spread) head[nc++] = "cross-zone / spread (total)";
     if (!no_times) head[nc++] = "mean time";
     if (!no_times) head[nc++] = "max time";
-    table t;
-    tbl_init(&t, nc, right);
-    tbl_row(&t, (char **)head);
+    eval_table t;
+    eval_table_init(&t, nc, right);
+    eval_table_row(&t, (char **)head);
     for (int mi = 0; mi < spec->n_methods; mi++) {
         const eval_method *m = &spec->methods[mi];
         stat gap = {0}, vh = {0}, sec = {0}, cn = {0}, rt = {0};
@@ -332,10 +327,10 @@ static void method_table(FILE *f, const eval_spec *spec, const eval_row *rows, i
         if (!no_times) fmt_seconds(c[k++], 64, stat_mean(&sec));
         if (!no_times) fmt_seconds(c[k++], 64, sec.n ? sec.max : NAN);
         for (int j = 0; j < k; j++) cell[j] = c[j];
-        tbl_row(&t, cell);
+        eval_table_row(&t, cell);
     }
-    tbl_print(f, &t);
-    tbl_free(&t);
+    eval_table_print(f, &t);
+    eval_table_free(&t);
 }
 
 /* which figure a pivot shows */
@@ -378,9 +373,9 @@ static void pivot(FILE *f, const eval_spec *spec, const eval_instance *inst, int
             right[nc] = 1;
             head[nc++] = spec->methods[m].name;
         }
-    table t;
-    tbl_init(&t, nc, right);
-    tbl_row(&t, (char **)head);
+    eval_table t;
+    eval_table_init(&t, nc, right);
+    eval_table_row(&t, (char **)head);
     for (int ii = 0; ii < n_inst; ii++) {
         int any = 0;
         for (int i = 0; i < n && !any; i++)
@@ -417,10 +412,10 @@ static void pivot(FILE *f, const eval_spec *spec, const eval_instance *inst, int
             else snprintf(c[k++], 96, "%s", v);
         }
         for (int j = 0; j < k; j++) cell[j] = c[j];
-        tbl_row(&t, cell);
+        eval_table_row(&t, cell);
     }
-    tbl_print(f, &t);
-    tbl_free(&t);
+    eval_table_print(f, &t);
+    eval_table_free(&t);
 }
 
 int eval_write_summary(const char *path, const char *command, const eval_spec *spec,

@@ -22,6 +22,7 @@
 #define STRATA_EVAL_REPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "eval/instances.h"
 #include "eval/run.h"
@@ -48,5 +49,23 @@ int eval_write_summary(const char *path, const char *command, const eval_spec *s
 
 /* eval_csv_header returns the header line of results.csv (no newline). */
 const char *eval_csv_header(void);
+
+/* The aligned Markdown tables summary.md is made of, for other reports
+ * (strata simulate's): eval_table_init empties t for `cols` columns
+ * (right[c] 1: right-aligned, a number; right may be NULL);
+ * eval_table_row appends a row (row 0 is the header) of copies of
+ * cells[cols] (NULL cells print empty), returning 0 or -1 when out of
+ * memory; eval_table_print writes the table with a blank line after it;
+ * eval_table_free releases the copies. */
+typedef struct {
+    int cols, rows, cap;
+    char **cell;      /* [rows * cols], row 0 is the header */
+    const int *right; /* [cols] 1: right-aligned (numbers) */
+} eval_table;
+
+void eval_table_init(eval_table *t, int cols, const int *right);
+int eval_table_row(eval_table *t, char **cells);
+void eval_table_print(FILE *f, const eval_table *t);
+void eval_table_free(eval_table *t);
 
 #endif

@@ -120,9 +120,10 @@ static uint64_t splitmix(uint64_t *s) {
         goto fail;                          \
     } while (0)
 
-/* read_csv fills r->rows and r->jobs from the file; 0 or -1 with err. */
-static int read_csv(calib_result *r, const model_cluster *cl, const char *csv, char *err,
-                    size_t errlen) {
+/* read_csv fills r->rows and r->jobs from the file, marking held out the rows
+ * whose job field is holdout_job (when not NULL); 0 or -1 with err. */
+static int read_csv(calib_result *r, const model_cluster *cl, const char *csv,
+                    const char *holdout_job, char *err, size_t errlen) {
     char line[4096], dir[1024], msg[1536], *text = NULL;
     int col[N_COL], cap = 0, jcap = 0, n_hdr = 0, lno = 0;
     char (*jpath)[1024] = NULL;
@@ -229,6 +230,7 @@ static int read_csv(calib_result *r, const model_cluster *cl, const char *csv, c
             r->jobs[r->n_jobs++] = run;
         }
         row->job = j;
+        row->holdout = holdout_job && !strcmp(jn, holdout_job);
         r->n_rows++;
     }
     if (!n_hdr) FAIL("%s: empty: expected a header line (job, type, workers, ps, batch, samples_per_s)", csv);
@@ -508,6 +510,11 @@ static void predict(const model_cluster *cl, const calib_result *r, calib_row *w
 
 calib_result *calib_fit(const model_cluster *cl, const char *csv_path, double holdout,
                         uint64_t seed, char *err, size_t errlen) {
+    return calib_fit_split(cl, csv_path, holdout, seed, NULL, err, errlen);
+}
+
+calib_result *calib_fit_split(const model_cluster *cl, const char *csv_path, double holdout,
+                              uint64_t seed, const char *holdout_job, char *err, size_t errlen) {
     calib_result *r = calloc(1, sizeof *r);
     calib_row **sel = NULL;
     if (!r) {
@@ -517,7 +524,12 @@ calib_result *calib_fit(const model_cluster *cl, const char *csv_path, double ho
     r->n_types = cl->n_types;
     r->types = calloc((size_t)cl->n_types, sizeof *r->types);
     if (!r->types) FAIL("%s: out of memory", csv_path);
-    if (read_csv(r, cl, csv_path, err, errlen)) goto fail;
+    if (read_csv(r, cl, csv_path, holdout_job, err, errlen)) goto fail;
+    if (holdout_job) {
+        int any = 0;
+        for (int k = 0; k < r->n_rows && !any; k++) any = r->rows[k].holdout;
+        if (!any) FAIL("%s: no row has job '%s' to hold out", csv_path, holdout_job);
+    }
     sel = malloc((size_t)r->n_rows * sizeof *sel);
     if (!sel) FAIL("%s: out of memory", csv_path);
     /* the step terms of each row at factors 1, from the cost model */
@@ -544,17 +556,25 @@ calib_result *calib_fit(const model_cluster *cl, const char *csv_path, double ho
             FAIL("%s:%d: type %s has only this one measured row: calibrating a type needs at "
                  "least 2 rows (and more distinct job/batch points than factors)", csv_path,
                  last, cl->types[t].name);
-        /* seeded shuffle of the type's rows; the first nh are held out */
-        int nh = (int)floor(holdout * n + 0.5);
-        if (nh > n - 2) nh = n - 2;
-        uint64_t s = seed ^ (0x9E3779B97F4A7C15ULL * (uint64_t)(t + 1));
-        for (int i = n - 1; i > 0; i--) {
-            int j = (int)(splitmix(&s) % (uint64_t)(i + 1));
-            calib_row *tmp = sel[i];
-            sel[i] = sel[j];
-            sel[j] = tmp;
+        int nh = 0;
+        if (holdout_job) { /* the job's rows, marked by read_csv */
+            for (int i = 0; i < n; i++) nh += sel[i]->holdout;
+            if (n - nh < 2)
+                FAIL("%s:%d: type %s: holding out job '%s' leaves %d row%s to fit: calibrating "
+                     "a type needs at least 2", csv_path, last, cl->types[t].name, holdout_job,
+                     n - nh, n - nh == 1 ? "" : "s");
+        } else { /* seeded shuffle of the type's rows; the first nh are held out */
+            nh = (int)floor(holdout * n + 0.5);
+            if (nh > n - 2) nh = n - 2;
+            uint64_t s = seed ^ (0x9E3779B97F4A7C15ULL * (uint64_t)(t + 1));
+            for (int i = n - 1; i > 0; i--) {
+                int j = (int)(splitmix(&s) % (uint64_t)(i + 1));
+                calib_row *tmp = sel[i];
+                sel[i] = sel[j];
+                sel[j] = tmp;
+            }
+            for (int i = 0; i < nh; i++) sel[i]->holdout = 1;
         }
-        for (int i = 0; i < nh; i++) sel[i]->holdout = 1;
         ct->n_holdout = nh;
         ct->n_fit = n - nh;
         /* fit on the kept rows, in CSV order */

@@ -99,6 +99,15 @@ typedef struct {
 calib_result *calib_fit(const model_cluster *cl, const char *csv_path, double holdout,
                         uint64_t seed, char *err, size_t errlen);
 
+/* calib_fit_split is calib_fit with a deterministic split when holdout_job
+ * is not NULL: the rows whose job field is exactly holdout_job (as written
+ * in the CSV) are held out, and holdout and seed are not used, so that one
+ * model is predicted from a fit on the others. A holdout_job no row has, or
+ * one that leaves a type fewer than 2 rows to fit, is an error (csv:line
+ * for the latter, the type's last row). */
+calib_result *calib_fit_split(const model_cluster *cl, const char *csv_path, double holdout,
+                              uint64_t seed, const char *holdout_job, char *err, size_t errlen);
+
 /* calib_load loads a run config as cfg_load does, and also a file that
  * gives only job: (a model file, such as configs/models/resnet50.yaml) or
  * only cluster: (configs/clusters/aws-mixed.yaml): a stand-in for the

@@ -22,6 +22,7 @@
 #include "agent/net.h"
 #include "agent/pool.h"
 #include "agent/rollout.h"
+#include "agent/trainconf.h"
 #include "env/gym.h"
 #include "nets/params.h"
 
@@ -115,7 +116,7 @@ static void test_gradients(void **state) {
     agent_net_ws *ws = agent_net_ws_create(&TINY);
     agent_instance ai[2] = {{&a.job, &a.cl, 10.0}, {&b.job, &b.cl, 10.0}};
     int of[5] = {0, 0, 1, 1, 1};
-    agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, 5, 1, NULL};
+    agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, 5, 1, NULL, AGENT_REWARD_LOG};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 5, &o, NULL, err, sizeof err), 0);
     float *adv, *nadv;
@@ -233,7 +234,7 @@ static void test_features_and_masks(void **state) {
     agent_rollout *ro = agent_rollout_create(&TINY);
     agent_instance ai[2] = {{&a.job, &a.cl, 1.0}, {&b.job, &b.cl, 1.0}};
     int of[4] = {0, 1, 0, 1};
-    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, 4, 1, NULL};
+    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, 4, 1, NULL, AGENT_REWARD_LOG};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 4, &o, NULL, err, sizeof err), 0);
     agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
@@ -309,8 +310,8 @@ static void test_features_and_masks(void **state) {
             model_plan *plan = model_plan_create(3);
             assert_int_equal(model_eval(in->job, in->cl, as, plan), 0);
             assert_true(plan->cost == ep->plan_cost);
-            /* r_type = -min(cost / ref, penalty - 1), ref 1 */
-            assert_true(ep->r_type == -fmin(plan->cost, 3.0));
+            /* the log reward: r_type = -log(cost / ref), ref 1 */
+            assert_true(ep->r_type == fmax(-log(plan->cost), -AGENT_LOG_CLIP));
             model_plan_free(plan);
         }
         gym_free(env);
@@ -348,7 +349,7 @@ static void test_lookahead_random(void **state) {
         in.job = (model_job){"r", L, ls, 64, 1e8, 300 + 3000 * RND(), 0.05, MODEL_DEFAULT_SHARD, 0, NULL, {{0, 0, 0, 0}, 0}};
         agent_instance ai = {&in.job, &in.cl, 1.0};
         int of[6] = {0, 0, 0, 0, 0, 0};
-        agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 6, 1, NULL};
+        agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 6, 1, NULL, AGENT_REWARD_LOG};
         assert_int_equal(agent_rollout_run(ro, p, &ai, 1, of, 6, &o, NULL, err, sizeof err), 0);
         agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
         gym_opts go;
@@ -405,7 +406,7 @@ static void test_only_allowed(void **state) {
     agent_pool *pool = agent_pool_create(2);
     int decisions = 0;
     for (int rep = 0; rep < 20; rep++) {
-        agent_rollout_opts o = {PLACER_PLACE_POLICY, rep % 5 == 0, 4.0, 9, (uint64_t)rep, 0, 30, 1, NULL};
+        agent_rollout_opts o = {PLACER_PLACE_POLICY, rep % 5 == 0, 4.0, 9, (uint64_t)rep, 0, 30, 1, NULL, AGENT_REWARD_LOG};
         assert_int_equal(agent_rollout_run(ro, p, ai, 3, of, 30, &o, pool, err, sizeof err), 0);
         agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
         for (int i = 0; i < tt->T * tt->B; i++) {
@@ -461,7 +462,7 @@ static void test_threads_do_not_matter(void **state) {
     for (int run = 0; run < 2; run++) {
         agent_pool *pool = run ? agent_pool_create(3) : NULL;
         agent_rollout *ro = agent_rollout_create(&TINY);
-        agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 21, 5, 0, 16, 0, NULL};
+        agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 21, 5, 0, 16, 0, NULL, AGENT_REWARD_LOG};
         assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 16, &o, pool, err, sizeof err), 0);
         for (int e = 0; e < 16; e++)
             for (int l = 0; l < 3; l++)

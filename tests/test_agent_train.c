@@ -392,6 +392,9 @@ static void test_search(void **state) {
     assert_int_equal(json_array_size(as), 3);
     for (size_t i = 0; i < 3; i++) assert_string_equal(json_string_value(json_array_get(as, i)), "gpu");
     assert_int_equal(json_integer_value(json_object_get(o, "steps")), 15);
+    /* the answer is the best sample (it found the optimum), and says so */
+    assert_string_equal(json_string_value(json_object_get(o, "best_from")), "sampled");
+    assert_true(fabs(json_real_value(json_object_get(o, "sampled_cost")) - cost) <= 1e-9 * cost);
     json_decref(o);
     /* the CSV has one row per step, with the RL columns */
     char csv[1300];
@@ -399,6 +402,7 @@ static void test_search(void **state) {
     char *text = slurp(csv);
     assert_non_null(text);
     assert_non_null(strstr(text, "step,episodes,time_s,samples_per_s,episodic_return,episodic_cost"));
+    assert_non_null(strstr(text, ",entropy,zero_adv_share,"));
     int rows = 0;
     for (char *c = text; *c; c++) rows += *c == '\n';
     assert_int_equal(rows, 16);
@@ -457,13 +461,24 @@ static void test_resume_exact(void **state) {
     assert_string_equal(ta, sa.metrics_csv);
     /* evaluation columns were filled every 2 steps, and a gap to the exact
      * optimum is never negative (columns eval_gap_greedy, eval_gap_sample
-     * and valid_gap_greedy: 14, 15 and 17 once the time columns are gone) */
+     * and valid_gap_greedy, found by name in the header once the time
+     * columns are gone) */
     assert_non_null(strstr(ta, "\n2,"));
+    int gcol[3] = {-1, -1, -1}, ncol = 1;
+    static const char *const gname[3] = {"eval_gap_greedy", "eval_gap_sample", "valid_gap_greedy"};
+    for (const char *c = ta; *c && *c != '\n'; ncol++) {
+        size_t len = strcspn(c, ",\n");
+        for (int k = 0; k < 3; k++)
+            if (strlen(gname[k]) == len && !strncmp(c, gname[k], len)) gcol[k] = ncol - 1;
+        c += len;
+        if (*c == ',') c++;
+    }
+    for (int k = 0; k < 3; k++) assert_true(gcol[k] >= 0);
     int evals = 0;
     for (const char *row = strchr(ta, '\n'); row && row[1]; row = strchr(row + 1, '\n')) {
         const char *c = row + 1;
-        for (int col = 0; col < 18 && c; col++) {
-            if ((col == 14 || col == 15 || col == 17) && *c != ',' && *c != '\n') {
+        for (int col = 0; col < ncol && c; col++) {
+            if ((col == gcol[0] || col == gcol[1] || col == gcol[2]) && *c != ',' && *c != '\n') {
                 double g = strtod(c, NULL);
                 if (!(g >= -1e-9)) fail_msg("a negative gap %g in column %d: %.60s", g, col, row + 1);
                 evals++;

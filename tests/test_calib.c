@@ -172,6 +172,62 @@ static void test_holdout(void **state) {
     cfg_free(run);
 }
 
+/* --holdout-job: the rows of one job (jc, rows 7 to 9 of the synthetic
+ * CSV) are held out, whatever the seed, and predicted from a fit on ja and
+ * jb alone: ja's network term and jb's input term identify every factor
+ * and the overhead, so the exact data predict jc exactly. A job no row has,
+ * or one that leaves fewer than 2 rows, is refused with the file's name. */
+static void test_holdout_job(void **state) {
+    (void)state;
+    cfg_run *run = cluster();
+    write_synth(&run->cluster, "synth.csv");
+    char p[1200], err[2048], want[2048];
+    snprintf(p, sizeof p, "%s/synth.csv", dir);
+    for (uint64_t seed = 1; seed < 4; seed++) {
+        calib_result *r = calib_fit_split(&run->cluster, p, 0.0, seed, "jc.yaml", err, sizeof err);
+        if (!r) fail_msg("%s", err);
+        assert_int_equal(r->n_holdout, 3);
+        assert_int_equal(r->n_fit, 6);
+        for (int k = 0; k < 9; k++) assert_int_equal(r->rows[k].holdout, k >= 6);
+        for (int i = 0; i < 3; i++)
+            if (fabs(r->types[0].factor[i] / TRUE_F[i] - 1.0) > 1e-6)
+                fail_msg("factor %d = %.12g, want %g", i, r->types[0].factor[i], TRUE_F[i]);
+        assert_true(r->mape_holdout < 1e-6);
+        calib_free(r);
+    }
+    assert_null(calib_fit_split(&run->cluster, p, 0.0, 1, "jz.yaml", err, sizeof err));
+    snprintf(want, sizeof want, "%s: no row has job 'jz.yaml' to hold out", p);
+    assert_string_equal(err, want);
+    put("two.csv", "job,type,workers,ps,batch,samples_per_s\njd.yaml,cpu,1,1,10,100\n"
+        "ja.yaml,cpu,1,1,10,100\nja.yaml,cpu,1,1,20,150\n");
+    snprintf(p, sizeof p, "%s/two.csv", dir);
+    assert_null(calib_fit_split(&run->cluster, p, 0.0, 1, "ja.yaml", err, sizeof err));
+    snprintf(want, sizeof want, "%s:4: type cpu: holding out job 'ja.yaml' leaves 1 row to fit: "
+             "calibrating a type needs at least 2", p);
+    assert_string_equal(err, want);
+    /* through the program: the held-out rows are marked, with their job */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s calibrate %s/cluster.yaml %s/synth.csv --holdout-job jb.yaml --json",
+             harness_bin(), dir, dir);
+    assert_int_equal(harness_run(cmd), 0);
+    json_error_t je;
+    json_t *o = json_loads(harness_out, 0, &je);
+    assert_non_null(o);
+    assert_int_equal(json_integer_value(json_object_get(o, "holdout_points")), 3);
+    json_t *rows = json_object_get(o, "rows");
+    for (size_t k = 0; k < json_array_size(rows); k++) {
+        json_t *w = json_array_get(rows, k);
+        int is_jb = !strcmp(json_string_value(json_object_get(w, "job")), "jb");
+        assert_int_equal(json_is_true(json_object_get(w, "holdout")), is_jb);
+    }
+    json_decref(o);
+    snprintf(cmd, sizeof cmd, "%s calibrate %s/cluster.yaml %s/synth.csv --holdout-job jb.yaml "
+             "--holdout 0.3 2>&1", harness_bin(), dir, dir);
+    assert_int_not_equal(harness_run(cmd), 0);
+    assert_non_null(strstr(harness_out, "--holdout and --holdout-job: give one of them"));
+    cfg_free(run);
+}
+
 /* Each bad CSV gives its file:line message. */
 static void test_bad_csv(void **state) {
     (void)state;
@@ -273,6 +329,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recover),
         cmocka_unit_test(test_holdout),
+        cmocka_unit_test(test_holdout_job),
         cmocka_unit_test(test_bad_csv),
         cmocka_unit_test(test_degenerate),
         cmocka_unit_test(test_noise_mape),

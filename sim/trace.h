@@ -1,0 +1,117 @@
+/* trace.h -- the jobs of a simulated cluster over time: trace files and
+ * trace generators (docs/simulate.md).
+ *
+ * A trace is a list of jobs, each arriving at a time, naming a model (a
+ * file with a `job:` as under configs/models/), a throughput target, a
+ * number of samples to train and an optional deadline. Trace files are
+ * YAML, read with the declarative tables of env/schema.h, so a bad line is
+ * reported as "file:line:col: jobs[i].key: message". The generator draws
+ * arrivals (Poisson or bursty), job sizes and durations from the published
+ * statistics docs/simulate.md cites, with splitmix64 (base/rng.h): one
+ * seed gives one trace on every machine.
+ *
+ * Models are loaded once per distinct file, with the simulated cluster
+ * (through run_load, so a model with measurements gets its fitted curve);
+ * jobs point at them by index. Ownership: sim_trace_load and
+ * sim_trace_generate return a trace the caller frees with sim_trace_free.
+ */
+#ifndef STRATA_SIM_TRACE_H
+#define STRATA_SIM_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "env/config.h"
+#include "env/model.h"
+
+#define SIM_PATH_MAX 1024
+#define SIM_MAX_JOBS 100000 /* a trace with more jobs is refused */
+#define SIM_MAX_MODELS 64   /* distinct model files per trace */
+
+/* One job of a trace. */
+typedef struct {
+    char name[MODEL_NAME_MAX];
+    double arrival;  /* s from the start of the trace, >= 0 */
+    int model;       /* index into the trace's models */
+    double target;   /* R, samples/s the job must run at */
+    double samples;  /* S, samples to train */
+    double deadline; /* s after arrival by which it should finish; < 0: none */
+} sim_job;
+
+/* One model file, loaded with the cluster. */
+typedef struct {
+    char path[SIM_PATH_MAX]; /* as the trace names it, resolved to an absolute path */
+    cfg_run *run;            /* the cluster and the model's job (jobs[0]) */
+} sim_model;
+
+typedef struct {
+    char path[SIM_PATH_MAX]; /* the trace file ("" when generated) */
+    int n_models;
+    sim_model *models; /* [n_models] */
+    int n_jobs;
+    sim_job *jobs; /* [n_jobs], by arrival (ties in file order) */
+} sim_trace;
+
+/* Arrival processes of the generator. */
+typedef enum { SIM_ARRIVE_POISSON = 0, SIM_ARRIVE_BURSTY = 1 } sim_arrivals;
+
+/* What the generator draws (docs/simulate.md gives every figure's source). */
+typedef struct {
+    int jobs;              /* how many jobs */
+    double load;           /* offered load: unit-seconds asked / unit-seconds offered */
+    uint64_t seed;
+    sim_arrivals arrivals; /* poisson or bursty */
+    int n_models;
+    char models[SIM_MAX_MODELS][SIM_PATH_MAX]; /* model files, drawn uniformly */
+    double deadline_factor; /* > 0: each job's deadline is this times its
+                               duration at its target; 0: no deadlines */
+} sim_gen_opts;
+
+/* A simulate config (under configs/sim/; docs/simulate.md): the cluster,
+ * the trace (a file, or a generator section), the methods to compare. */
+#define SIM_MAX_METHODS 16
+typedef struct {
+    char path[SIM_PATH_MAX];    /* the config file, as given */
+    char name[MODEL_NAME_MAX];  /* name: (default: the file's base name) */
+    char cluster[SIM_PATH_MAX]; /* cluster file, absolute */
+    char trace[SIM_PATH_MAX];   /* trace file, joined to the config's folder; "" when none */
+    int has_gen;                /* 1 when a generate: section is given */
+    sim_gen_opts gen;           /* models absolute */
+    int n_methods;              /* 0: every method */
+    char methods[SIM_MAX_METHODS][MODEL_NAME_MAX];
+} sim_spec;
+
+/* sim_spec_load reads a simulate config into *out (files relative to the
+ * config's folder). Needs trace: or generate: (both may be given: the
+ * trace is then used unless the caller asks to generate). Returns 0, or -1
+ * with "file:line:col: key: message" in err. */
+int sim_spec_load(const char *path, sim_spec *out, char *err, size_t errlen);
+
+/* sim_trace_load reads the trace at path; model files are relative to the
+ * trace's folder and are loaded with the cluster of cluster_path (a file
+ * with a `cluster:` and no `job:`). Returns the trace, or NULL with
+ * "file:line:col: jobs[i].key: message" in err[errlen] (2048 bytes or more
+ * avoids truncation). */
+sim_trace *sim_trace_load(const char *path, const char *cluster_path, char *err, size_t errlen);
+
+/* sim_trace_generate draws a trace by o on the cluster of cluster_path
+ * (model files relative to base_dir, or as given when absolute). Returns
+ * it, or NULL with err. */
+sim_trace *sim_trace_generate(const sim_gen_opts *o, const char *cluster_path,
+                              const char *base_dir, char *err, size_t errlen);
+
+/* sim_trace_write writes t as a trace file at path, model files relative
+ * to path's folder. Numbers keep 17 significant digits, so loading the
+ * file gives the same trace. Returns 0, or -1 with err. */
+int sim_trace_write(const sim_trace *t, const char *path, char *err, size_t errlen);
+
+/* sim_trace_free releases a trace and its models; accepts NULL. */
+void sim_trace_free(sim_trace *t);
+
+/* sim_philly_units and sim_philly_duration draw one job's size (units of
+ * its fastest type: 1, 2, 4 or 8) and duration (s) from the Philly
+ * distribution docs/simulate.md cites. Exposed for the tests. */
+int sim_philly_units(uint64_t *rng);
+double sim_philly_duration(uint64_t *rng);
+
+#endif

@@ -1,0 +1,340 @@
+/* test_sim.c -- strata simulate: a hand-worked trace, determinism, bad
+ * trace lines.
+ *
+ * tests/data/sim holds a cluster of two types with round figures and a
+ * one-layer model on which a stage of k units of a type with F FLOP/s
+ * runs at exactly k * F samples/s (1 FLOP per sample, alpha 0), so every
+ * plan, event time and cost of the three-job trace three.yaml can be
+ * worked out by hand (below) and is asserted exactly, method by method.
+ *
+ * The cluster: G, 4 units, 8 samples/s and $2/h per unit; C, 4 units, 4
+ * samples/s and $0.5/h per unit. Per sample C is the cheaper ($0.125/h per
+ * sample/s against $0.25/h), per unit G the faster. A job provisioned for
+ * R samples/s needs ceil(R/8) units of G or ceil(R/4) of C; its plan is one
+ * type (one layer). Time T = S / theta, cost = T/3600 * units * price.
+ *
+ * The trace: j1 at 0 s (R 8, S 28,800), j2 at 600 s (R 16, S 57,600), j3 at
+ * 1,200 s (R 8, S 14,400, deadline 1 h).
+ * Exact plans on the empty cluster: j1 C x2 (theta 8, $1/h), j2 C x4
+ * (theta 16, $2/h), j3 C x2.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sim/methods.h"
+#include "sim/sim.h"
+#include "sim/trace.h"
+#include "tests/harness.h"
+
+typedef struct {
+    const char *name;
+    double start, finish, cost;
+    const char *plan;
+} expect;
+
+/* run_three plays three.yaml with method `method` and checks every job. */
+static void run_three(const char *method, const expect *want, int missed, double total) {
+    char path[2048], err[4096];
+    snprintf(path, sizeof path, "%s/tests/data/sim/three-sim.yaml", harness_src());
+    static sim_spec sp;
+    assert_int_equal(sim_spec_load(path, &sp, err, sizeof err), 0);
+    sim_trace *t = sim_trace_load(sp.trace, sp.cluster, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    const sim_method *m = sim_method_find(method);
+    assert_non_null(m);
+    sim *s = sim_create(t, &t->models[0].run->cluster, m, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(sim_run(s, err, sizeof err), 0);
+    const sim_outcome *out = sim_outcomes(s);
+    for (int j = 0; j < 3; j++) {
+        assert_string_equal(t->jobs[j].name, want[j].name);
+        assert_int_equal(out[j].state, SIM_DONE);
+        if (out[j].start != want[j].start || out[j].finish != want[j].finish ||
+            out[j].cost != want[j].cost || strcmp(out[j].plan, want[j].plan))
+            fail_msg("%s %s: start %.17g finish %.17g cost %.17g plan %s; want %g %g %g %s",
+                     method, want[j].name, out[j].start, out[j].finish, out[j].cost, out[j].plan,
+                     want[j].start, want[j].finish, want[j].cost, want[j].plan);
+    }
+    sim_summary u;
+    sim_summarise(s, &u);
+    assert_int_equal(u.done, 3);
+    assert_int_equal(u.deadline_jobs, 1);
+    assert_int_equal(u.missed, missed);
+    assert_true(u.cost == total);
+    sim_free(s);
+    sim_trace_free(t);
+}
+
+/* fcfs: j1 gets its exact plan C x2 on the empty cluster: [0, 3600] (T =
+ * 28,800 / 8), $1. At 600 s only 2 C units are free: C cannot reach 16
+ * samples/s, the exact plan on the free units is G x2 (theta 16, $4/h):
+ * [600, 4200], $4. At 1,200 s C x2 is free again for j3: [1200, 3000] (T =
+ * 14,400 / 8 = 1,800 s), $0.5, within its 1 h deadline. Total $5.50.
+ * Busy shares over the makespan 4,200 s: G 2 units x 3,600 s / (4 x 4,200)
+ * = 3/7; C (2 x 3,600 + 2 x 1,800) / 16,800 = 9/14. */
+static void test_fcfs(void **state) {
+    (void)state;
+    const expect want[3] = {{"j1", 0, 3600, 1.0, "Cx2"},
+                            {"j2", 600, 4200, 4.0, "Gx2"},
+                            {"j3", 1200, 3000, 0.5, "Cx2"}};
+    run_three("fcfs", want, 0, 5.5);
+}
+
+/* exact-wait: j2 waits for its C x4 until j1 ends at 3,600 s: [3600, 7200],
+ * $2; j3 waits behind it (head of line) and for C x2 until 7,200 s: [7200,
+ * 9000], $0.5, 7,800 s after arrival: its deadline is missed. Total $3.50. */
+static void test_exact_wait(void **state) {
+    (void)state;
+    const expect want[3] = {{"j1", 0, 3600, 1.0, "Cx2"},
+                            {"j2", 3600, 7200, 2.0, "Cx4"},
+                            {"j3", 7200, 9000, 0.5, "Cx2"}};
+    run_three("exact-wait", want, 1, 3.5);
+}
+
+/* smd: its candidates are the job's plans at R x 1, 1.1, 1.25, 1.5, 1.75,
+ * 2, 2.5. Alone at 0 s, j1 takes the fastest, G x3 at R' = 20 (theta 24):
+ * [0, 1200], 1/3 h x $6/h = $2. At 600 s 1 G and 4 C are free; j2's only
+ * fitting candidate is C x4 (theta 16): [600, 4200], $2. At 1,200 s j1
+ * ends and j3 arrives; the method is asked once the instant's events are
+ * all in, so j3 sees G free again and takes G x3 (theta 24): [1200, 1800],
+ * 1/6 h x $6/h = $1. Total $5. (Asked at each event, with the arrival
+ * first, j3 would get G x1 only.) */
+static void test_smd(void **state) {
+    (void)state;
+    const expect want[3] = {{"j1", 0, 1200, 2.0, "Gx3"},
+                            {"j2", 600, 4200, 2.0, "Cx4"},
+                            {"j3", 1200, 1800, 1.0, "Gx3"}};
+    run_three("smd", want, 0, 5.0);
+}
+
+/* gavel: per unit G gives 8 samples/s and C 4, so every job's normalised
+ * throughput is 1 on G and 0.5 on C: each takes the one-type plan on G
+ * while it fits. j1 G x1 [0, 3600] $2; j2 G x2 [600, 4200] $4; j3 G x1
+ * [1200, 3000] $1. Total $7. */
+static void test_gavel(void **state) {
+    (void)state;
+    const expect want[3] = {{"j1", 0, 3600, 2.0, "Gx1"},
+                            {"j2", 600, 4200, 4.0, "Gx2"},
+                            {"j3", 1200, 3000, 1.0, "Gx1"}};
+    run_three("gavel", want, 0, 7.0);
+}
+
+/* The occupancy curve and utilisation of fcfs (worked out above). */
+static void test_utilisation(void **state) {
+    (void)state;
+    char path[2048], err[4096];
+    snprintf(path, sizeof path, "%s/tests/data/sim/three-sim.yaml", harness_src());
+    static sim_spec sp;
+    assert_int_equal(sim_spec_load(path, &sp, err, sizeof err), 0);
+    sim_trace *t = sim_trace_load(sp.trace, sp.cluster, err, sizeof err);
+    assert_non_null(t);
+    sim *s = sim_create(t, &t->models[0].run->cluster, sim_method_find("fcfs"), err, sizeof err);
+    assert_int_equal(sim_run(s, err, sizeof err), 0);
+    sim_summary u;
+    sim_summarise(s, &u);
+    assert_true(u.makespan == 4200);
+    assert_true(fabs(u.util[0] - 3.0 / 7.0) < 1e-15);
+    assert_true(fabs(u.util[1] - 9.0 / 14.0) < 1e-15);
+    /* (G, C) busy: 0 (0,2), 600 (2,2), 1200 (2,4), 3000 (2,2), 3600 (2,0), 4200 (0,0) */
+    int n;
+    const sim_sample *sm = sim_samples(s, &n);
+    const double at[6] = {0, 600, 1200, 3000, 3600, 4200};
+    const int g[6] = {0, 2, 2, 2, 2, 0}, c[6] = {2, 2, 4, 2, 0, 0};
+    assert_int_equal(n, 6);
+    for (int i = 0; i < n; i++) {
+        assert_true(sm[i].time == at[i]);
+        assert_int_equal(sm[i].used[0], g[i]);
+        assert_int_equal(sm[i].used[1], c[i]);
+    }
+    /* the nodes: no nodes are listed, so one virtual node per type */
+    assert_int_equal(sim_n_nodes(s), 2);
+    sim_free(s);
+    sim_trace_free(t);
+}
+
+/* A job no plan can serve (R = 100: G reaches at most 32 samples/s) is
+ * rejected on arrival; the others run as before. */
+static void test_rejected(void **state) {
+    (void)state;
+    char trace[1024], err[4096], cluster[1024];
+    snprintf(trace, sizeof trace, "%s/sim-reject.yaml", harness_tmp());
+    snprintf(cluster, sizeof cluster, "%s/tests/data/sim/cluster.yaml", harness_src());
+    FILE *f = fopen(trace, "w");
+    assert_non_null(f);
+    fprintf(f, "jobs:\n  - {name: a, arrival: 0, model: %s/tests/data/sim/model.yaml, target: 100,"
+               " samples: 10}\n  - {name: b, arrival: 1, model: %s/tests/data/sim/model.yaml,"
+               " target: 8, samples: 80}\n", harness_src(), harness_src());
+    fclose(f);
+    sim_trace *t = sim_trace_load(trace, cluster, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    int nm;
+    const sim_method *all = sim_methods(&nm);
+    for (int i = 0; i < nm; i++) {
+        sim *s = sim_create(t, &t->models[0].run->cluster, &all[i], err, sizeof err);
+        assert_int_equal(sim_run(s, err, sizeof err), 0);
+        const sim_outcome *o = sim_outcomes(s);
+        assert_int_equal(o[0].state, SIM_REJECTED);
+        assert_int_equal(o[1].state, SIM_DONE);
+        assert_true(o[1].start == 1);
+        sim_free(s);
+    }
+    sim_trace_free(t);
+}
+
+/* Jobs listed out of order are played by arrival, ties in file order. */
+static void test_order(void **state) {
+    (void)state;
+    char trace[1024], err[4096], cluster[1024];
+    snprintf(trace, sizeof trace, "%s/sim-order.yaml", harness_tmp());
+    snprintf(cluster, sizeof cluster, "%s/tests/data/sim/cluster.yaml", harness_src());
+    FILE *f = fopen(trace, "w");
+    assert_non_null(f);
+    const char *names[4] = {"c", "a", "b", "d"};
+    const double at[4] = {5, 0, 0, 1};
+    fprintf(f, "jobs:\n");
+    for (int i = 0; i < 4; i++)
+        fprintf(f, "  - {name: %s, arrival: %g, model: %s/tests/data/sim/model.yaml}\n", names[i],
+                at[i], harness_src());
+    fclose(f);
+    sim_trace *t = sim_trace_load(trace, cluster, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    assert_string_equal(t->jobs[0].name, "a");
+    assert_string_equal(t->jobs[1].name, "b");
+    assert_string_equal(t->jobs[2].name, "d");
+    assert_string_equal(t->jobs[3].name, "c");
+    /* target and samples default to the model file's */
+    assert_true(t->jobs[0].target == 1 && t->jobs[0].samples == 1 && t->jobs[0].deadline < 0);
+    sim_trace_free(t);
+}
+
+/* Same seed, same bytes: two runs of a generated trace print identical
+ * --json; another seed prints something else. */
+static void test_deterministic(void **state) {
+    (void)state;
+    char cmd[4096];
+    static char first[1 << 20];
+    const char *fmt = "%s simulate %s/tests/data/sim/three-sim.yaml --generate 40 --seed %d --json";
+    snprintf(cmd, sizeof cmd, fmt, harness_bin(), harness_src(), 3);
+    assert_int_equal(harness_run(cmd), 0);
+    assert_true(strlen(harness_out) > 1000);
+    strcpy(first, harness_out);
+    assert_int_equal(harness_run(cmd), 0);
+    assert_string_equal(first, harness_out);
+    snprintf(cmd, sizeof cmd, fmt, harness_bin(), harness_src(), 4);
+    assert_int_equal(harness_run(cmd), 0);
+    assert_true(strcmp(first, harness_out) != 0);
+}
+
+/* A generated trace written with --write-trace and played back gives the
+ * same figures as the generated one. */
+static void test_write_trace(void **state) {
+    (void)state;
+    char cmd[4096], tr[1024], cfg[1024];
+    static char first[1 << 20];
+    snprintf(tr, sizeof tr, "%s/sim-written.yaml", harness_tmp());
+    snprintf(cfg, sizeof cfg, "%s/sim-written-sim.yaml", harness_tmp());
+    snprintf(cmd, sizeof cmd, "%s simulate %s/tests/data/sim/three-sim.yaml --generate 25 --seed 9"
+             " --write-trace %s --json | sed 1,6d", harness_bin(), harness_src(), tr);
+    assert_int_equal(harness_run(cmd), 0);
+    strcpy(first, harness_out);
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "cluster: %s/tests/data/sim/cluster.yaml\ntrace: %s\n", harness_src(), tr);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s simulate %s --json | sed 1,6d", harness_bin(), cfg);
+    assert_int_equal(harness_run(cmd), 0);
+    assert_string_equal(first, harness_out);
+}
+
+/* --out writes results.csv (the hand-worked fcfs figures, row by row),
+ * summary.md and the plots; --json carries the occupancy curve. */
+static void test_out_dir(void **state) {
+    (void)state;
+    char cmd[4096], dir[1024], path[1200];
+    snprintf(dir, sizeof dir, "%s/sim-out", harness_tmp());
+    snprintf(cmd, sizeof cmd, "rm -rf %s && %s simulate %s/tests/data/sim/three-sim.yaml --method fcfs"
+             " --out %s --quiet && cat %s/results.csv", dir, harness_bin(), harness_src(), dir, dir);
+    assert_int_equal(harness_run(cmd), 0);
+    const char *want =
+        "method,job,model,state,arrival,target,samples,deadline,start,finish,queue_delay,"
+        "completion_time,throughput,cost,deadline_met,plan\n"
+        "fcfs,j1,unit,done,0,8,28800,,0,3600,0,3600,8,1,,Cx2\n"
+        "fcfs,j2,unit,done,600,16,57600,,600,4200,0,3600,16,4,,Gx2\n"
+        "fcfs,j3,unit,done,1200,8,14400,3600,1200,3000,0,1800,8,0.5,yes,Cx2\n";
+    assert_string_equal(harness_out, want);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/plots/jct_cdf.png", dir);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s simulate %s/tests/data/sim/three-sim.yaml --method fcfs --json"
+             " | tr -d ' \n' | grep -o '\"occupancy\":{[^}]*}[^}]*}'", harness_bin(),
+             harness_src());
+    assert_int_equal(harness_run(cmd), 0);
+    assert_string_equal(harness_out, "\"occupancy\":{\"time\":[0.0,600.0,1200.0,3000.0,3600.0,"
+                                     "4200.0],\"busy\":{\"G\":[0,2,2,2,2,0],\"C\":[2,2,4,2,0,0]}}\n");
+}
+
+/* A bad trace line is reported with file:line:col and the key. */
+static void test_bad_line(void **state) {
+    (void)state;
+    char trace[1024], cfg[1024], cmd[4096], want[2048];
+    snprintf(trace, sizeof trace, "%s/sim-bad.yaml", harness_tmp());
+    snprintf(cfg, sizeof cfg, "%s/sim-bad-sim.yaml", harness_tmp());
+    FILE *f = fopen(trace, "w");
+    assert_non_null(f);
+    fprintf(f, "jobs:\n  - {name: a, arrival: 0, model: %s/tests/data/sim/model.yaml, target: 8,"
+               " samples: 10}\n  - {name: b, arrival: 5, model: %s/tests/data/sim/model.yaml, "
+               "target: fast, samples: 10}\n", harness_src(), harness_src());
+    fclose(f);
+    f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "cluster: %s/tests/data/sim/cluster.yaml\ntrace: %s\n", harness_src(), trace);
+    fclose(f);
+    /* the value "fast" starts after "  - {name: b, arrival: 5, model: SRC/tests/data/sim/model.yaml, target: " */
+    int col = (int)strlen("  - {name: b, arrival: 5, model: ") + (int)strlen(harness_src()) +
+              (int)strlen("/tests/data/sim/model.yaml, target: ") + 1;
+    snprintf(want, sizeof want, "strata: %s:3:%d: jobs[1].target: expected a number", trace, col);
+    snprintf(cmd, sizeof cmd, "%s simulate %s 2>&1", harness_bin(), cfg);
+    assert_int_equal(harness_run(cmd), 2);
+    if (strncmp(harness_out, want, strlen(want))) fail_msg("got: %s\nwant: %s", harness_out, want);
+    /* a model file that does not exist: at the model's value */
+    f = fopen(trace, "w");
+    assert_non_null(f);
+    fprintf(f, "jobs:\n  - {name: a, arrival: 0, model: nowhere.yaml}\n");
+    fclose(f);
+    snprintf(want, sizeof want, "strata: %s:2:34: jobs[0].model: ", trace);
+    assert_int_equal(harness_run(cmd), 2);
+    if (strncmp(harness_out, want, strlen(want))) fail_msg("got: %s\nwant: %s", harness_out, want);
+    /* an unknown key, with the walker's suggestion */
+    f = fopen(trace, "w");
+    assert_non_null(f);
+    fprintf(f, "jobs:\n  - {name: a, arival: 0, model: x.yaml}\n");
+    fclose(f);
+    snprintf(want, sizeof want, "strata: %s:2:15: jobs[0].arival: unknown key", trace);
+    assert_int_equal(harness_run(cmd), 2);
+    if (strncmp(harness_out, want, strlen(want))) fail_msg("got: %s\nwant: %s", harness_out, want);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fcfs),          cmocka_unit_test(test_exact_wait),
+        cmocka_unit_test(test_smd),           cmocka_unit_test(test_gavel),
+        cmocka_unit_test(test_utilisation),   cmocka_unit_test(test_rejected),
+        cmocka_unit_test(test_deterministic), cmocka_unit_test(test_write_trace),
+        cmocka_unit_test(test_out_dir),       cmocka_unit_test(test_bad_line),
+        cmocka_unit_test(test_order),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
