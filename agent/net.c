@@ -2,9 +2,12 @@
  * rollout steps and the training passes, composed from nets/layers.
  *
  * Every product is a GEMM over a whole batch: the encoder over [T*G] layer
- * rows, the decoder's input part over [T*B] decisions (one GEMM for the whole
- * trajectory batch) and its recurrence per step over [B], the scorers over
- * [N*K] candidate rows. The pointwise work between them (ReLU, the LSTM
+ * rows, the decoder's input part in two (the encoder's columns of w_ih over
+ * [T*G] layer rows, projected once per layer and instance; the global and
+ * previous-row columns over [T*B] decisions in one GEMM) and its recurrence
+ * per step over [B], the scorers over [N*K] candidate rows. The training
+ * pass recomputes only the episodes that make a decision, and reuses the
+ * rollout's encoder states when the caller says they are current. The pointwise work between them (ReLU, the LSTM
  * cell, the broadcast of the context over candidates, the softmax) is in
  * nets/vmath or in the small loops below.
  */
@@ -93,15 +96,20 @@ typedef struct {
     /* encoder [T,G,*] */                                                               \
     X(ex) X(exr) X(hf) X(cf) X(tcf) X(actf) X(hr) X(cr) X(tcr) X(actr) X(enc)           \
     X(denc) X(dhf) X(dhr) X(dex) X(dexr) X(lwork)                                       \
-    /* decoder [T,B,*] */                                                               \
+    /* decoder [T,B,*] (din: [glob, prev]; lpenc and ddin: [T,G,4Hd] per layer) */    \
     X(din) X(hd) X(cd) X(tcd) X(actd) X(ctx) X(ddin) X(dhd) X(dctx)                     \
     /* scorer [N,K,*] and softmax [N,K] */                                              \
     X(z1) X(z2) X(th) X(probs) X(logp) X(ent) X(g1) X(g2) X(graw) X(dlogp) X(dent)      \
     X(dlogits) X(advr)                                                                  \
     /* node context [N,D]; allowed node rows packed [N,Kp,FN] and their probs [N,Kp] */ \
     X(nc1) X(dnc1) X(prow) X(pprob)                                                     \
-    /* rollout state [B,*] */                                                           \
-    X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act)
+    /* rollout state [B,*]; s_din holds [glob, prev] (the encoder's part of the      \
+     * decoder's input gates is penc[T,G,4Hd], projected once per layer) */            \
+    X(hprev) X(cprev) X(s_din) X(s_h) X(s_c) X(s_tc) X(s_act) X(penc) X(lpenc)          \
+    /* shared steps: the representatives' states, rows and probabilities */           \
+    X(uh) X(uc) X(urows) X(uprobs)                                                      \
+    /* training episodes that have a decision, packed [T,Bs,*] */                       \
+    X(k_glob) X(k_rows) X(k_prev) X(k_adv)
 
 struct agent_net_ws {
     agent_net_dims d;
@@ -117,6 +125,25 @@ struct agent_net_ws {
     size_t pidx_cap;
     uint8_t *pmask; /* [N,Kp] packed mask: 1 for a real row, 0 for padding */
     size_t pmask_cap;
+    /* training: the kept episodes' ints and bytes, packed */
+    int *k_inst;       /* [Bs] instance of each kept episode */
+    int *k_action;     /* [T,Bs] */
+    size_t k_icap, k_acap;
+    uint8_t *k_mask;   /* [T,Bs,K] */
+    size_t k_mcap;
+    int *k_sel;        /* [B] source episode of each kept one */
+    size_t k_scap;
+    int *upos;         /* [B] row of each representative in the shared step */
+    size_t upos_cap;
+    uint8_t *umask;    /* [B,K] the representatives' masks */
+    size_t umask_cap;
+    int skip_idle;     /* 1 (default): training passes skip episodes without a decision */
+    /* encoder states held for reuse by the training pass: the lf, len, T, G
+     * and parameters of the last encoder_forward */
+    const float *enc_lf;
+    const int *enc_len;
+    const nn_params *enc_p;
+    int enc_T, enc_G;
     /* rollout geometry of the last encode */
     int T, G, B;
 };
@@ -154,6 +181,7 @@ agent_net_ws *agent_net_ws_create(const agent_net_dims *d) {
     if (!ws) return NULL;
     ws->d = *d;
     ws->vm = vm_best();
+    ws->skip_idle = 1;
     return ws;
 }
 
@@ -166,8 +194,16 @@ void agent_net_ws_free(agent_net_ws *ws) {
     free(ws->inst);
     free(ws->pidx);
     free(ws->pmask);
+    free(ws->k_inst);
+    free(ws->k_action);
+    free(ws->k_mask);
+    free(ws->k_sel);
+    free(ws->upos);
+    free(ws->umask);
     free(ws);
 }
+
+void agent_net_ws_skip_idle(agent_net_ws *ws, int on) { ws->skip_idle = on ? 1 : 0; }
 
 /* ---------------------------------------------------------------------------
  * Small pointwise helpers
@@ -286,6 +322,7 @@ static int encoder_forward(agent_net_ws *ws, const nn_params *p, const float *lf
                            int T, int G) {
     int E = ws->d.embed, H = ws->d.hidden;
     size_t TG = (size_t)T * G;
+    ws->enc_p = NULL; /* nothing held until this pass completes */
     if (need(&ws->ex, TG * E) || need(&ws->exr, TG * E) || need(&ws->hf, TG * H) ||
         need(&ws->cf, TG * H) || need(&ws->tcf, TG * H) || need(&ws->actf, TG * 4 * H) ||
         need(&ws->hr, TG * H) || need(&ws->cr, TG * H) || need(&ws->tcr, TG * H) ||
@@ -312,6 +349,11 @@ static int encoder_forward(agent_net_ws *ws, const nn_params *p, const float *lf
             memcpy(o, ws->hf.p + ((size_t)t * G + g) * H, (size_t)H * sizeof(float));
             memcpy(o + H, ws->hr.p + ((size_t)(len[g] - 1 - t) * G + g) * H, (size_t)H * sizeof(float));
         }
+    ws->enc_p = p;
+    ws->enc_lf = lf;
+    ws->enc_len = len;
+    ws->enc_T = T;
+    ws->enc_G = G;
     return 0;
 }
 
@@ -353,30 +395,22 @@ static int encoder_backward(agent_net_ws *ws, nn_params *p, const float *lf, con
     return 0;
 }
 
-/* build_din writes the decoder input of B decisions at step t:
- * out[b] = [enc[t, inst[b]], glob[b], prev[b]]. */
-static void build_din(const agent_net_ws *ws, float *out, int t, int G, int B, const int *inst,
-                      const float *glob, const float *prev) {
-    int H2 = 2 * ws->d.hidden, Din = din_width(&ws->d);
-    for (int b = 0; b < B; b++) {
-        float *o = out + (size_t)b * Din;
-        memcpy(o, ws->enc.p + ((size_t)t * G + inst[b]) * H2, (size_t)H2 * sizeof(float));
-        memcpy(o + H2, glob + (size_t)b * AGENT_FG, AGENT_FG * sizeof(float));
-        memcpy(o + H2 + AGENT_FG, prev + (size_t)b * AGENT_FT, AGENT_FT * sizeof(float));
-    }
-}
-
 /* ---------------------------------------------------------------------------
  * Rollout
  * ------------------------------------------------------------------------ */
 
 int agent_net_encode(agent_net_ws *ws, const nn_params *p, const float *lf, const int *len, int T,
                      int G, const int *inst, int B) {
-    int Hd = ws->d.decoder;
+    int Hd = ws->d.decoder, H2 = 2 * ws->d.hidden, Din = din_width(&ws->d);
     if (encoder_forward(ws, p, lf, len, T, G)) return -1;
     if (need(&ws->hprev, (size_t)B * Hd) || need(&ws->cprev, (size_t)B * Hd) ||
-        need_int(&ws->inst, &ws->inst_cap, (size_t)B))
+        need(&ws->penc, (size_t)T * G * 4 * Hd) || need_int(&ws->inst, &ws->inst_cap, (size_t)B))
         return -1;
+    /* the encoder's part of the decoder's input gates, once per layer and
+     * instance rather than once per episode: penc[T*G,4Hd] = enc[T*G,2H]
+     * w_ih[:, :2H]^T */
+    nn_gemm(0, 1, T * G, 4 * Hd, H2, 1.0f, ws->enc.p, H2, nn_param(p, AN_DEC_WIH), Din, 0.0f, ws->penc.p,
+            4 * Hd);
     memset(ws->hprev.p, 0, (size_t)B * Hd * sizeof(float));
     memset(ws->cprev.p, 0, (size_t)B * Hd * sizeof(float));
     memcpy(ws->inst, inst, (size_t)B * sizeof(int));
@@ -396,17 +430,83 @@ int agent_net_type_step(agent_net_ws *ws, const nn_params *p, int t, const float
         need(&ws->s_act, (size_t)B * 4 * Hd) || need_int(&ws->ibuf, &ws->icap, (size_t)B) ||
         scorer_need(ws, (size_t)B, (size_t)K, 0) || need(&ws->dlogits, (size_t)B * K))
         return -1;
-    build_din(ws, ws->s_din.p, t, ws->G, B, ws->inst, glob, prev);
+    /* input gates: the layer's projected encoder state + [glob, prev] w_ih[:, 2H:]^T */
+    int H2 = 2 * ws->d.hidden, Fx = AGENT_FG + AGENT_FT;
+    for (int b = 0; b < B; b++) {
+        float *x = ws->s_din.p + (size_t)b * Fx;
+        memcpy(x, glob + (size_t)b * AGENT_FG, AGENT_FG * sizeof(float));
+        memcpy(x + AGENT_FG, prev + (size_t)b * AGENT_FT, AGENT_FT * sizeof(float));
+        memcpy(ws->s_act.p + (size_t)b * 4 * Hd, ws->penc.p + ((size_t)t * ws->G + ws->inst[b]) * 4 * Hd,
+               (size_t)4 * Hd * sizeof(float));
+    }
+    nn_gemm(0, 1, B, 4 * Hd, Fx, 1.0f, ws->s_din.p, Fx, nn_param(p, AN_DEC_WIH) + H2, Din, 1.0f, ws->s_act.p,
+            4 * Hd);
     for (int b = 0; b < B; b++) ws->ibuf[b] = active[b] ? 1 : 0;
-    nn_lstm_forward(ws->s_h.p, ws->s_c.p, ws->s_act.p, ws->s_tc.p, ws->s_din.p, ws->hprev.p,
-                    ws->cprev.p, ws->ibuf, nn_param(p, AN_DEC_WIH), nn_param(p, AN_DEC_WHH),
-                    nn_param(p, AN_DEC_B), 1, B, Din, Hd);
+    nn_lstm_forward(ws->s_h.p, ws->s_c.p, ws->s_act.p, ws->s_tc.p, NULL, ws->hprev.p, ws->cprev.p, ws->ibuf,
+                    nn_param(p, AN_DEC_WIH), nn_param(p, AN_DEC_WHH), nn_param(p, AN_DEC_B), 1, B, Din, Hd);
     memcpy(ws->hprev.p, ws->s_h.p, (size_t)B * Hd * sizeof(float));
     memcpy(ws->cprev.p, ws->s_c.p, (size_t)B * Hd * sizeof(float));
     nn_dense_forward(ws->ctx.p, ws->s_h.p, nn_param(p, AN_TCTX_W), NULL, B, Hd, D);
     float *logits = ws->dlogits.p;
     scorer_forward(ws, p, &TYPE_SCORER, B, K, rows, ws->ctx.p, logits);
     nn_softmax_forward(probs, ws->logp.p, ws->ent.p, logits, mask, B, K);
+    return 0;
+}
+
+int agent_net_type_step_shared(agent_net_ws *ws, const nn_params *p, int t, const float *glob,
+                               const float *rows, const float *prev, const uint8_t *mask, const int *rep,
+                               int K, float *probs) {
+    int B = ws->B, Hd = ws->d.decoder, D = ws->d.scorer, Din = din_width(&ws->d);
+    int H2 = 2 * ws->d.hidden, Fx = AGENT_FG + AGENT_FT, G4 = 4 * Hd;
+    if (t < 0 || t >= ws->T) return -1;
+    if (need(&ws->s_din, (size_t)B * Fx) || need(&ws->s_h, (size_t)B * Hd) || need(&ws->s_c, (size_t)B * Hd) ||
+        need(&ws->s_tc, (size_t)B * Hd) || need(&ws->s_act, (size_t)B * G4) || need(&ws->uh, (size_t)B * Hd) ||
+        need(&ws->uc, (size_t)B * Hd) || need(&ws->urows, (size_t)B * K * AGENT_FT) ||
+        need(&ws->uprobs, (size_t)B * K) || need_int(&ws->ibuf, &ws->icap, (size_t)B) ||
+        need_int(&ws->upos, &ws->upos_cap, (size_t)B) || scorer_need(ws, (size_t)B, (size_t)K, 0) ||
+        need(&ws->dlogits, (size_t)B * K))
+        return -1;
+    if (ws->umask_cap < (size_t)B * K) {
+        free(ws->umask);
+        ws->umask = malloc((size_t)B * K);
+        ws->umask_cap = ws->umask ? (size_t)B * K : 0;
+        if (!ws->umask) return -1;
+    }
+    /* gather the representatives: their inputs, states, rows and masks */
+    int n = 0;
+    for (int b = 0; b < B; b++) {
+        if (rep[b] != b) continue;
+        ws->upos[b] = n;
+        float *x = ws->s_din.p + (size_t)n * Fx;
+        memcpy(x, glob + (size_t)b * AGENT_FG, AGENT_FG * sizeof(float));
+        memcpy(x + AGENT_FG, prev + (size_t)b * AGENT_FT, AGENT_FT * sizeof(float));
+        memcpy(ws->s_act.p + (size_t)n * G4, ws->penc.p + ((size_t)t * ws->G + ws->inst[b]) * G4,
+               (size_t)G4 * sizeof(float));
+        memcpy(ws->uh.p + (size_t)n * Hd, ws->hprev.p + (size_t)b * Hd, (size_t)Hd * sizeof(float));
+        memcpy(ws->uc.p + (size_t)n * Hd, ws->cprev.p + (size_t)b * Hd, (size_t)Hd * sizeof(float));
+        memcpy(ws->urows.p + (size_t)n * K * AGENT_FT, rows + (size_t)b * K * AGENT_FT,
+               (size_t)K * AGENT_FT * sizeof(float));
+        memcpy(ws->umask + (size_t)n * K, mask + (size_t)b * K, (size_t)K);
+        n++;
+    }
+    memset(probs, 0, (size_t)B * K * sizeof *probs);
+    if (n == 0) return 0;
+    nn_gemm(0, 1, n, G4, Fx, 1.0f, ws->s_din.p, Fx, nn_param(p, AN_DEC_WIH) + H2, Din, 1.0f, ws->s_act.p, G4);
+    nn_lstm_forward(ws->s_h.p, ws->s_c.p, ws->s_act.p, ws->s_tc.p, NULL, ws->uh.p, ws->uc.p, NULL,
+                    nn_param(p, AN_DEC_WIH), nn_param(p, AN_DEC_WHH), nn_param(p, AN_DEC_B), 1, n, Din, Hd);
+    nn_dense_forward(ws->ctx.p, ws->s_h.p, nn_param(p, AN_TCTX_W), NULL, n, Hd, D);
+    float *logits = ws->dlogits.p;
+    scorer_forward(ws, p, &TYPE_SCORER, n, K, ws->urows.p, ws->ctx.p, logits);
+    nn_softmax_forward(ws->uprobs.p, ws->logp.p, ws->ent.p, logits, ws->umask, n, K);
+    /* scatter: every episode of a group takes its representative's state and
+     * probabilities; the others (rep -1) keep their state and get zeros */
+    for (int b = 0; b < B; b++) {
+        if (rep[b] < 0) continue;
+        int u = ws->upos[rep[b]];
+        memcpy(ws->hprev.p + (size_t)b * Hd, ws->s_h.p + (size_t)u * Hd, (size_t)Hd * sizeof(float));
+        memcpy(ws->cprev.p + (size_t)b * Hd, ws->s_c.p + (size_t)u * Hd, (size_t)Hd * sizeof(float));
+        memcpy(probs + (size_t)b * K, ws->uprobs.p + (size_t)u * K, (size_t)K * sizeof *probs);
+    }
     return 0;
 }
 
@@ -487,28 +587,107 @@ int agent_net_node_step(agent_net_ws *ws, const nn_params *p, const float *glob,
  * Training passes
  * ------------------------------------------------------------------------ */
 
-int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *tr, float beta,
+/* keep_active packs the episodes of tr that make at least one decision
+ * (an action >= 0 at some step) into ws->k_* and points *out at them: the
+ * others (dropped by risk, or never deciding) contribute exactly zero to
+ * the loss and its gradient, so the passes skip them. *out is tr itself
+ * when every episode decides or skipping is off. Returns the kept count,
+ * or -1 when out of memory. */
+static int keep_active(agent_net_ws *ws, const agent_type_traj *tr, agent_type_traj *out) {
+    int T = tr->T, B = tr->B, K = tr->K, Bs = 0;
+    *out = *tr;
+    if (!ws->skip_idle) return B;
+    if (need_int(&ws->k_sel, &ws->k_scap, (size_t)B)) return -1;
+    for (int b = 0; b < B; b++) {
+        int any = 0;
+        for (int t = 0; t < T && !any; t++) any = tr->action[(size_t)t * B + b] >= 0;
+        if (any) ws->k_sel[Bs++] = b;
+    }
+    if (Bs == B) return B;
+    size_t TBs = (size_t)T * (Bs > 0 ? Bs : 1);
+    if (need(&ws->k_glob, TBs * AGENT_FG) || need(&ws->k_rows, TBs * K * AGENT_FT) ||
+        need(&ws->k_prev, TBs * AGENT_FT) || need(&ws->k_adv, (size_t)B) ||
+        need_int(&ws->k_inst, &ws->k_icap, (size_t)B) || need_int(&ws->k_action, &ws->k_acap, TBs))
+        return -1;
+    if (ws->k_mcap < TBs * K) {
+        free(ws->k_mask);
+        ws->k_mask = malloc(TBs * K);
+        ws->k_mcap = ws->k_mask ? TBs * K : 0;
+        if (!ws->k_mask) return -1;
+    }
+    for (int j = 0; j < Bs; j++) {
+        int b = ws->k_sel[j];
+        ws->k_inst[j] = tr->inst[b];
+        ws->k_adv.p[j] = tr->adv[b];
+        for (int t = 0; t < T; t++) {
+            size_t src = (size_t)t * B + b, dst = (size_t)t * Bs + j;
+            memcpy(ws->k_glob.p + dst * AGENT_FG, tr->glob + src * AGENT_FG, AGENT_FG * sizeof(float));
+            memcpy(ws->k_rows.p + dst * K * AGENT_FT, tr->rows + src * K * AGENT_FT,
+                   (size_t)K * AGENT_FT * sizeof(float));
+            memcpy(ws->k_prev.p + dst * AGENT_FT, tr->prev + src * AGENT_FT, AGENT_FT * sizeof(float));
+            memcpy(ws->k_mask + dst * K, tr->mask + src * K, (size_t)K);
+            ws->k_action[dst] = tr->action[src];
+        }
+    }
+    out->B = Bs;
+    out->inst = ws->k_inst;
+    out->glob = ws->k_glob.p;
+    out->rows = ws->k_rows.p;
+    out->prev = ws->k_prev.p;
+    out->mask = ws->k_mask;
+    out->action = ws->k_action;
+    out->adv = ws->k_adv.p;
+    return Bs;
+}
+
+int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *tr_in, float beta,
                         float scale, agent_loss_stats *st, char *err, size_t errlen) {
+    agent_type_traj kept;
+    int Bs = keep_active(ws, tr_in, &kept);
+    if (Bs < 0) {
+        snprintf(err, errlen, "out of memory for a batch of %d episodes x %d steps", tr_in->B, tr_in->T);
+        return -1;
+    }
+    st->episodes += Bs;
+    if (Bs == 0) return 0; /* no decision: no loss, no gradient */
+    const agent_type_traj *tr = &kept;
     int T = tr->T, G = tr->G, B = tr->B, K = tr->K;
     int H = ws->d.hidden, Hd = ws->d.decoder, D = ws->d.scorer, Din = din_width(&ws->d);
     size_t TB = (size_t)T * B;
-    if (encoder_forward(ws, p, tr->lf, tr->len, T, G) ||
-        need(&ws->din, TB * Din) || need(&ws->hd, TB * Hd) || need(&ws->cd, TB * Hd) ||
-        need(&ws->tcd, TB * Hd) || need(&ws->actd, TB * 4 * Hd) || need(&ws->ddin, TB * Din) ||
-        need(&ws->dhd, TB * Hd) || need(&ws->denc, (size_t)T * G * 2 * H) ||
+    /* the rollout's encoder states, when the caller vouches that the
+     * parameters have not changed since and they are of this trajectory */
+    int cached = tr->enc_cached && ws->enc_p == p && ws->enc_lf == tr->lf && ws->enc_len == tr->len &&
+                 ws->enc_T == T && ws->enc_G == G;
+    int H2 = 2 * H, Fx = AGENT_FG + AGENT_FT, G4 = 4 * Hd;
+    size_t TG = (size_t)T * G;
+    if ((!cached && encoder_forward(ws, p, tr->lf, tr->len, T, G)) ||
+        need(&ws->din, TB * Fx) || need(&ws->hd, TB * Hd) || need(&ws->cd, TB * Hd) ||
+        need(&ws->tcd, TB * Hd) || need(&ws->actd, TB * G4) || need(&ws->ddin, TG * G4) ||
+        need(&ws->dhd, TB * Hd) || need(&ws->denc, TG * H2) || need(&ws->lpenc, TG * G4) ||
         need(&ws->lwork, nn_lstm_work_size(T, B, Hd)) || need_int(&ws->ibuf, &ws->icap, (size_t)B) ||
         scorer_need(ws, TB, (size_t)K, 1)) {
         snprintf(err, errlen, "out of memory for a batch of %d episodes x %d steps", B, T);
         return -1;
     }
-    /* forward */
+    const float *wih = nn_param(p, AN_DEC_WIH); /* [4Hd, 2H + FG + FT] */
+    float *dwih = nn_grad(p, AN_DEC_WIH);
+    /* forward. The decoder's input gates: the encoder's part projected once
+     * per layer and instance, lpenc[T*G,4Hd] = enc w_ih[:, :2H]^T, gathered
+     * per episode, plus din[T*B, FG+FT] = [glob, prev] times the rest of w_ih */
+    nn_gemm(0, 1, (int)TG, G4, H2, 1.0f, ws->enc.p, H2, wih, Din, 0.0f, ws->lpenc.p, G4);
     for (int t = 0; t < T; t++)
-        build_din(ws, ws->din.p + (size_t)t * B * Din, t, G, B, tr->inst, tr->glob + (size_t)t * B * AGENT_FG,
-                  tr->prev + (size_t)t * B * AGENT_FT);
+        for (int b = 0; b < B; b++) {
+            size_t tb = (size_t)t * B + b;
+            float *x = ws->din.p + tb * Fx;
+            memcpy(x, tr->glob + tb * AGENT_FG, AGENT_FG * sizeof(float));
+            memcpy(x + AGENT_FG, tr->prev + tb * AGENT_FT, AGENT_FT * sizeof(float));
+            memcpy(ws->actd.p + tb * G4, ws->lpenc.p + ((size_t)t * G + tr->inst[b]) * G4,
+                   (size_t)G4 * sizeof(float));
+        }
+    nn_gemm(0, 1, (int)TB, G4, Fx, 1.0f, ws->din.p, Fx, wih + H2, Din, 1.0f, ws->actd.p, G4);
     for (int b = 0; b < B; b++) ws->ibuf[b] = tr->len[tr->inst[b]];
-    nn_lstm_forward(ws->hd.p, ws->cd.p, ws->actd.p, ws->tcd.p, ws->din.p, NULL, NULL, ws->ibuf,
-                    nn_param(p, AN_DEC_WIH), nn_param(p, AN_DEC_WHH), nn_param(p, AN_DEC_B), T, B,
-                    Din, Hd);
+    nn_lstm_forward(ws->hd.p, ws->cd.p, ws->actd.p, ws->tcd.p, NULL, NULL, NULL, ws->ibuf, wih,
+                    nn_param(p, AN_DEC_WHH), nn_param(p, AN_DEC_B), T, B, Din, Hd);
     nn_dense_forward(ws->ctx.p, ws->hd.p, nn_param(p, AN_TCTX_W), NULL, (int)TB, Hd, D);
     float *logits = ws->g1.p; /* g1 is free until scorer_backward */
     scorer_forward(ws, p, &TYPE_SCORER, (int)TB, K, tr->rows, ws->ctx.p, logits);
@@ -524,16 +703,21 @@ int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *t
     memset(ws->dhd.p, 0, TB * Hd * sizeof(float));
     nn_dense_backward(ws->dhd.p, nn_grad(p, AN_TCTX_W), NULL, ws->dctx.p, ws->hd.p,
                       nn_param(p, AN_TCTX_W), (int)TB, Hd, D);
-    memset(ws->ddin.p, 0, TB * Din * sizeof(float));
-    nn_lstm_backward(ws->ddin.p, NULL, NULL, nn_grad(p, AN_DEC_WIH), nn_grad(p, AN_DEC_WHH),
-                     nn_grad(p, AN_DEC_B), ws->lwork.p, ws->dhd.p, NULL, ws->din.p, NULL, NULL,
-                     ws->ibuf, ws->hd.p, ws->cd.p, ws->actd.p, ws->tcd.p, nn_param(p, AN_DEC_WIH),
-                     nn_param(p, AN_DEC_WHH), T, B, Din, Hd);
-    memset(ws->denc.p, 0, (size_t)T * G * 2 * H * sizeof(float));
+    nn_lstm_backward(NULL, NULL, NULL, dwih, nn_grad(p, AN_DEC_WHH), nn_grad(p, AN_DEC_B), ws->lwork.p,
+                     ws->dhd.p, NULL, NULL, NULL, NULL, ws->ibuf, ws->hd.p, ws->cd.p, ws->actd.p, ws->tcd.p,
+                     wih, nn_param(p, AN_DEC_WHH), T, B, Din, Hd);
+    const float *dgates = ws->lwork.p; /* [T,B,4Hd], left there by nn_lstm_backward (x NULL) */
+    /* the input products: [glob, prev]'s columns of w_ih over every decision;
+     * the encoder's over the gate gradients summed per layer and instance
+     * (ddin[T*G,4Hd]), which also give denc[T*G,2H] */
+    nn_gemm(1, 0, G4, Fx, (int)TB, 1.0f, dgates, G4, ws->din.p, Fx, 1.0f, dwih + H2, Din);
+    memset(ws->ddin.p, 0, TG * G4 * sizeof(float));
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
-            ws->vm->add(ws->denc.p + ((size_t)t * G + tr->inst[b]) * 2 * H,
-                        ws->ddin.p + ((size_t)t * B + b) * Din, (size_t)2 * H);
+            ws->vm->add(ws->ddin.p + ((size_t)t * G + tr->inst[b]) * G4, dgates + ((size_t)t * B + b) * G4,
+                        (size_t)G4);
+    nn_gemm(1, 0, G4, H2, (int)TG, 1.0f, ws->ddin.p, G4, ws->enc.p, H2, 1.0f, dwih, Din);
+    nn_gemm(0, 0, (int)TG, H2, G4, 1.0f, ws->ddin.p, G4, wih, Din, 0.0f, ws->denc.p, H2);
     if (encoder_backward(ws, p, tr->lf, tr->len, T, G)) {
         snprintf(err, errlen, "out of memory in the encoder's backward pass");
         return -1;

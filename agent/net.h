@@ -11,7 +11,9 @@
  *   decoder   per TYPE decision t of episode b:
  *             din[t,b] = [enc[t, inst(b)], global[t,b], prev[t,b]] with prev the
  *             candidate row of the type chosen at t-1 (0 at t = 0);
- *             LSTM over t -> hd[T,B,Hd]; ctx = hd Wc^T [T*B, D]
+ *             LSTM over t -> hd[T,B,Hd]; ctx = hd Wc^T [T*B, D]. The
+ *             encoder's part of din w_ih^T is computed once per layer and
+ *             instance ([T,G,4Hd]), not once per episode
  *   rows      a type row is gym's GYM_TYPE_FEATS features followed by AGENT_FX
  *             look-ahead features computed by the rollout (agent/rollout.h):
  *             what the cost model says of completing the plan with this type
@@ -94,6 +96,11 @@ typedef struct agent_net_ws agent_net_ws;
 agent_net_ws *agent_net_ws_create(const agent_net_dims *d);
 void agent_net_ws_free(agent_net_ws *ws);
 
+/* agent_net_ws_skip_idle turns off (0) or on (1, the default) the skipping
+ * of episodes without a decision in agent_net_type_loss: off recomputes
+ * every episode, for the tests that check the skip changes nothing. */
+void agent_net_ws_skip_idle(agent_net_ws *ws, int on);
+
 /* ---- rollout (inference) ------------------------------------------------ */
 
 /* agent_net_encode runs the encoder on G instances, lf[T,G,FL] time-major
@@ -111,6 +118,18 @@ int agent_net_encode(agent_net_ws *ws, const nn_params *p, const float *lf /*[T,
 int agent_net_type_step(agent_net_ws *ws, const nn_params *p, int t, const float *glob,
                         const float *rows, const float *prev, const uint8_t *mask,
                         const uint8_t *active, int K, float *probs /*[B,K]*/);
+
+/* agent_net_type_step_shared is agent_net_type_step for episodes in
+ * groups of equal state: rep[b] == b for an episode computed, rep[b] = o
+ * (o < b, rep[o] == o) for one whose state and inputs are those of o (the
+ * same instance and decisions so far: the rollout's look-ahead groups),
+ * rep[b] = -1 for one that does not decide at t (state carried, probs 0).
+ * The network runs over the representatives only; every member of a group
+ * gets its representative's new state and probabilities. Returns 0, or -1
+ * when out of memory. */
+int agent_net_type_step_shared(agent_net_ws *ws, const nn_params *p, int t, const float *glob,
+                               const float *rows, const float *prev, const uint8_t *mask,
+                               const int *rep /*[B]*/, int K, float *probs /*[B,K]*/);
 
 /* agent_net_node_step scores node rows for B decisions: glob[B,FG],
  * rows[B,K,FN], mask[B,K] -> probs[B,K]. Returns 0, or -1 (no memory). */
@@ -132,6 +151,11 @@ typedef struct {
     const uint8_t *mask;  /* [T,B,K] */
     const int *action;    /* [T,B], -1: no decision (padding, dead end) */
     const float *adv;     /* [B] advantage of each episode */
+    int enc_cached;       /* 1: the workspace given to agent_net_type_loss ran
+                             agent_net_encode on this lf and len, and the
+                             parameters have not changed since (the trainer,
+                             right after its rollout): the encoder's forward
+                             is not run again. 0: it is. */
 } agent_type_traj;
 
 /* Stored NODE-phase decisions: N independent rows (any order). */
@@ -149,12 +173,16 @@ typedef struct {
     double pg;       /* sum of -adv * logp[action] */
     double entropy;  /* sum of the entropies of the decisions */
     long decisions;  /* decisions counted */
+    long episodes;   /* TYPE-phase episodes recomputed (those with a decision) */
 } agent_loss_stats;
 
 /* agent_net_type_loss recomputes the forward over tr and accumulates into
  * p->grads the gradient of scale * sum over decisions of
  * (-adv logp[action] - beta ent). Returns 0, or -1 with a message (out of
- * memory, an action on a masked candidate). *st receives the sums. */
+ * memory, an action on a masked candidate). *st receives the sums.
+ * Only the episodes that make a decision (some action >= 0) are
+ * recomputed: the others add exactly zero to the loss and the gradient
+ * (search mode's risk 0.1 keeps about 13 of 128). */
 int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *tr, float beta,
                         float scale, agent_loss_stats *st, char *err, size_t errlen);
 

@@ -71,7 +71,14 @@ struct agent_rollout {
     agent_type_traj tt;
     agent_node_traj nt;
     agent_rollout_times tm;
+    agent_type_policy policy; /* NULL: the network */
+    void *policy_ctx;
     double la_sec[64]; /* look-ahead seconds per worker */
+    /* look-ahead of one step, shared by the episodes with the same prefix */
+    int *la_rep;       /* [B] -1: none needed; b: computed for b; else the episode to copy */
+    int *la_list;      /* [B] the episodes it is computed for */
+    int *la_hash;      /* [2 * B rounded up to a power of 2] open-addressing table */
+    size_t cap_larep, cap_lalist, cap_lah;
     int la_workers;    /* workers of the pool of the current run */
     int failed;      /* a parallel call failed */
     char why[256];
@@ -128,6 +135,9 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->pplan);
     free(r->pplan_cap);
     free(r->psum);
+    free(r->la_rep);
+    free(r->la_list);
+    free(r->la_hash);
     free(r->lf);
     free(r->len);
     free(r->glob);
@@ -312,6 +322,7 @@ static void type_obs_fn(void *ctx, int b, int w) {
     int L = r->inst[r->inst_of[b]].job->n_layers;
     r->active[b] = t < L;
     r->action[tb] = -1;
+    r->la_rep[b] = -1;
     if (gym_phase(env) != GYM_PHASE_TYPE) {
         memset(gl, 0, AGENT_FG * sizeof *gl);
         memset(rw, 0, (size_t)K * AGENT_FT * sizeof *rw);
@@ -332,9 +343,61 @@ static void type_obs_fn(void *ctx, int b, int w) {
         memset(mk, 0, (size_t)K);
         return;
     }
+    (void)w;
+    r->la_rep[b] = b; /* la_share decides who computes it */
+}
+
+/* la_fn computes the look-ahead of the i-th episode of r->la_list. */
+static void la_fn(void *ctx, int i, int w) {
+    agent_rollout *r = ctx;
+    int b = r->la_list[i], t = r->t, K = r->K;
+    size_t tb = (size_t)t * r->B + b;
     double l0 = clock_now_s();
-    lookahead(r, b, t, ob.n_rows, mk, rw);
+    lookahead(r, b, t, r->inst[r->inst_of[b]].cl->n_types, r->mask + tb * K, r->rows + tb * K * AGENT_FT);
     r->la_sec[w & 63] += clock_now_s() - l0;
+}
+
+/* la_share computes the look-ahead features of step r->t once per distinct
+ * state and copies them to the other episodes in it: the features are a
+ * function of the instance and the decisions so far (and the mask they
+ * imply), and in search mode many of the episodes share their prefix
+ * (all of them at the first layer, most of them once the policy
+ * concentrates). */
+static void la_share(agent_rollout *r, agent_pool *pool) {
+    int t = r->t, B = r->B, K = r->K, n = 0;
+    size_t cap = r->cap_lah; /* a power of 2 >= 2B (setup) */
+    for (size_t i = 0; i < cap; i++) r->la_hash[i] = -1;
+    for (int b = 0; b < B; b++) {
+        if (r->la_rep[b] < 0) continue;
+        const int *a = gym_assignment(r->env[b], NULL);
+        const uint8_t *mk = r->mask + ((size_t)t * B + b) * K;
+        uint64_t h = 1469598103934665603ULL ^ (uint64_t)r->inst_of[b];
+        for (int l = 0; l < t; l++) h = (h ^ (uint64_t)(a[l] + 1)) * 1099511628211ULL;
+        for (size_t i = (size_t)(h ^ (h >> 29)) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+            int o = r->la_hash[i];
+            if (o < 0) {
+                r->la_hash[i] = b;
+                r->la_list[n++] = b;
+                break;
+            }
+            if (r->inst_of[o] == r->inst_of[b] &&
+                !memcmp(gym_assignment(r->env[o], NULL), a, (size_t)t * sizeof *a) &&
+                !memcmp(r->mask + ((size_t)t * B + o) * K, mk, (size_t)K)) {
+                r->la_rep[b] = o;
+                break;
+            }
+        }
+    }
+    agent_pool_for(pool, n, la_fn, r);
+    for (int b = 0; b < B; b++) {
+        int o = r->la_rep[b];
+        if (o < 0 || o == b) continue;
+        float *dst = r->rows + ((size_t)t * B + b) * K * AGENT_FT;
+        const float *src = r->rows + ((size_t)t * B + o) * K * AGENT_FT;
+        for (int k = 0; k < K; k++)
+            memcpy(dst + (size_t)k * AGENT_FT + GYM_TYPE_FEATS, src + (size_t)k * AGENT_FT + GYM_TYPE_FEATS,
+                   AGENT_FX * sizeof *dst);
+    }
 }
 
 static void type_act_fn(void *ctx, int b, int w) {
@@ -528,7 +591,10 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         grow(&r->active, &r->cap_active, (size_t)B, 1) ||
         grow(&r->lf_tmp, &r->cap_lftmp, (size_t)T * AGENT_FL, sizeof(float)) ||
         grow(&r->assign, &r->cap_assign, TB, sizeof(int)) ||
-        grow(&r->psum, &r->cap_psum, (size_t)G * 4 * (T + 1), sizeof(double))) {
+        grow(&r->psum, &r->cap_psum, (size_t)G * 4 * (T + 1), sizeof(double)) ||
+        grow(&r->la_rep, &r->cap_larep, (size_t)B, sizeof(int)) ||
+        grow(&r->la_list, &r->cap_lalist, (size_t)B, sizeof(int)) ||
+        grow(&r->la_hash, &r->cap_lah, (size_t)2 * B, sizeof(int))) {
         snprintf(err, errlen, "out of memory for a rollout of %d episodes", B);
         return -1;
     }
@@ -616,7 +682,7 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
     if (setup(r, inst, G, inst_of, B, o, err, errlen)) return -1;
     r->failed = 0;
     int T = r->T, K = r->K;
-    if (agent_net_encode(r->ws, p, r->lf, r->len, T, G, r->inst_of, B)) {
+    if (!r->policy && agent_net_encode(r->ws, p, r->lf, r->len, T, G, r->inst_of, B)) {
         snprintf(err, errlen, "out of memory in the encoder");
         return -1;
     }
@@ -628,10 +694,19 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
         r->t = t;
         double a0 = clock_now_s();
         agent_pool_for(pool, B, type_obs_fn, r);
+        la_share(r, pool);
         double a1 = clock_now_s();
         size_t tb = (size_t)t * B;
-        if (agent_net_type_step(r->ws, p, t, r->glob + tb * AGENT_FG, r->rows + tb * K * AGENT_FT,
-                                r->prev + tb * AGENT_FT, r->mask + tb * K, r->active, K, r->probs)) {
+        if (r->policy) {
+            if (r->policy(r->policy_ctx, t, r->lf, r->len, T, G, r->inst_of, B, r->glob + tb * AGENT_FG,
+                          r->rows + tb * K * AGENT_FT, r->prev + tb * AGENT_FT, r->mask + tb * K,
+                          r->active, K, r->probs)) {
+                snprintf(err, errlen, "rollout: the policy callback failed at layer %d", t);
+                return -1;
+            }
+        } else if (agent_net_type_step_shared(r->ws, p, t, r->glob + tb * AGENT_FG,
+                                              r->rows + tb * K * AGENT_FT, r->prev + tb * AGENT_FT,
+                                              r->mask + tb * K, r->la_rep, K, r->probs)) {
             snprintf(err, errlen, "out of memory in the decoder");
             return -1;
         }
@@ -677,6 +752,10 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
     /* NODE phase by the node head */
     r->n_node = 0;
     r->node_phase_steps = 0;
+    if (any_node && r->policy) {
+        snprintf(err, errlen, "rollout: a policy callback covers the TYPE phase only (use placement none)");
+        return -1;
+    }
     if (any_node) {
         int Kn = r->Kn;
         for (;;) {
@@ -761,7 +840,7 @@ const int *agent_rollout_tasks(const agent_rollout *r, int b, int *n_tasks) {
 
 agent_type_traj *agent_rollout_type_traj(agent_rollout *r, float **adv) {
     r->tt = (agent_type_traj){r->T, r->G, r->B, r->K, r->lf, r->len, r->inst_of, r->glob,
-                              r->rows, r->prev, r->mask, r->action, r->adv};
+                              r->rows, r->prev, r->mask, r->action, r->adv, 0};
     if (adv) *adv = r->adv;
     return &r->tt;
 }
@@ -780,6 +859,13 @@ void agent_rollout_drop(agent_rollout *r, int b) {
 }
 
 const agent_rollout_times *agent_rollout_timing(const agent_rollout *r) { return &r->tm; }
+
+agent_net_ws *agent_rollout_ws(agent_rollout *r) { return r->ws; }
+
+void agent_rollout_set_policy(agent_rollout *r, agent_type_policy fn, void *ctx) {
+    r->policy = fn;
+    r->policy_ctx = ctx;
+}
 
 void agent_rollout_type_steps(const agent_rollout *r, int *T, int *K, const int **action,
                               const uint8_t **mask, const float **probs) {

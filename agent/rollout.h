@@ -153,6 +153,30 @@ agent_node_traj *agent_rollout_node_traj(agent_rollout *r, float **adv, const in
 
 const agent_rollout_times *agent_rollout_timing(const agent_rollout *r);
 
+/* agent_type_policy stands in for the network's TYPE head during a
+ * rollout (bench/agent_peer.py runs a PyTorch network through it, on this
+ * same environment). At step t it gets what agent_net_type_step gets:
+ * glob[B,FG], rows[B,K,FT], prev[B,FT], mask[B,K], active[B], and, for
+ * its encoder, the run's layer features lf[T,G,FL], len[G] and the
+ * instance of each episode inst_of[B]; it writes probs[B,K] (masked
+ * entries 0). Returns 0, or nonzero to stop the rollout with an error. */
+typedef int (*agent_type_policy)(void *ctx, int t, const float *lf, const int *len, int T, int G,
+                                 const int *inst_of, int B, const float *glob, const float *rows,
+                                 const float *prev, const uint8_t *mask, const uint8_t *active,
+                                 int K, float *probs);
+
+/* agent_rollout_set_policy makes the following runs of r call fn (with
+ * ctx) instead of the network; fn NULL restores the network. Such a run
+ * covers the TYPE phase only: it fails when a NODE phase would follow
+ * (use placement none or a placer). */
+void agent_rollout_set_policy(agent_rollout *r, agent_type_policy fn, void *ctx);
+
+/* agent_rollout_ws returns the network workspace the rollout runs on
+ * (owned by r). After agent_rollout_run, and until the parameters change,
+ * it holds the encoder's states of the run's instances: a training pass on
+ * it with agent_type_traj.enc_cached = 1 reuses them. */
+agent_net_ws *agent_rollout_ws(agent_rollout *r);
+
 /* The TYPE phase of the last run as played: per step t and episode b the
  * action (-1: none), the mask [K] and the policy's probabilities [K]
  * (row t * B + b); *K receives the padded candidate count, *T the steps. */

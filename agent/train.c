@@ -682,7 +682,12 @@ static int learn(agent_trainer *t, const tr_step *st, tr_loss *loss, char *err, 
     nn_params_zero_grad(t->p);
     agent_loss_stats ls = {.pg = 0, .entropy = 0, .decisions = 0};
     float scale = 1.0f / (float)st->Bg;
-    if (agent_net_type_loss(t->ws, t->p, tt, (float)st->beta, scale, &ls, err, errlen)) return -1;
+    /* on the rollout's workspace: its encoder states are those of these
+     * parameters (nothing changed them since play), so the pass skips the
+     * encoder's forward */
+    tt->enc_cached = 1;
+    if (agent_net_type_loss(agent_rollout_ws(t->ro), t->p, tt, (float)st->beta, scale, &ls, err, errlen))
+        return -1;
     if (nt->N > 0 && agent_net_node_loss(t->ws, t->p, nt, (float)st->beta, scale, 4096, &ls, err, errlen))
         return -1;
     agent_ranks_sum_f(t->ranks, t->p->grads, t->p->total);

@@ -6,6 +6,7 @@
  *                [--request-deadline-ms N] [--idle-timeout-s N]
  *                [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]
  *                [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]
+ *                [--max-k8s-body-mb N] [--catalogue FILE]
  *                [--state FILE]
  *
  * Starts service/server on HOST:PORT (default 127.0.0.1:7878; port 0 picks
@@ -60,19 +61,25 @@
     "                    [--request-deadline-ms N] [--idle-timeout-s N]\n"                 \
     "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
     "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
+    "                    [--max-k8s-body-mb N] [--catalogue FILE]\n"                      \
     "                    [--state FILE] [--max-cluster-nodes N]\n"                          \
     "\n"                                                                                    \
+    "  --catalogue FILE          instance types and GPU products the extender types\n"    \
+    "                            nodes by (configs/catalogue/instances.yaml)\n"            \
     "  --state FILE              SQLite file keeping the registered jobs, their fixed\n"   \
     "                            plans and the units they take, across restarts and\n"   \
     "                            replicas (docs/serve.md); default: in memory only\n"     \
     "  --max-cluster-nodes N     nodes PUT /v1/cluster accepts (default 4096)\n"          \
+    "\n"                                                                                    \
     "limits (docs/reliability.md):\n"                                                       \
     "  --threads N               requests computing at once (default: the CPUs)\n"         \
     "  --max-conns N             connections at once, all clients (default 512)\n"         \
     "  --max-conns-per-ip N      connections at once from one address (default 64)\n"      \
     "  --request-deadline-ms N   headers + body of one request, however slow (10000)\n"    \
     "  --idle-timeout-s N        a silent connection is closed after N s (default 10)\n"   \
-    "  --max-body-memory-mb N    request bodies held at once, all connections (64)\n"      \
+    "  --max-body-memory-mb N    request bodies held at once, all connections (160)\n"     \
+    "  --max-k8s-body-mb N       one /k8s/filter or /k8s/prioritize body (96: the Nodes\n"  \
+    "                            form of 5,000 nodes); other bodies: 1 MiB\n"             \
     "  --shutdown-ms N           SIGTERM to exit, whatever runs (default 25000)\n"         \
     "  --request-cpu-ms N        time one decision may take, whatever it asks; 0: none\n"  \
     "                            (default 5000)\n"                                         \
@@ -189,8 +196,10 @@ int cmd_serve(int argc, char **argv) {
         {"request-cpu-ms", required_argument, 0, 'U'},
         {"request-mem-mb", required_argument, 0, 'R'},
         {"jobs-max-mb", required_argument, 0, 'J'},
+        {"max-k8s-body-mb", required_argument, 0, 'K'},
+        {"catalogue", required_argument, 0, 'c'},
         {"state", required_argument, 0, 'F'},
-        {"max-cluster-nodes", required_argument, 0, 'K'},
+        {"max-cluster-nodes", required_argument, 0, 'O'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -203,9 +212,11 @@ int cmd_serve(int argc, char **argv) {
     cfg.threads = cpus > 0 ? (int)(cpus < 64 ? cpus : 64) : 2;
     const char *token_file = NULL;
     int shutdown_ms = SERVE_SHUTDOWN_MS;
+    int k8s_body_set = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:F:K:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:qh", opts,
+                            NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
         case 'l': cfg.listen = optarg; break;
@@ -263,8 +274,14 @@ int cmd_serve(int argc, char **argv) {
             if (cli_parse_int("--jobs-max-mb", optarg, 0, 1 << 20, &n)) return CLI_USAGE;
             cfg.jobs_max_bytes = (size_t)n << 20;
             break;
-        case 'F': cfg.state_path = optarg; break;
         case 'K':
+            if (cli_parse_int("--max-k8s-body-mb", optarg, 1, 4096, &n)) return CLI_USAGE;
+            cfg.max_k8s_body = (size_t)n << 20;
+            k8s_body_set = 1;
+            break;
+        case 'c': cfg.catalogue_path = optarg; break;
+        case 'F': cfg.state_path = optarg; break;
+        case 'O':
             if (cli_parse_int("--max-cluster-nodes", optarg, 1, MODEL_MAX_NODES, &n))
                 return CLI_USAGE;
             cfg.max_cluster_nodes = (int)n;
@@ -276,6 +293,15 @@ int cmd_serve(int argc, char **argv) {
     }
     if (optind != argc) {
         fprintf(stderr, SERVE_USAGE);
+        return CLI_USAGE;
+    }
+    /* A smaller body budget lowers the default Nodes-form limit with it; an
+     * explicit --max-k8s-body-mb over the budget could never be held. */
+    if (!k8s_body_set && cfg.max_k8s_body > cfg.body_budget) cfg.max_k8s_body = cfg.body_budget;
+    if (cfg.max_k8s_body > cfg.body_budget) {
+        fprintf(stderr, "strata serve: --max-k8s-body-mb %zu is over --max-body-memory-mb %zu: "
+                "no Nodes-form call that large could be held\n", cfg.max_k8s_body >> 20,
+                cfg.body_budget >> 20);
         return CLI_USAGE;
     }
     char *token = NULL;

@@ -22,6 +22,7 @@
 #include "env/gym.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,9 +108,17 @@ void gym_opts_default(gym_opts *opts) {
 
 /* ---- checking the instance ---------------------------------------------- */
 
-static int bad_num(double x, double lo, int lo_open, char *err, size_t errlen,
-                   const char *what) {
+/* bad_num returns 0 when x is finite and above lo (strictly when
+ * lo_open), else 1 with a message naming the field, printf-formatted from
+ * fmt: formatted only then, since every gym_create checks every figure. */
+__attribute__((format(printf, 6, 7)))
+static int bad_num(double x, double lo, int lo_open, char *err, size_t errlen, const char *fmt, ...) {
     if (isfinite(x) && (lo_open ? x > lo : x >= lo)) return 0;
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
     snprintf(err, errlen, "%s: must be a finite number %s %g, got %g", what,
              lo_open ? ">" : ">=", lo, x);
     return 1;
@@ -117,7 +126,6 @@ static int bad_num(double x, double lo, int lo_open, char *err, size_t errlen,
 
 static int check_instance(const model_job *job, const model_cluster *cl,
                           char *err, size_t errlen) {
-    char what[160];
     if (!job || !cl) {
         snprintf(err, errlen, "gym: job and cluster are required");
         return -1;
@@ -139,16 +147,14 @@ static int check_instance(const model_job *job, const model_cluster *cl,
     }
     if (job->curve.fitted)
         for (int i = 0; i < 4; i++) {
-            snprintf(what, sizeof what, "job.curve.th[%d]", i);
-            if (bad_num(job->curve.th[i], 0, 0, err, errlen, what)) return -1;
+            if (bad_num(job->curve.th[i], 0, 0, err, errlen, "job.curve.th[%d]", i)) return -1;
         }
     for (int l = 0; l < job->n_layers; l++) {
         const model_layer *ly = &job->layers[l];
         const double v[5] = {ly->flops, ly->io, ly->act, ly->params, ly->mem};
         const char *k[5] = {"flops", "io", "act", "params", "mem"};
         for (int i = 0; i < 5; i++) {
-            snprintf(what, sizeof what, "job.layers[%d].%s", l, k[i]);
-            if (bad_num(v[i], 0, 0, err, errlen, what)) return -1;
+            if (bad_num(v[i], 0, 0, err, errlen, "job.layers[%d].%s", l, k[i])) return -1;
         }
     }
     if (cl->n_types < 1 || cl->n_types > MODEL_MAX_TYPES || !cl->types) {
@@ -161,8 +167,7 @@ static int check_instance(const model_job *job, const model_cluster *cl,
         const double v[5] = {ty->flops, ty->io_bw, ty->net_bw, ty->mem, ty->price};
         const char *k[5] = {"flops", "io_bw", "net_bw", "mem", "price"};
         for (int i = 0; i < 5; i++) {
-            snprintf(what, sizeof what, "cluster.types[%d].%s", t, k[i]);
-            if (bad_num(v[i], 0, i < 3, err, errlen, what)) return -1;
+            if (bad_num(v[i], 0, i < 3, err, errlen, "cluster.types[%d].%s", t, k[i])) return -1;
         }
         if (ty->count < 0) {
             snprintf(err, errlen, "cluster.types[%d].count: must be >= 0, got %d", t,
@@ -194,12 +199,9 @@ static int check_instance(const model_job *job, const model_cluster *cl,
                      n, nd->units, nd->ps_slots);
             return -1;
         }
-        snprintf(what, sizeof what, "cluster.nodes[%d].bw", n);
-        if (bad_num(nd->bw, 0, 1, err, errlen, what)) return -1;
-        snprintf(what, sizeof what, "cluster.nodes[%d].latency", n);
-        if (bad_num(nd->latency, 0, 0, err, errlen, what)) return -1;
-        snprintf(what, sizeof what, "cluster.nodes[%d].loss", n);
-        if (bad_num(nd->loss, 0, 0, err, errlen, what)) return -1;
+        if (bad_num(nd->bw, 0, 1, err, errlen, "cluster.nodes[%d].bw", n)) return -1;
+        if (bad_num(nd->latency, 0, 0, err, errlen, "cluster.nodes[%d].latency", n)) return -1;
+        if (bad_num(nd->loss, 0, 0, err, errlen, "cluster.nodes[%d].loss", n)) return -1;
         if (nd->loss >= 1.0) {
             snprintf(err, errlen, "cluster.nodes[%d].loss: must be in [0,1), got %g", n,
                      nd->loss);

@@ -250,7 +250,7 @@ static const char *label(json_t *labels, const char *key) {
 
 static const imp_entry *lookup(const imp_catalogue *cat, const char *value, int by_gpu,
                                int is_gpu) {
-    if (!value) return NULL;
+    if (!value || !cat) return NULL;
     for (int i = 0; i < cat->n; i++) {
         const imp_entry *e = &cat->entries[i];
         if (e->by_gpu != by_gpu || e->type.is_gpu != is_gpu) continue;
@@ -258,6 +258,72 @@ static const imp_entry *lookup(const imp_catalogue *cat, const char *value, int 
             if (!strcmp(e->match[j], value)) return e;
     }
     return NULL;
+}
+
+const imp_entry *imp_catalogue_match(const imp_catalogue *cat, const imp_node_facts *f) {
+    const imp_entry *e = lookup(cat, f->inst, 0, f->is_gpu);
+    if (!e && f->is_gpu) e = lookup(cat, f->prod, 1, 1);
+    return e;
+}
+
+int imp_cpu_units(double cpus, double unit_cpus) {
+    if (!(cpus > 0) || !(unit_cpus > 0)) return 0;
+    double u = ceil(cpus / unit_cpus - 0.5);
+    return u > 1e6 ? 1000000 : (int)u;
+}
+
+/* Reads allocatable[key] as a quantity into *out: 1 when read, 0 when
+ * absent, -1 when present but not a quantity (text[len] gets what it was). */
+static int alloc_quantity(const json_t *alloc, const char *key, double *out, char *text,
+                          size_t len) {
+    const json_t *v = json_object_get(alloc, key);
+    if (!v) return 0;
+    if (json_is_number(v)) {
+        double x = json_number_value(v);
+        snprintf(text, len, "%g", x);
+        if (!isfinite(x) || x < 0) return -1;
+        *out = x;
+        return 1;
+    }
+    const char *t = json_string_value(v);
+    snprintf(text, len, "%.60s", t ? t : "(not a string)");
+    return t && !imp_quantity(t, out) ? 1 : -1;
+}
+
+int imp_node_read(const json_t *node, imp_node_facts *f, char *why, size_t whylen) {
+    memset(f, 0, sizeof *f);
+    f->cpus = -1.0;
+    json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
+    const json_t *alloc = json_object_get(json_object_get(node, "status"), "allocatable");
+    f->inst_key = "node.kubernetes.io/instance-type";
+    f->inst = label(labels, f->inst_key);
+    if (!f->inst) {
+        f->inst_key = "beta.kubernetes.io/instance-type";
+        f->inst = label(labels, f->inst_key);
+    }
+    f->prod_key = "cloud.google.com/gke-accelerator";
+    f->prod = label(labels, f->prod_key);
+    if (!f->prod) {
+        f->prod_key = "nvidia.com/gpu.product";
+        f->prod = label(labels, f->prod_key);
+    }
+    f->zone = label(labels, "topology.kubernetes.io/zone");
+    if (!f->zone) f->zone = label(labels, "failure-domain.beta.kubernetes.io/zone");
+    char text[64];
+    const char *gkey = "nvidia.com/gpu";
+    int r = alloc_quantity(alloc, gkey, &f->gpus, text, sizeof text);
+    if (r == 0) r = alloc_quantity(alloc, gkey = "amd.com/gpu", &f->gpus, text, sizeof text);
+    if (r < 0 || (r > 0 && (f->gpus != floor(f->gpus) || f->gpus > 1e6))) {
+        snprintf(why, whylen, "allocatable %s '%s' is not a whole number of GPUs", gkey, text);
+        return -1;
+    }
+    f->is_gpu = f->gpus >= 1.0;
+    r = alloc_quantity(alloc, "cpu", &f->cpus, text, sizeof text);
+    if (r < 0) {
+        snprintf(why, whylen, "allocatable cpu '%s' is not a quantity", text);
+        return -1;
+    }
+    return 0;
 }
 
 /* find_or_add returns the index of a type named name in r, adding one
@@ -345,33 +411,17 @@ imp_result *imp_nodes_import(const char *path, const imp_catalogue *cat, int all
         if (!name || !*name) FAIL("%s: items[%zu]: no metadata.name", path, i);
         if (strlen(name) >= MODEL_NAME_MAX)
             FAIL("%s: node %s: name longer than %d characters", path, name, MODEL_NAME_MAX - 1);
-        json_t *labels = json_object_get(meta, "labels");
-        json_t *alloc = json_object_get(json_object_get(node, "status"), "allocatable");
-        if (!json_is_object(alloc)) FAIL("%s: node %s: no status.allocatable", path, name);
-        const char *gpu_q = json_string_value(json_object_get(alloc, "nvidia.com/gpu"));
-        const char *cpu_q = json_string_value(json_object_get(alloc, "cpu"));
-        double gpus = 0.0, cpus = 0.0;
-        if (gpu_q && (imp_quantity(gpu_q, &gpus) || gpus != floor(gpus) || gpus > 1e6))
-            FAIL("%s: node %s: allocatable nvidia.com/gpu '%s' is not a whole number of GPUs",
-                 path, name, gpu_q);
-        int is_gpu = gpus >= 1.0;
-        if (!is_gpu && (!cpu_q || imp_quantity(cpu_q, &cpus)))
-            FAIL("%s: node %s: allocatable cpu %s%s%s is not a quantity", path, name,
-                 cpu_q ? "'" : "", cpu_q ? cpu_q : "(missing)", cpu_q ? "'" : "");
-        const char *inst = label(labels, "node.kubernetes.io/instance-type");
-        const char *inst_key = "node.kubernetes.io/instance-type";
-        if (!inst) {
-            inst = label(labels, "beta.kubernetes.io/instance-type");
-            inst_key = "beta.kubernetes.io/instance-type";
-        }
-        const char *prod = label(labels, "cloud.google.com/gke-accelerator");
-        const char *prod_key = "cloud.google.com/gke-accelerator";
-        if (!prod) {
-            prod = label(labels, "nvidia.com/gpu.product");
-            prod_key = "nvidia.com/gpu.product";
-        }
-        const imp_entry *e = lookup(cat, inst, 0, is_gpu);
-        if (!e && is_gpu) e = lookup(cat, prod, 1, 1);
+        imp_node_facts nf;
+        if (!json_is_object(json_object_get(json_object_get(node, "status"), "allocatable")))
+            FAIL("%s: node %s: no status.allocatable", path, name);
+        if (imp_node_read(node, &nf, why, sizeof why)) FAIL("%s: node %s: %s", path, name, why);
+        int is_gpu = nf.is_gpu;
+        double gpus = nf.gpus, cpus = nf.cpus;
+        if (!is_gpu && cpus < 0)
+            FAIL("%s: node %s: allocatable cpu (missing) is not a quantity", path, name);
+        const char *inst = nf.inst, *inst_key = nf.inst_key;
+        const char *prod = nf.prod, *prod_key = nf.prod_key;
+        const imp_entry *e = imp_catalogue_match(cat, &nf);
         int t;
         double per_unit = e && !is_gpu ? e->unit_cpus : 1.0;
         if (e) {
@@ -414,13 +464,11 @@ imp_result *imp_nodes_import(const char *path, const imp_catalogue *cat, int all
         for (int k = 0; k < r->cl.n_nodes - 1; k++)
             if (!strcmp(r->cl.nodes[k].name, name)) FAIL("%s: node %s: listed twice", path, name);
         nd->type = t;
-        nd->units = is_gpu ? (int)gpus : (int)ceil(cpus / per_unit - 0.5);
-        if (nd->units < 0) nd->units = 0;
+        nd->units = is_gpu ? (int)gpus : imp_cpu_units(cpus, per_unit);
         nd->ps_slots = e ? e->ps_slots : 1;
         nd->bw = e ? e->node_bw : 1.25e9;
         r->cl.types[t].count += nd->units;
-        const char *zone = label(labels, "topology.kubernetes.io/zone");
-        if (!zone) zone = label(labels, "failure-domain.beta.kubernetes.io/zone");
+        const char *zone = nf.zone;
         if (zoned < 0) {
             zoned = zone != NULL;
             snprintf(first_name, sizeof first_name, "%s", name);

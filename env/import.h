@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "env/model.h"
 
 #define IMP_NOTE_MAX 512
@@ -62,6 +64,36 @@ void imp_catalogue_free(imp_catalogue *cat);
  * "2k", "1Gi", "1.5", "1e3") into *out. Returns 0, or -1 when text is not
  * a quantity (or is negative, NaN or out of range). */
 int imp_quantity(const char *text, double *out);
+
+/* What a Node object says of itself, as clusters write it: the one reader
+ * of node facts, shared by `strata import-nodes` and the scheduler
+ * extender (service/k8s.c). Strings point into the node object. */
+typedef struct {
+    const char *inst, *inst_key; /* instance-type label and its key, or NULL */
+    const char *prod, *prod_key; /* GPU product label (GKE, then NVIDIA GFD), or NULL */
+    const char *zone;            /* topology (else failure-domain) zone label, or NULL */
+    double gpus;                 /* allocatable nvidia.com/gpu (else amd.com/gpu), whole; 0 */
+    double cpus;                 /* allocatable cpu; -1 when absent */
+    int is_gpu;                  /* gpus >= 1 */
+} imp_node_facts;
+
+/* imp_node_read reads node (a v1 Node object) into *f. Quantities are read
+ * as Kubernetes writes them ("2", "2k", "95500m", "1e3"), as JSON strings
+ * or numbers. Returns 0, or -1 with why (naming the resource and its text)
+ * when an allocatable GPU count is not a whole quantity or the cpu is not a
+ * quantity. */
+int imp_node_read(const json_t *node, imp_node_facts *f, char *why, size_t whylen);
+
+/* imp_catalogue_match returns the catalogue entry that types a node: a GPU
+ * node by its instance type among the `by: instance` GPU entries, then by
+ * its GPU product; a CPU node by its instance type among the CPU entries.
+ * NULL when none does (cat may be NULL). */
+const imp_entry *imp_catalogue_match(const imp_catalogue *cat, const imp_node_facts *f);
+
+/* imp_cpu_units is a CPU node's units: cpus / unit_cpus to the nearest
+ * whole number, ties down (the kubelet reserves a fraction of a core), and
+ * never below 0. */
+int imp_cpu_units(double cpus, double unit_cpus);
 
 /* The result of an import: a cluster (types, zones, nodes; count is the
  * sum of the nodes' units) and a comment per type saying where its figures

@@ -80,6 +80,12 @@ static void gemm_f(int ta, int tb, int M, int N, int K, float alpha, const float
                 A, lda, B, ldb, beta, C, ldc);
 }
 
+void nn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+             float beta, float *C, int ldc)
+{
+    gemm_f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 static void gemm_d(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,
                    const double *B, int ldb, double beta, double *C, int ldc)
 {

@@ -97,6 +97,9 @@ void nn_layernorm_backward_d(double *din, double *dg, double *db, const double *
  * t >= len[b] its state is carried unchanged (h_t = h_{t-1}, c_t = c_{t-1}),
  * so h[T-1], c[T-1] are every instance's final state and padded steps get
  * no gradient. len NULL: all T. h0, c0 NULL: zeros.
+ * x NULL: act already holds the input part x_t w_ih^T of every step on
+ * entry (the caller computed it, e.g. from a projection shared by several
+ * rows); w_ih and In are then unused.
  * Saved for backward: h, c, act (gate activations), tc = tanh(c). */
 void nn_lstm_forward(float *h /*[T,B,H]*/, float *c /*[T,B,H]*/, float *act /*[T,B,4H]*/,
                      float *tc /*[T,B,H]*/, const float *x /*[T,B,In]*/, const float *h0 /*[B,H] or NULL*/,
@@ -110,7 +113,10 @@ void nn_lstm_forward_d(double *h, double *c, double *act, double *tc, const doub
 size_t nn_lstm_work_size(int T, int B, int H);
 /* dh: gradient of the loss w.r.t. every h_t (NULL = none); dcT: w.r.t. the
  * final cell state c[T-1] (NULL = none). The final hidden state is h[T-1],
- * so its gradient goes into dh's last step. */
+ * so its gradient goes into dh's last step.
+ * x NULL (the forward was given the input part in act): dx and dw_ih are
+ * not touched, db still accumulates, and the gate gradients dgates[T,B,4H]
+ * are left at the start of work for the caller's own input products. */
 void nn_lstm_backward(float *dx /*[T,B,In] or NULL*/, float *dh0 /*[B,H] or NULL*/,
                       float *dc0 /*[B,H] or NULL*/, float *dw_ih /*[4H,In]*/, float *dw_hh /*[4H,H]*/,
                       float *db /*[4H]*/, float *work /*[nn_lstm_work_size]*/,
@@ -202,6 +208,14 @@ int nn_sample(int *action /*[N]*/, const float *probs /*[N,K]*/, const uint8_t *
 /* Greedy: the real entry of largest value (first on ties), -1 if none. */
 int nn_argmax(int *action /*[N]*/, const float *values /*[N,K]*/, const uint8_t *mask /*[N,K] or NULL*/,
               int N, int K);
+
+/* ---- a product over sub-matrices ----
+ * C[M,N] = alpha op(A) op(B) + beta C, row-major with leading dimensions
+ * (op: transpose when ta / tb is 1), for what nn_dense cannot express,
+ * e.g. a column block of a weight matrix. The same routine as every float
+ * kernel here: traced, one-row products through sgemv. */
+void nn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A /*[op: M,K]*/, int lda,
+             const float *B /*[op: K,N]*/, int ldb, float beta, float *C /*[M,N]*/, int ldc);
 
 /* ---- GEMM trace (benchmarks) ----
  * Between nn_gemm_trace_begin(t) and nn_gemm_trace_end(), every float GEMM

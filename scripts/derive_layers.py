@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """derive_layers.py -- per-layer figures of the shipped models, from their architectures.
 
-Writes configs/models/<model>.yaml for the five shipped jobs (ctr-dlrm,
-resnet50, vgg16, bert-base, gpt2-small). Each architecture is described
-below op by op (convolutions, linear layers, attention, embedding bags);
+Writes configs/models/<model>.yaml for the three shipped jobs torchvision
+does not have (ctr-dlrm, bert-base, gpt2-small); resnet50 and vgg16 are
+profiled from torchvision by scripts/strata-profile (scripts/profile_models.sh),
+with the same figure definitions. Each architecture is described
+below op by op (linear layers, attention, embedding bags);
 the ops are grouped into schedulable layers, and for every layer the
 script derives the per-sample figures of the cost model (docs/data.md):
 
@@ -45,9 +47,6 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 F32 = 4  # bytes per fp32 value
 ADAM = 16  # bytes per dense parameter: weight, gradient, two Adam moments (fp32)
 
-IMAGENET_TRAIN = 1281167  # ILSVRC-2012 training images
-IMAGENET_INPUT = 224 * 224 * 3  # bytes: one decoded 224x224 RGB crop, uint8
-
 
 class Layer:
     """One schedulable layer: per-sample figures (params and mem per step/replica)."""
@@ -88,114 +87,6 @@ def near(what, got, want, tol, ref="published"):
         sys.exit("derive_layers: %s is %.6g, %s %.6g (off by %.2f%%, tolerance %.1f%%)"
                  % (what, got, ref, want, 100 * err, 100 * tol))
     return "%s %.4g (%s %.4g, %+.2f%%)" % (what, got, ref, want, 100 * (got - want) / want)
-
-
-# --------------------------------------------------------------------------
-# CNN building blocks. Feature maps are (C, H, W); fp32.
-
-
-def conv_out(h, k, stride, pad):
-    return (h + 2 * pad - k) // stride + 1
-
-
-class Cnn:
-    """Walks a CNN op by op, adding MACs, params and kept activations to the current layer."""
-
-    def __init__(self, c, h):
-        self.c, self.h = c, h
-        self.layer = None
-
-    def conv(self, cout, k, stride=1, pad=0, bias=False, bn=True, c_in=None, h_in=None):
-        cin = self.c if c_in is None else c_in
-        hin = self.h if h_in is None else h_in
-        ho = conv_out(hin, k, stride, pad)
-        L = self.layer
-        L.macs += ho * ho * cout * cin * k * k
-        L.dense += cin * cout * k * k + (cout if bias else 0) + (2 * cout if bn else 0)
-        # kept: the conv output (for BN / ReLU backward) and, with BN, its output
-        L.saved += (2 if bn else 1) * cout * ho * ho * F32
-        return cout, ho
-
-    def pool(self, k, stride, pad=0):
-        self.h = conv_out(self.h, k, stride, pad)
-        self.layer.saved += self.c * self.h * self.h * F32
-
-    def fc(self, cin, cout):
-        L = self.layer
-        L.macs += cin * cout
-        L.dense += cin * cout + cout
-        L.saved += cout * F32
-        return cout
-
-
-def resnet50():
-    """torchvision resnet50 (v1.5: stride on the 3x3 conv), 224x224 input."""
-    layers = []
-    net = Cnn(3, 224)
-    L = net.layer = Layer("stem")
-    L.io = IMAGENET_INPUT
-    L.saved += 3 * 224 * 224 * F32  # the input, kept for conv1's weight gradient
-    net.c, net.h = net.conv(64, 7, 2, 3)
-    net.pool(3, 2, 1)
-    L.act = net.c * net.h * net.h * F32
-    layers.append(L)
-    blocks = [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]
-    for si, (planes, n, stride) in enumerate(blocks):
-        for b in range(n):
-            L = net.layer = Layer("layer%d.%d" % (si + 1, b))
-            s = stride if b == 0 else 1
-            cin, hin = net.c, net.h
-            c, h = net.conv(planes, 1)
-            c, h = net.conv(planes, 3, s, 1, c_in=c, h_in=h)
-            c, h = net.conv(planes * 4, 1, c_in=c, h_in=h)
-            if b == 0:  # downsample branch
-                net.conv(planes * 4, 1, s, c_in=cin, h_in=hin)
-            L.saved += c * h * h * F32  # the residual sum
-            net.c, net.h = c, h
-            L.act = c * h * h * F32
-            layers.append(L)
-    L = net.layer = Layer("head")  # global average pool + fc
-    L.saved += net.c * F32
-    net.fc(net.c, 1000)
-    L.act = 1000 * F32
-    layers.append(L)
-    params = sum(l.dense for l in layers)
-    macs = sum(l.macs for l in layers)
-    checks = [near("params", params, 25557032, 0.01),  # torchvision resnet50 weights card
-              near("forward MACs", macs, 4.09e9, 0.03)]  # torchvision: 4.09 GFLOPS (MACs)
-    return layers, checks
-
-
-def vgg16():
-    """torchvision vgg16 (configuration D, no BN), 224x224 input; pools folded into the conv before."""
-    cfg = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
-    layers = []
-    net = Cnn(3, 224)
-    i = 0
-    for j, v in enumerate(cfg):
-        if v == "M":
-            continue
-        i += 1
-        L = net.layer = Layer("conv%d" % i)
-        if i == 1:
-            L.io = IMAGENET_INPUT
-            L.saved += 3 * 224 * 224 * F32
-        net.c, net.h = net.conv(v, 3, 1, 1, bias=True, bn=False)
-        if j + 1 < len(cfg) and cfg[j + 1] == "M":
-            net.pool(2, 2)
-        L.act = net.c * net.h * net.h * F32
-        layers.append(L)
-    n = net.c * net.h * net.h  # 512 x 7 x 7 = 25088
-    for i, (cin, cout) in enumerate([(n, 4096), (4096, 4096), (4096, 1000)]):
-        L = net.layer = Layer("fc%d" % (i + 6))
-        net.fc(cin, cout)
-        L.act = cout * F32
-        layers.append(L)
-    params = sum(l.dense for l in layers)
-    macs = sum(l.macs for l in layers)
-    checks = [near("params", params, 138357544, 0.01),  # torchvision vgg16 weights card
-              near("forward MACs", macs, 15.47e9, 0.03)]  # torchvision: 15.47 GFLOPS (MACs)
-    return layers, checks
 
 
 # --------------------------------------------------------------------------
@@ -405,25 +296,6 @@ JOBS = [
                "logs (4,373,472,329 / 24); min_throughput = that day retrained in about 76 min",
     },
     {
-        "file": "resnet50", "name": "resnet50", "build": resnet50,
-        "batch": 64,
-        "samples": 90 * IMAGENET_TRAIN,
-        "min_throughput": 2200,
-        "what": "torchvision ResNet-50 v1.5, ImageNet 224x224, fp32; stem, 16 bottleneck blocks, head",
-        "why": "batch 64 images per GPU (fp32); samples = 90 epochs of ImageNet-1k; "
-               "min_throughput 2200 images/s (90 epochs in ~15 h)",
-    },
-    {
-        "file": "vgg16", "name": "vgg16", "build": vgg16,
-        "batch": 64,
-        "samples": 90 * IMAGENET_TRAIN,
-        "min_throughput": 400,
-        "what": "torchvision VGG-16 (configuration D), ImageNet 224x224, fp32; 13 conv "
-                "(max-pools folded into the conv before) + 3 fc",
-        "why": "batch 64 images per GPU (fp32); samples = 90 epochs of ImageNet-1k; "
-               "min_throughput 400 images/s (90 epochs in ~80 h)",
-    },
-    {
         "file": "bert-base", "name": "bert-base", "build": bert_base,
         "batch": 32,
         "samples": 900000 * 256,
@@ -444,6 +316,11 @@ JOBS = [
                "reproduction on FineWeb) / 1024; min_throughput 50 sequences/s (51k tokens/s)",
     },
 ]
+
+
+# The order of the --check table: every shipped model, those written here
+# and those scripts/strata-profile writes from torchvision.
+CHECK_ORDER = ["ctr-dlrm", "resnet50", "vgg16", "bert-base", "gpt2-small"]
 
 
 # --------------------------------------------------------------------------
@@ -495,7 +372,7 @@ def render(job, layers, checks):
 def build_all(write):
     for job in JOBS:
         b = job["build"]
-        layers, checks = b() if b in (resnet50, vgg16) else b(job["batch"])
+        layers, checks = b(job["batch"])
         text = render(job, layers, checks)
         path = os.path.join(ROOT, "configs", "models", job["file"] + ".yaml")
         if write:
@@ -743,7 +620,7 @@ def describe(job, types, assign):
 
 
 def check(cluster_paths):
-    models = [os.path.join(ROOT, "configs", "models", j["file"] + ".yaml") for j in JOBS]
+    models = [os.path.join(ROOT, "configs", "models", f + ".yaml") for f in CHECK_ORDER]
     for cp in cluster_paths:
         types = load_cluster(cp)
         print("## %s" % os.path.relpath(cp, ROOT))

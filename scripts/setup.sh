@@ -22,7 +22,7 @@ PACKAGES=(
   libglpk-dev                # ILP for the exact solver
   libopenmpi-dev openmpi-bin # training across machines
   python3 python3-numpy python3-h5py python3-torch  # reference tests
-  python3-torchvision        # scripts/strata-profile, scripts/torch_models.py: torchvision models to profile and time
+  python3-torchvision        # scripts/strata-profile (tests/test_profile.sh), scripts/torch_models.py: torchvision models to profile and time
   python3-kubernetes         # tests/kube_nodes.py, kube_extender.py: Node and Pod objects
   python3-jsonschema python3-yaml  # tests/manifest_schema.py: strata manifest vs the CRDs' schemas
   gnuplot-nox                # plots of strata eval

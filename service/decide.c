@@ -42,6 +42,7 @@ int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, 
     o->samples = 1;
     o->seed = 1;
     o->placement = has_nodes ? PLACER_PLACE_POLICY : PLACER_PLACE_NONE;
+    o->fallback = 1;
     if (!options) return 0;
     if (!json_is_object(options)) {
         char d[96];
@@ -81,6 +82,7 @@ int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, 
     }
     o->seed = (uint64_t)seed;
     o->budget_ms = (long)budget;
+    if (decode) o->fallback = 0; /* what was asked for is answered */
     if (plan_method && strcmp(plan_method, "policy") != 0) {
         int m = solve_method_parse(plan_method);
         if (m < 0) {
@@ -92,6 +94,7 @@ int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, 
         }
         o->from_policy = 0;
         o->plan_method = (solve_method)m;
+        o->fallback = 0;
         if (decode || samples > 0) {
             snprintf(err, errlen, "options.%s: only when the policy plans (plan_method policy)",
                      decode ? "decode" : "samples");
@@ -135,6 +138,110 @@ void decide_result_free(decide_result *d) {
 
 #define DECIDE_MAX_TASKS (1 << 22) /* task_node buffers beyond this are refused */
 
+/* Plans with solver `method` and places by `placement` into d's buffers
+ * (sized for job; task_node grown to the plan's tasks). Returns RJ_OK
+ * (d->found 0 and d->why when no plan), RJ_BAD for a solver error, or
+ * RJ_NOMEM. */
+static int solve_and_place(const model_job *job, const model_cluster *cl, solve_method method,
+                           int placement, uint64_t seed, long budget, long cpu_ms,
+                           decide_result *d, char *err, size_t errlen) {
+    int L = job->n_layers;
+    d->found = 0;
+    d->why[0] = d->placement_by[0] = '\0';
+    d->final = d->plan;
+    solve_result *res = solve_result_create(L);
+    if (!res) {
+        snprintf(err, errlen, "out of memory");
+        return RJ_NOMEM;
+    }
+    solve_opts so;
+    solve_opts_default(&so);
+    so.method = method;
+    so.seed = seed;
+    so.budget_ms = budget > 0 ? budget : DECIDE_DEFAULT_SOLVE_BUDGET_MS;
+    if (cpu_ms > 0 && so.budget_ms > cpu_ms) so.budget_ms = cpu_ms;
+    int rc = solve_run(job, cl, &so, res);
+    d->stopped = res->stopped;
+    snprintf(d->plan_from, sizeof d->plan_from, "%s", solve_method_name(so.method));
+    if (rc == SOLVE_ERROR) {
+        snprintf(err, errlen, "plan_method %s: %s", solve_method_name(so.method), res->why);
+        solve_result_free(res);
+        return RJ_BAD;
+    }
+    if (rc != 0) {
+        snprintf(d->why, sizeof d->why, "plan_method %s found no feasible plan: %.900s",
+                 solve_method_name(so.method), res->why);
+        solve_result_free(res);
+        return 0;
+    }
+    memcpy(d->assign, res->assign, (size_t)L * sizeof *d->assign);
+    solve_result_free(res);
+    d->found = 1;
+    model_eval(job, cl, d->assign, d->plan);
+    if (placement == PLACER_PLACE_NONE || d->plan->reason != MODEL_FEASIBLE) return 0;
+    int tasks = place_task_count(d->plan);
+    if (tasks > DECIDE_MAX_TASKS) {
+        snprintf(d->why, sizeof d->why, "the plan has %d tasks, more than the daemon places (%d)",
+                 tasks, DECIDE_MAX_TASKS);
+        return 0;
+    }
+    if (tasks > d->task_cap) {
+        int *tn = realloc(d->task_node, (size_t)(tasks + 1) * sizeof *tn);
+        if (!tn) {
+            snprintf(err, errlen, "out of memory");
+            return RJ_NOMEM;
+        }
+        d->task_node = tn;
+        d->task_cap = tasks;
+    }
+    char msg[1024] = "";
+    int pr = placer_run(job, cl, d->plan, (placer_method)placement, seed, d->task_node,
+                        d->placed, msg, sizeof msg);
+    if (pr == PLACER_OK || pr == PLACER_SLOW) {
+        d->final = d->placed;
+        snprintf(d->placement_by, sizeof d->placement_by, "%s",
+                 placer_method_name((placer_method)placement));
+    } else {
+        snprintf(d->why, sizeof d->why, "placement %s: %.900s",
+                 placer_method_name((placer_method)placement), msg);
+    }
+    return 0;
+}
+
+/* Whether a decision is one to act on: a plan that keeps the target and,
+ * when placing was asked, is placed. */
+static int decision_ok(const decide_result *d, int place) {
+    return d->found && !d->why[0] && d->final->reason == MODEL_FEASIBLE &&
+           (!place || d->final->placed || d->placement_by[0]);
+}
+
+/* The policy's decode into d (greedy or sampled, by ao). Returns RJ_OK or
+ * RJ_BAD with err. */
+static int policy_decode(const model_job *job, const model_cluster *cl,
+                         const agent_decode_opts *ao, const pslot_entry *pol, int place,
+                         decide_result *d, char *err, size_t errlen) {
+    agent_decode_result res = {d->assign, place ? d->task_node : NULL, d->plan, 0, 0, 0};
+    char msg[1024] = "";
+    d->found = 0;
+    d->why[0] = d->placement_by[0] = '\0';
+    d->final = d->plan;
+    int rc = agent_policy_decode(pol->policy, job, cl, ao, &res, msg, sizeof msg);
+    if (rc < 0) {
+        snprintf(err, errlen, "options: %s", msg);
+        return RJ_BAD;
+    }
+    d->samples_used = res.samples_used;
+    d->stopped = res.stopped;
+    d->cancelled = res.cancelled;
+    snprintf(d->plan_from, sizeof d->plan_from, "policy");
+    if (place && d->plan->placed)
+        snprintf(d->placement_by, sizeof d->placement_by, "%s",
+                 placer_placement_name(ao->placement));
+    d->found = d->plan->n_stages > 0;
+    if (!d->found) snprintf(d->why, sizeof d->why, "%s", d->plan->why);
+    return 0;
+}
+
 int decide_run(const model_job *job, const model_cluster *cl, const decide_opts *o,
                const pslot_entry *pol, decide_result *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
@@ -173,81 +280,61 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
         return RJ_NOMEM;
     }
     d->final = d->plan;
+    int place = o->placement != PLACER_PLACE_NONE;
+    /* The fallback's placer: the one asked for, zone for the policy's own. */
+    int placer = o->placement == PLACER_PLACE_POLICY ? PLACER_ZONE : o->placement;
+    char first[700];
     if (o->from_policy) {
-        int place = o->placement != PLACER_PLACE_NONE;
-        agent_decode_result res = {d->assign, place ? d->task_node : NULL, d->plan, 0, 0, 0};
-        char msg[1024] = "";
-        int rc = agent_policy_decode(pol->policy, job, cl, &ao, &res, msg, sizeof msg);
-        if (rc < 0) {
-            snprintf(err, errlen, "options: %s", msg);
-            return RJ_BAD;
+        int rc = policy_decode(job, cl, &ao, pol, place, d, err, errlen);
+        if (rc || !o->fallback || o->decode != AGENT_DECODE_GREEDY || decision_ok(d, place) ||
+            d->cancelled)
+            return rc;
+        /* The greedy decode found no plan to act on: sample, then the exact
+         * solver, and say so in plan_from. */
+        snprintf(first, sizeof first, "%.690s", d->why[0] ? d->why : d->final->why);
+        agent_decode_opts so = ao;
+        so.decode = AGENT_DECODE_SAMPLE;
+        so.samples = DECIDE_FALLBACK_SAMPLES;
+        if (!o->mem_bytes || agent_policy_decode_bytes(job, cl, &so) <= o->mem_bytes) {
+            rc = policy_decode(job, cl, &so, pol, place, d, err, errlen);
+            if (rc) return rc;
+            if (decision_ok(d, place)) {
+                snprintf(d->plan_from, sizeof d->plan_from, "policy sample (greedy decode "
+                         "infeasible)");
+                return 0;
+            }
+            if (d->cancelled) return 0;
         }
-        d->samples_used = res.samples_used;
-        d->stopped = res.stopped;
-        d->cancelled = res.cancelled;
-        snprintf(d->plan_from, sizeof d->plan_from, "policy");
-        if (place && d->plan->placed)
-            snprintf(d->placement_by, sizeof d->placement_by, "%s",
-                     placer_placement_name(o->placement));
-        d->found = d->plan->n_stages > 0;
-        if (!d->found) snprintf(d->why, sizeof d->why, "%s", d->plan->why);
+        rc = solve_and_place(job, cl, SOLVE_EXACT, placer, o->seed, budget, o->cpu_ms, d, err,
+                             errlen);
+        if (rc) return rc;
+        if (decision_ok(d, place)) {
+            snprintf(d->plan_from, sizeof d->plan_from, "exact (greedy decode infeasible)");
+            return 0;
+        }
+        /* Nothing better: the greedy decode's answer, with what was tried. */
+        rc = policy_decode(job, cl, &ao, pol, place, d, err, errlen);
+        char *w = d->why[0] ? d->why : NULL;
+        if (w) snprintf(w, sizeof d->why, "%.700s (nor did %d sampled plans or the exact "
+                        "solver find a plan to act on)", first, DECIDE_FALLBACK_SAMPLES);
+        return rc;
+    }
+    int rc = solve_and_place(job, cl, o->plan_method, o->placement, o->seed, budget, o->cpu_ms,
+                             d, err, errlen);
+    if (rc || !o->fallback || o->plan_method != SOLVE_GREEDY || decision_ok(d, place))
+        return rc;
+    /* The greedy solver found no plan to act on: the exact solver. */
+    snprintf(first, sizeof first, "%.690s", d->why[0] ? d->why : d->final->why);
+    rc = solve_and_place(job, cl, SOLVE_EXACT, placer, o->seed, budget, o->cpu_ms, d, err,
+                         errlen);
+    if (rc) return rc;
+    if (decision_ok(d, place)) {
+        snprintf(d->plan_from, sizeof d->plan_from, "exact (greedy infeasible)");
         return 0;
     }
-    solve_result *res = solve_result_create(L);
-    if (!res) {
-        snprintf(err, errlen, "out of memory");
-        return RJ_NOMEM;
-    }
-    solve_opts so;
-    solve_opts_default(&so);
-    so.method = o->plan_method;
-    so.seed = o->seed;
-    so.budget_ms = budget > 0 ? budget : DECIDE_DEFAULT_SOLVE_BUDGET_MS;
-    if (o->cpu_ms > 0 && so.budget_ms > o->cpu_ms) so.budget_ms = o->cpu_ms;
-    int rc = solve_run(job, cl, &so, res);
-    d->stopped = res->stopped;
-    snprintf(d->plan_from, sizeof d->plan_from, "%s", solve_method_name(so.method));
-    if (rc == SOLVE_ERROR) {
-        snprintf(err, errlen, "plan_method %s: %s", solve_method_name(so.method), res->why);
-        solve_result_free(res);
-        return RJ_BAD;
-    }
-    if (rc != 0) {
-        snprintf(d->why, sizeof d->why, "plan_method %s found no feasible plan: %.900s",
-                 solve_method_name(so.method), res->why);
-        solve_result_free(res);
-        return 0;
-    }
-    memcpy(d->assign, res->assign, (size_t)L * sizeof *d->assign);
-    solve_result_free(res);
-    d->found = 1;
-    model_eval(job, cl, d->assign, d->plan);
-    if (o->placement == PLACER_PLACE_NONE || d->plan->reason != MODEL_FEASIBLE) return 0;
-    int tasks = place_task_count(d->plan);
-    if (tasks > DECIDE_MAX_TASKS) {
-        snprintf(d->why, sizeof d->why, "the plan has %d tasks, more than the daemon places (%d)",
-                 tasks, DECIDE_MAX_TASKS);
-        return 0;
-    }
-    int *tn = realloc(d->task_node, (size_t)(tasks + 1) * sizeof *tn);
-    if (!tn) {
-        snprintf(err, errlen, "out of memory");
-        return RJ_NOMEM;
-    }
-    d->task_node = tn;
-    d->task_cap = tasks;
-    char msg[1024] = "";
-    int pr = placer_run(job, cl, d->plan, (placer_method)o->placement, o->seed, d->task_node,
-                        d->placed, msg, sizeof msg);
-    if (pr == PLACER_OK || pr == PLACER_SLOW) {
-        d->final = d->placed;
-        snprintf(d->placement_by, sizeof d->placement_by, "%s",
-                 placer_method_name((placer_method)o->placement));
-    } else {
-        snprintf(d->why, sizeof d->why, "placement %s: %.900s",
-                 placer_method_name((placer_method)o->placement), msg);
-    }
-    return 0;
+    rc = solve_and_place(job, cl, o->plan_method, o->placement, o->seed, budget, o->cpu_ms, d,
+                         err, errlen);
+    return rc;
 }
 
 /* ---- registered jobs ------------------------------------------------------------------ */

@@ -30,6 +30,7 @@
 
 #define DECIDE_DEFAULT_SOLVE_BUDGET_MS 1000L /* /v1/solve and plan_method solvers */
 #define DECIDE_MAX_SAMPLES 1024
+#define DECIDE_FALLBACK_SAMPLES 64 /* sampled when the greedy decode fails */
 
 /* The decision options of /v1/place (and of a registered job). */
 typedef struct {
@@ -40,6 +41,9 @@ typedef struct {
     int samples;              /* plans sampled (sample) */
     uint64_t seed;
     long budget_ms;           /* 0: none for the policy; solvers get the default */
+    int fallback;             /* 1 (options naming neither decode nor a solver): a
+                                 greedy decode or greedy solver that yields no
+                                 plan to act on falls back (decide_run) */
     /* Set by the daemon per request, never parsed from a body: */
     long cpu_ms;              /* > 0: caps the time the decision may take (the
                                  decode's and the solver's budget_ms), whatever
@@ -71,14 +75,22 @@ typedef struct {
     int stopped;          /* 1 when a time budget (or cancellation) cut the search */
     int cancelled;        /* 1 when o->cancelled stopped the decode */
     size_t mem_estimate;  /* bytes the decode was estimated to need (policy path) */
-    char plan_from[24];   /* "policy" or a solver name */
+    char plan_from[48];   /* "policy" or a solver name, or a fallback's
+                             ("exact (greedy decode infeasible)") */
     char placement_by[24]; /* "policy", a placer name, or "" when not placed */
     char why[1024];       /* when !found or the placement failed: why */
 } decide_result;
 
 /* decide_run plans job on cl by o, with the policy pol when o->from_policy
  * (pol must then be non-NULL), and places the tasks when o->placement says
- * so. Returns RJ_OK with *d filled (d->found 0 and d->why when no plan
+ * so. With o->fallback, a greedy decode (or the greedy solver) that yields
+ * no plan to act on
+ * (none, one that misses the target, or one that cannot be placed) falls
+ * back: the policy samples DECIDE_FALLBACK_SAMPLES plans (when the memory
+ * bound allows), then the exact solver plans and the asked placer (zone for
+ * "policy") places; plan_from then names the fallback and why, e.g.
+ * "exact (greedy decode infeasible)". When no fallback does better the
+ * greedy answer stands, its why saying what was tried. Returns RJ_OK with *d filled (d->found 0 and d->why when no plan
  * exists), RJ_BAD with err for options the policy refuses or a cluster with
  * more tasks than the daemon places, DECIDE_TOO_BIG with err naming the
  * estimate and the limit when the decode would need more than o->mem_bytes,

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "env/import.h"
 #include "env/place.h"
 #include "env/units.h"
 #include "service/cluster.h"
@@ -34,6 +35,9 @@ typedef struct {
 
 typedef struct {
     json_t *nodes;        /* inventory: array of node objects (config schema) */
+    json_t *index;        /* object: node name -> its index in nodes */
+    json_t *registered;   /* object: names of the registered cluster's nodes -> true */
+    json_t *seen;         /* object: node name -> metadata.resourceVersion last derived */
     uint64_t inv_version; /* +1 whenever the inventory changes */
 } job_state;
 
@@ -41,6 +45,9 @@ static void state_free(void *p) {
     job_state *s = p;
     if (!s) return;
     json_decref(s->nodes);
+    json_decref(s->index);
+    json_decref(s->registered);
+    json_decref(s->seen);
     free(s);
 }
 
@@ -52,9 +59,20 @@ static job_state *state_of(jobs_entry *e) {
     if (!s) return NULL;
     const json_t *reg = json_object_get(json_object_get(e->doc, "cluster"), "nodes");
     s->nodes = json_is_array(reg) ? json_deep_copy(reg) : json_array();
-    if (!s->nodes) {
-        free(s);
+    s->index = json_object();
+    s->registered = json_object();
+    s->seen = json_object();
+    if (!s->nodes || !s->index || !s->registered || !s->seen) {
+        state_free(s);
         return NULL;
+    }
+    size_t i;
+    json_t *n;
+    json_array_foreach(s->nodes, i, n) {
+        const char *nm = json_string_value(json_object_get(n, "name"));
+        if (!nm) continue;
+        json_object_set_new(s->index, nm, json_integer((json_int_t)i));
+        json_object_set_new(s->registered, nm, json_true());
     }
     s->inv_version = 1;
     e->ext = s;
@@ -62,14 +80,11 @@ static job_state *state_of(jobs_entry *e) {
     return s;
 }
 
+/* The inventory index of node `name`, or -1: a hash lookup, so that a
+ * call naming thousands of nodes costs linear time. */
 static int inv_find(const job_state *s, const char *name) {
-    size_t i;
-    json_t *n;
-    json_array_foreach(s->nodes, i, n) {
-        const char *nm = json_string_value(json_object_get(n, "name"));
-        if (nm && !strcmp(nm, name)) return (int)i;
-    }
-    return -1;
+    const json_t *v = json_object_get(s->index, name);
+    return v ? (int)json_integer_value(v) : -1;
 }
 
 /* ---- reading the scheduler's arguments ------------------------------------------------- */
@@ -226,7 +241,9 @@ typedef struct {
     const char *name;
     const json_t *item;  /* the Node object (Nodes form) or NULL */
     int inv;             /* index in the inventory, or -1 when it cannot be judged */
-    char why[200];       /* when inv < 0 */
+    char why[256];       /* when inv < 0 */
+    int units;           /* when inv >= 0: the node's units; -1 when not known */
+    int taken;           /* when inv >= 0: units the plan gives to other workers */
     char type[MODEL_NAME_MAX], zone[MODEL_NAME_MAX]; /* when inv >= 0 */
 } candidate;
 
@@ -247,7 +264,7 @@ static void args_free(ext_args *a) {
 
 /* Parses ExtenderArgs; returns RJ_OK, or RJ_BAD with a message naming the
  * field, or RJ_NOMEM. */
-static int parse_args(const k8s_env *env, const web_request *req, ext_args *a, char *err,
+static int parse_args(const web_request *req, ext_args *a, char *err,
                       size_t errlen) {
     memset(a, 0, sizeof *a);
     a->root = web_parse_json(req->body, req->body_len, err, errlen);
@@ -290,9 +307,9 @@ static int parse_args(const k8s_env *env, const web_request *req, ext_args *a, c
         snprintf(err, errlen, "Nodes or NodeNames: one of them is required");
         return -1;
     }
-    if (a->n > env->limits.max_nodes) {
+    if (a->n > K8S_MAX_CANDIDATES) {
         snprintf(err, errlen, "%s: %d nodes, more than this daemon accepts (%d)",
-                 a->names ? "NodeNames" : "Nodes.items", a->n, env->limits.max_nodes);
+                 a->names ? "NodeNames" : "Nodes.items", a->n, K8S_MAX_CANDIDATES);
         return -1;
     }
     a->c = calloc((size_t)(a->n ? a->n : 1), sizeof *a->c);
@@ -363,50 +380,69 @@ static int annotation_figure(const json_t *ann, const char *key, units_kind kind
     return 0;
 }
 
-/* Reads a whole-number Kubernetes quantity ("4"); -1 when absent or not one. */
-static long quantity(const json_t *alloc, const char *key) {
-    const char *v = str_at(alloc, key);
-    if (!v) {
-        const json_t *n = json_object_get(alloc, key);
-        return json_is_integer(n) ? (long)json_integer_value(n) : -1;
+/* Lists the registered cluster's type names into buf, for messages. */
+static void type_names(const json_t *doc, char *buf, size_t len) {
+    size_t i, used = 0;
+    json_t *t;
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(json_object_get(doc, "cluster"), "types"), i, t) {
+        const char *nm = str_at(t, "name");
+        if (nm && used < len) used += (size_t)snprintf(buf + used, len - used, "%s%s",
+                                                       used ? ", " : "", nm);
     }
-    long x;
-    return parse_index(v, &x) ? -1 : x;
 }
 
 /* Describes a Node object in the config schema: returns a new node object,
- * or NULL with why. */
-static json_t *derive_node(const json_t *doc, const json_t *item, const char *name, char *why,
-                           size_t whylen) {
+ * or NULL with why. The node's facts are read by the reader `strata
+ * import-nodes` uses (imp_node_read: quantities as clusters write them,
+ * GKE and NVIDIA GPU product labels, zone labels). Its type is the job's
+ * cluster type named like its instance type, else (a GPU node) like its GPU
+ * product, else the type the catalogue (when loaded) makes of it. A GPU
+ * type's units are the allocatable GPUs; a CPU type's, the allocatable cpu
+ * over the catalogue's unit_cpus for its instance type (1 unit when the
+ * catalogue does not know it); strata.io annotations override. */
+static json_t *derive_node(const k8s_env *env, const json_t *doc, const json_t *item,
+                           const char *name, char *why, size_t whylen) {
     const json_t *md = get_ci(item, "metadata");
-    const json_t *labels = json_object_get(md, "labels");
     const json_t *ann = json_object_get(md, "annotations");
-    const json_t *alloc = json_object_get(get_ci(item, "status"), "allocatable");
-    const char *type = str_at(labels, "node.kubernetes.io/instance-type");
-    if (!type) type = str_at(labels, "beta.kubernetes.io/instance-type");
-    if (!type) {
-        snprintf(why, whylen, "no node.kubernetes.io/instance-type label");
-        return NULL;
-    }
-    const json_t *t = find_type(doc, type);
+    imp_node_facts f;
+    if (imp_node_read(item, &f, why, whylen)) return NULL;
+    const imp_entry *ce = imp_catalogue_match(env->catalogue, &f);
+    const json_t *t = NULL;
+    const char *type = NULL;
+    if (f.inst && (t = find_type(doc, f.inst))) type = f.inst;
+    else if (f.is_gpu && f.prod && (t = find_type(doc, f.prod))) type = f.prod;
+    else if (ce && (t = find_type(doc, ce->type.name))) type = ce->type.name;
     if (!t) {
-        snprintf(why, whylen, "instance type \"%.60s\" is not a type of the job's cluster", type);
+        char types[96], prod[96] = "", cat[96] = "";
+        type_names(doc, types, sizeof types);
+        if (!f.inst && !(f.is_gpu && f.prod)) {
+            snprintf(why, whylen, "no instance-type label (node.kubernetes.io/instance-type)%s: "
+                     "strata cannot tell its type", f.is_gpu ? " and no GPU product label "
+                     "(cloud.google.com/gke-accelerator, nvidia.com/gpu.product)" : "");
+            return NULL;
+        }
+        if (f.is_gpu && f.prod) snprintf(prod, sizeof prod, "%sGPU product \"%.40s\"",
+                                         f.inst ? ", " : "", f.prod);
+        if (ce) snprintf(cat, sizeof cat, " (catalogue type %.40s)", ce->type.name);
+        snprintf(why, whylen, "%s%.50s%s%s%s is not a type of the job's cluster (%.60s)",
+                 f.inst ? "instance type \"" : "", f.inst ? f.inst : "", f.inst ? "\"" : "",
+                 prod, cat, types);
         return NULL;
     }
-    const char *zone = str_at(labels, "topology.kubernetes.io/zone");
-    if (!zone) zone = str_at(labels, "failure-domain.beta.kubernetes.io/zone");
     json_t *n = json_pack("{s:s, s:s}", "name", name, "type", type);
     if (!n) {
         snprintf(why, whylen, "out of memory");
         return NULL;
     }
-    if (zone) json_object_set_new(n, "zone", json_string(zone));
+    if (f.zone) json_object_set_new(n, "zone", json_string(f.zone));
     const char *kind = str_at(t, "kind");
     long units = 1;
     if (kind && !strcmp(kind, "gpu")) {
-        units = quantity(alloc, "nvidia.com/gpu");
-        if (units < 0) units = quantity(alloc, "amd.com/gpu");
-        if (units < 0) units = 0;
+        units = (long)f.gpus;
+    } else if (f.cpus >= 0) {
+        const imp_entry *cpu = ce && !ce->type.is_gpu ? ce : NULL;
+        if (cpu) units = imp_cpu_units(f.cpus, cpu->unit_cpus);
     }
     json_object_set_new(n, "units", json_integer(units));
     const json_t *bw = json_object_get(t, "net_bw");
@@ -429,24 +465,27 @@ static json_t *derive_node(const json_t *doc, const json_t *item, const char *na
 }
 
 /* Brings the inventory up to date with the call's nodes and resolves each
- * candidate to an inventory index (or a reason it cannot be judged). */
-static void update_inventory(jobs_entry *e, job_state *s, ext_args *a, int max_nodes) {
-    const json_t *reg = json_object_get(json_object_get(e->doc, "cluster"), "nodes");
+ * candidate to an inventory index (or a reason it cannot be judged). A
+ * node whose metadata.resourceVersion is the one last derived is not
+ * derived again. Linear in the candidates. */
+static void update_inventory(const k8s_env *env, jobs_entry *e, job_state *s, ext_args *a) {
+    int max_nodes = env->limits.max_nodes;
     for (int i = 0; i < a->n; i++) {
         candidate *c = &a->c[i];
         int at = inv_find(s, c->name);
-        int registered = 0;
-        if (at >= 0 && json_is_array(reg)) {
-            size_t k;
-            json_t *rn;
-            json_array_foreach(reg, k, rn) {
-                const char *nm = str_at(rn, "name");
-                if (nm && !strcmp(nm, c->name)) registered = 1;
-            }
-        }
+        int registered = at >= 0 && json_object_get(s->registered, c->name) != NULL;
         if (c->item && !registered) { /* describe it from its labels */
-            json_t *n = derive_node(e->doc, c->item, c->name, c->why, sizeof c->why);
-            if (!n) continue;
+            const char *rv = str_at(get_ci(c->item, "metadata"), "resourceVersion");
+            const char *last = str_at(s->seen, c->name);
+            if (rv && last && at >= 0 && !strcmp(rv, last)) { /* unchanged since */
+                c->inv = at;
+                continue;
+            }
+            json_t *n = derive_node(env, e->doc, c->item, c->name, c->why, sizeof c->why);
+            if (!n) {
+                json_object_del(s->seen, c->name);
+                continue;
+            }
             if (at < 0 && (int)json_array_size(s->nodes) >= max_nodes) {
                 /* bounded: a caller cannot grow the inventory without end */
                 snprintf(c->why, sizeof c->why, "the extender already knows %d nodes for this "
@@ -455,15 +494,17 @@ static void update_inventory(jobs_entry *e, job_state *s, ext_args *a, int max_n
                 continue;
             }
             if (at < 0) {
+                at = (int)json_array_size(s->nodes);
                 json_array_append_new(s->nodes, n);
+                json_object_set_new(s->index, c->name, json_integer(at));
                 s->inv_version++;
-                at = (int)json_array_size(s->nodes) - 1;
             } else if (!json_equal(n, json_array_get(s->nodes, (size_t)at))) {
                 json_array_set_new(s->nodes, (size_t)at, n);
                 s->inv_version++;
             } else {
                 json_decref(n);
             }
+            if (rv) json_object_set_new(s->seen, c->name, json_string(rv));
         }
         if (at < 0 && !c->why[0])
             snprintf(c->why, sizeof c->why, "not among the registered cluster's nodes");
@@ -739,6 +780,7 @@ static int spot_of(const json_t *plan, int is_ps, long index, task_spot *t) {
 static void judge_by_labels(ext_args *a, const pod_plan *pp) {
     for (int i = 0; i < a->n; i++) {
         candidate *c = &a->c[i];
+        c->units = -1; /* not known here: only the type is judged */
         if (!c->item) {
             c->inv = 0;
             snprintf(c->type, sizeof c->type, "%s", pp->task.type);
@@ -797,7 +839,7 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
     if (!s) {
         snprintf(pp->note, sizeof pp->note, "pass: out of memory");
     } else {
-        update_inventory(e, s, a, env->limits.max_nodes);
+        update_inventory(env, e, s, a);
         const json_t *plan = e->plan;
         int n = (int)json_array_size(json_object_get(plan, role.is_ps ? "ps" : "workers"));
         if (!json_is_true(json_object_get(plan, "planned"))) {
@@ -822,23 +864,58 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
             const char *t = str_at(nd, "type"), *z = str_at(nd, "zone");
             snprintf(c->type, sizeof c->type, "%s", t ? t : "");
             snprintf(c->zone, sizeof c->zone, "%s", z ? z : "");
+            c->units = (int)json_integer_value(json_object_get(nd, "units"));
+        }
+        /* Units the plan gives to the job's other workers, per candidate. */
+        if (pp->planned && !pp->is_ps) {
+            json_t *busy = json_object();
+            size_t w;
+            json_t *x;
+            json_array_foreach(json_object_get(e->plan, "workers"), w, x) {
+                const char *nd = str_at(x, "node");
+                if (!busy || !nd || (long)w == role.index) continue;
+                json_t *v = json_object_get(busy, nd);
+                json_object_set_new(busy, nd, json_integer(v ? json_integer_value(v) + 1 : 1));
+            }
+            for (int i = 0; busy && i < a->n; i++)
+                a->c[i].taken = (int)json_integer_value(json_object_get(busy, a->c[i].name));
+            json_decref(busy);
         }
     }
     pthread_mutex_unlock(&e->mu);
     jobs_release(env->jobs, e);
 }
 
-/* Whether a candidate fits the pod's task; the reason when not. */
+/* How a candidate relates to the pod's task. */
+enum { FIT_OK, FIT_BUSY, FIT_NEVER };
+
+/* Whether a candidate fits the pod's task: FIT_OK; FIT_BUSY when it could
+ * once units free up (its units all go to the plan's other workers: pods
+ * leaving, or preemption, can change that); FIT_NEVER when nothing can
+ * (a node strata cannot judge, the wrong type, no units at all). The
+ * reason goes to why when it does not fit. */
 static int fits(const pod_plan *pp, const candidate *c, char *why, size_t whylen) {
     if (c->inv < 0) {
         snprintf(why, whylen, "strata: %s", c->why);
-        return 0;
+        return FIT_NEVER;
     }
-    if (pp->is_ps) return 1; /* a ps task may go to any known node */
-    if (!strcmp(c->type, pp->task.type)) return 1;
-    snprintf(why, whylen, "strata: this worker runs stage %d on %s; the node is %s",
-             pp->task.stage, pp->task.type, c->type);
-    return 0;
+    if (pp->is_ps) return FIT_OK; /* a ps task may go to any known node */
+    if (strcmp(c->type, pp->task.type)) {
+        snprintf(why, whylen, "strata: this worker runs stage %d on %s; the node is %s",
+                 pp->task.stage, pp->task.type, c->type);
+        return FIT_NEVER;
+    }
+    if (c->units == 0) {
+        snprintf(why, whylen, "strata: the node has no %s units in total (allocatable or "
+                 "strata.io/units)", c->type);
+        return FIT_NEVER;
+    }
+    if (c->units > 0 && strcmp(c->name, pp->task.node) && c->taken >= c->units) {
+        snprintf(why, whylen, "strata: the plan gives all %d of the node's units to the job's "
+                 "other workers", c->units);
+        return FIT_BUSY;
+    }
+    return FIT_OK;
 }
 
 /* The common start of both extender verbs: parses the ExtenderArgs and
@@ -847,7 +924,7 @@ static int fits(const pod_plan *pp, const candidate *c, char *why, size_t whylen
 static int begin(const k8s_env *env, const web_request *req, web_reply *rep, ext_args *a,
                  pod_plan *pp) {
     char err[1024];
-    int rc = parse_args(env, req, a, err, sizeof err);
+    int rc = parse_args(req, a, err, sizeof err);
     if (rc != RJ_OK) {
         web_reply_error(rep, rc == RJ_NOMEM ? 500 : 400, "%s", err);
         args_free(a);
@@ -866,14 +943,16 @@ void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
     json_t *kept = json_array();
     for (int i = 0; i < a.n; i++) {
         const candidate *c = &a.c[i];
-        char why[256] = "";
+        char why[320] = "";
+        int fit = pp.refused ? FIT_NEVER : pp.planned ? fits(&pp, c, why, sizeof why) : FIT_OK;
         if (pp.refused) /* no node will do: the scheduler need not try preemption */
-            json_object_set_new(unresolvable, c->name, json_string(pp.note));
-        else if (!pp.planned || fits(&pp, c, why, sizeof why))
+            snprintf(why, sizeof why, "%s", pp.note);
+        if (fit == FIT_OK)
             json_array_append(kept, a.names ? json_array_get(a.names, (size_t)i)
                                             : (json_t *)c->item);
-        else
-            json_object_set_new(failed, c->name, json_string(why));
+        else /* kube-scheduler tries preemption only for FailedNodes */
+            json_object_set_new(fit == FIT_BUSY ? failed : unresolvable, c->name,
+                                json_string(why));
     }
     json_t *o = json_object();
     if (a.names) {
@@ -902,8 +981,8 @@ void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep) 
     for (int i = 0; i < a.n; i++) {
         const candidate *c = &a.c[i];
         int score = 0;
-        char why[256];
-        if (pp.planned && fits(&pp, c, why, sizeof why)) {
+        char why[320];
+        if (pp.planned && fits(&pp, c, why, sizeof why) == FIT_OK) {
             if (!strcmp(c->name, pp.task.node)) score = K8S_MAX_SCORE;
             else if (c->zone[0] && !strcmp(c->zone, pp.task.zone)) score = 7;
             else score = 4;

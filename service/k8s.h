@@ -3,7 +3,8 @@
  * kube-scheduler calls an extender over HTTP with the types of
  * k8s.io/kube-scheduler/extender/v1, whose JSON keys are the Go field
  * names: POST /k8s/filter takes ExtenderArgs {Pod, Nodes | NodeNames} and
- * answers ExtenderFilterResult {Nodes | NodeNames, FailedNodes, Error};
+ * answers ExtenderFilterResult {Nodes | NodeNames, FailedNodes,
+ * FailedAndUnresolvableNodes, Error};
  * POST /k8s/prioritize takes the same arguments and answers a
  * HostPriorityList [{Host, Score}] with scores from 0 to 10.
  *
@@ -23,8 +24,16 @@
  * (PUT /v1/jobs/{namespace}/{name}). Its plan was fixed at registration
  * (k8s_fix_plan) and never changes until the job is registered again:
  * worker i is the i-th worker of the plan in stage order, ps j the j-th ps
- * task. Filter keeps the nodes of the worker's stage type; prioritize
- * gives 10 to the planned node, 7 to nodes that fit in its zone, 4 to
+ * task. Nodes are read by import-nodes' reader (imp_node_read: types from
+ * the instance-type label, else the GKE or NVIDIA GPU product label, else
+ * the catalogue's type for either; zones from topology.kubernetes.io/zone;
+ * units from allocatable GPUs, or allocatable cpu over the catalogue's
+ * unit_cpus; figures from strata.io annotations or the registered
+ * cluster's nodes). Filter keeps the nodes of the worker's stage type that
+ * have units, fails as FailedAndUnresolvableNodes those that can never host
+ * it (not judged, another type, no units) and as FailedNodes those whose
+ * units the plan gives to the job's other workers; prioritize gives 10 to
+ * the planned node, 7 to nodes that fit in its zone, 4 to
  * nodes that fit elsewhere, 0 to the rest. A pod of a registered job whose
  * role and index the plan does not know (or of a job registered without a
  * plan) is refused: every node in FailedAndUnresolvableNodes, with the
@@ -36,6 +45,7 @@
 
 #include <jansson.h>
 
+#include "env/import.h"
 #include "service/decide.h"
 #include "service/jobs.h"
 #include "service/policy_slot.h"
@@ -45,6 +55,10 @@
 
 /* Extender scores range over 0..K8S_MAX_SCORE (MaxExtenderPriority). */
 #define K8S_MAX_SCORE 10
+
+/* Nodes one filter or prioritize call may list (a 5,000-node cluster and
+ * room); each job's inventory stays bounded by limits.max_nodes. */
+#define K8S_MAX_CANDIDATES 16384
 
 /* What the extender's handlers share; owned by the server, which hands
  * them the policy slot, registry and limits of the /v1 endpoints. */
@@ -56,6 +70,8 @@ typedef struct {
     long request_cpu_ms; /* > 0: time one decision may take */
     size_t request_mem_bytes; /* > 0: decodes estimated to need more are refused */
     store *state;        /* the state file the registry is kept in sync with, or NULL */
+    const imp_catalogue *catalogue; /* NULL, or instance types and GPU products
+                                       (configs/catalogue/instances.yaml) */
 } k8s_env;
 
 /* The handlers of POST /k8s/filter and POST /k8s/prioritize. */

@@ -86,6 +86,7 @@ struct srv_server {
     api_env env;
     api_counters counters;
     k8s_env k8s;       /* the same policy, jobs and limits as env */
+    imp_catalogue *catalogue; /* cfg.catalogue_path's, or NULL */
     atomic_int inflight;
     atomic_int draining;
     sem_t work;                  /* cfg.threads slots for the computing routes */
@@ -179,6 +180,7 @@ void srv_config_default(srv_config *c) {
     c->idle_timeout_s = SRV_DEFAULT_IDLE_TIMEOUT_S;
     c->body_budget = SRV_DEFAULT_BODY_BUDGET;
     c->max_body = SRV_DEFAULT_MAX_BODY;
+    c->max_k8s_body = SRV_DEFAULT_MAX_K8S_BODY;
     c->limits.max_layers = RJ_DEFAULT_MAX_LAYERS;
     c->limits.max_nodes = RJ_DEFAULT_MAX_NODES;
     c->limits.max_types = RJ_DEFAULT_MAX_TYPES;
@@ -393,6 +395,19 @@ static enum MHD_Result queue_reply(srv_server *s, struct MHD_Connection *conn, r
     return r;
 }
 
+/* The body limit of a route: max_k8s_body for the extender's verbs, whose
+ * Nodes form carries whole Node objects (a 5,000-node cluster writes some
+ * 75 MB), max_body for the rest. */
+static size_t body_limit(const srv_server *s, metrics_route route) {
+    int k8s = route == METRICS_K8S_FILTER || route == METRICS_K8S_PRIORITIZE;
+    return k8s && s->cfg.max_k8s_body > s->cfg.max_body ? s->cfg.max_k8s_body : s->cfg.max_body;
+}
+
+/* Beyond this many bytes a body is not even read (the connection closes). */
+static size_t hard_limit(size_t limit) {
+    return limit > SRV_HARD_BODY ? limit : SRV_HARD_BODY;
+}
+
 /* web_request.gone: whether the client has closed the connection of rc
  * (its end hung up, or the socket failed), asked by long decodes between
  * batches. A client that only half-closes (shutdown of its writing side)
@@ -427,8 +442,11 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
         return;
     }
     if (rc->too_big) {
-        web_reply_error(rep, 413, "request body over %zu bytes (received %zu)", s->cfg.max_body,
-                        rc->received);
+        web_reply_error(rep, 413, "request body over %zu bytes (received %zu)%s",
+                        body_limit(s, rc->route), rc->received,
+                        body_limit(s, rc->route) != s->cfg.max_body
+                            ? "; --max-k8s-body-mb raises it, or set nodeCacheCapable: true"
+                            : "");
         return;
     }
     if (rc->busy) {
@@ -460,10 +478,11 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
  * charged to the body budget; past the budget the body is dropped and the
  * request marked busy (503). Returns -1 to close the connection. */
 static int take_body(srv_server *s, req_ctx *rc, const char *data, size_t n) {
+    size_t limit = body_limit(s, rc->route);
     rc->received += n;
-    if (rc->received > SRV_HARD_BODY) return -1;
+    if (rc->received > hard_limit(limit)) return -1;
     if (rc->too_big || rc->busy || rc->bad_length || !rc->auth_ok) return 0;
-    if (rc->len + n > s->cfg.max_body) {
+    if (rc->len + n > limit) {
         rc->too_big = 1;
         body_drop(s, &rc->body, &rc->cap, &rc->len);
         return 0;
@@ -471,7 +490,7 @@ static int take_body(srv_server *s, req_ctx *rc, const char *data, size_t n) {
     if (rc->len + n + 1 > rc->cap) {
         size_t cap = rc->cap ? rc->cap : 4096;
         while (cap < rc->len + n + 1) cap *= 2;
-        if (cap > s->cfg.max_body + 1) cap = s->cfg.max_body + 1;
+        if (cap > limit + 1) cap = limit + 1;
         if (rc->cap < BIG_BUF && cap >= BIG_BUF && cap < 2 * BIG_BUF) cap = 2 * BIG_BUF;
         if (budget_take(s, cap - rc->cap) < 0) {
             rc->busy = 1;
@@ -582,16 +601,17 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         if (ls.n_length) {
             unsigned long long n = ls.first;
-            if (n > SRV_HARD_BODY) { /* not worth reading: answer and close */
+            size_t limit = body_limit(s, rc->route);
+            if (n > hard_limit(limit)) { /* not worth reading: answer and close */
                 rc->too_big = 1;
                 rc->received = (size_t)(n > SIZE_MAX ? SIZE_MAX : n);
                 web_reply rep;
                 memset(&rep, 0, sizeof rep);
                 web_reply_error(&rep, 413, "request body of %llu bytes is over %zu bytes", n,
-                                s->cfg.max_body);
+                                limit);
                 return queue_reply(s, conn, rc, method, url, &rep);
             }
-            if (n > s->cfg.max_body) rc->too_big = 1; /* memory comes as bytes do */
+            if (n > limit) rc->too_big = 1; /* memory comes as bytes do */
         }
         return MHD_YES;
     }
@@ -835,7 +855,17 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         return NULL;
     }
     s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms,
-                       c->request_cpu_ms, c->request_mem_bytes, s->env.state};
+                       c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL};
+    if (c->catalogue_path) {
+        char msg[1024];
+        s->catalogue = imp_catalogue_load(c->catalogue_path, msg, sizeof msg);
+        if (!s->catalogue) {
+            snprintf(err, errlen, "%s", msg);
+            srv_free(s);
+            return NULL;
+        }
+        s->k8s.catalogue = s->catalogue;
+    }
     if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
         (c->policy_path && !s->policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");
@@ -942,6 +972,7 @@ void srv_free(srv_server *s) {
     store_close(s->env.state);
     pslot_free(s->env.policy);
     metrics_free(s->m);
+    imp_catalogue_free(s->catalogue);
     free(s->policy_path);
     free(s->token);
     free(s);

@@ -38,7 +38,8 @@
  *
  * Safety: with a token, every request but /healthz and /readyz needs
  * "Authorization: Bearer TOKEN" (401 otherwise, compared in constant
- * time); bodies over max_body bytes get 413; unknown paths 404, wrong
+ * time); bodies over max_body bytes (max_k8s_body for the extender's
+ * verbs) get 413; unknown paths 404, wrong
  * methods 405 with Allow; requests can never name a file to read (the only
  * file the daemon reads after start is its own --policy, on reload). One
  * log line per request goes to the log callback:
@@ -78,6 +79,8 @@ typedef struct {
     const char *policy_path; /* NULL: start without a policy */
     const char *token;       /* NULL: no authentication */
     size_t max_body;         /* bytes; larger bodies get 413 */
+    size_t max_k8s_body;     /* bytes; the same for /k8s/filter and /k8s/prioritize */
+    const char *catalogue_path; /* NULL, or the extender's instance catalogue */
     rj_limits limits;        /* layers, nodes, types per request */
     long max_budget_ms;      /* largest budget_ms a request may ask for */
     int cache_entries;       /* parsed bodies kept */
@@ -98,7 +101,11 @@ typedef struct {
 #define SRV_DEFAULT_MAX_CONNS_PER_IP 64
 #define SRV_DEFAULT_REQUEST_DEADLINE_MS 10000
 #define SRV_DEFAULT_IDLE_TIMEOUT_S 10
-#define SRV_DEFAULT_BODY_BUDGET (64u << 20) /* 64 MiB */
+/* The extender's Nodes form for 5,000 nodes of ~15 KB (images included) is
+ * ~75 MB: 96 MiB admits it. The body budget holds one such body beside
+ * the 64 MiB the /v1 endpoints had to themselves. */
+#define SRV_DEFAULT_MAX_K8S_BODY ((size_t)96 << 20)
+#define SRV_DEFAULT_BODY_BUDGET ((size_t)160 << 20) /* 160 MiB */
 #define SRV_DEFAULT_REQUEST_CPU_MS API_DEFAULT_REQUEST_CPU_MS
 #define SRV_DEFAULT_REQUEST_MEM ((size_t)API_DEFAULT_REQUEST_MEM_MB << 20)
 

@@ -457,14 +457,62 @@ static int key_better(pkey a, pkey b) {
     return cmp_rel(a.steps, b.steps) < 0;
 }
 
+/* A zone's links, averaged over its nodes of the types the plan uses (so
+ * that nodes the job cannot use, or a different mix of types, do not
+ * weigh): for breaking ties away from bad zones. */
+typedef struct {
+    double loss, latency, bw;
+} zlink;
+
+static void zone_links(const model_cluster *cl, const model_plan *plan, zlink *zl, int nz) {
+    int cnt[MODEL_MAX_ZONES] = {0};
+    unsigned char used[MODEL_MAX_TYPES] = {0};
+    for (int s = 0; s < plan->n_stages; s++)
+        if (plan->stages[s].type >= 0 && plan->stages[s].type < MODEL_MAX_TYPES)
+            used[plan->stages[s].type] = 1;
+    memset(zl, 0, (size_t)nz * sizeof *zl);
+    for (int n = 0; n < cl->n_nodes; n++) {
+        int z = cl->nodes[n].zone, t = cl->nodes[n].type;
+        if (z < 0 || z >= nz || t < 0 || t >= MODEL_MAX_TYPES || !used[t]) continue;
+        zl[z].loss += cl->nodes[n].loss;
+        zl[z].latency += cl->nodes[n].latency;
+        zl[z].bw += cl->nodes[n].bw;
+        cnt[z]++;
+    }
+    for (int z = 0; z < nz; z++)
+        if (cnt[z]) {
+            zl[z].loss /= cnt[z];
+            zl[z].latency /= cnt[z];
+            zl[z].bw /= cnt[z];
+        }
+}
+
+/* 1 when zone a's links are better than b's: lower loss, then lower
+ * latency, then higher bandwidth; 0 when worse or the same. */
+static int zone_better(const zlink *zl, int a, int b) {
+    int c;
+    if ((c = cmp_rel(zl[a].loss, zl[b].loss))) return c < 0;
+    if ((c = cmp_rel(zl[a].latency, zl[b].latency))) return c < 0;
+    return cmp_rel(zl[a].bw, zl[b].bw) > 0;
+}
+
 /* place_zone: if single zones can host the job, the one whose in-zone
- * placement ranks best (key_better); otherwise zones added greedily, each
- * time the one covering most of what is still missing (ties: lower index),
- * until they host it. Returns 0 or -1 (out of memory). */
+ * placement ranks best (key_better; equal ranks: the zone with the better
+ * links, zone_better); when that zone misses the target, zones in the
+ * order of their links, best first, until they host the job, if that
+ * placement ranks better. Otherwise zones added greedily, each time the one
+ * covering most of what is still missing (ties: better links, then lower
+ * index), until they host it. So a
+ * bad zone listed first wins no tie, and a job is not left whole in a zone
+ * where it misses the target when spreading reaches it. Returns 0 or -1
+ * (out of memory). */
 static int place_zone(pctx *c, int *task_node) {
     const model_cluster *cl = c->cl;
     int nz = cl->n_zones > 0 ? cl->n_zones : 1;
     int zrank[MODEL_MAX_ZONES];
+    zlink zl[MODEL_MAX_ZONES];
+    zone_links(cl, c->plan, zl, nz);
+    int best_zone = -1;
     int *trial = malloc((size_t)(c->n_tasks + 1) * sizeof *trial);
     model_plan *scored = model_plan_create(c->plan->n_stages);
     if (!trial || !scored) {
@@ -480,10 +528,29 @@ static int place_zone(pctx *c, int *task_node) {
         if (zone_cover(c, zrank) < total || zone_fill(c, zrank, trial) < 0) continue;
         int rc = place_eval(c->job, cl, c->plan, trial, scored);
         pkey k = key_of(scored, rc);
-        if (!found || key_better(k, best)) {
+        int tie = found && !key_better(k, best) && !key_better(best, k);
+        if (!found || key_better(k, best) || (tie && zone_better(zl, z, best_zone))) {
             best = k;
+            best_zone = z;
             found = 1;
             memcpy(task_node, trial, (size_t)c->n_tasks * sizeof *trial);
+        }
+    }
+    if (found && !best.ok) {
+        /* The best single zone misses the target: zones by their links,
+         * best first, added until they host the job. */
+        for (int y = 0; y < nz; y++) zrank[y] = -1;
+        for (int r = 0; r < nz; r++) {
+            int pick = -1;
+            for (int z = 0; z < nz; z++)
+                if (zrank[z] < 0 && (pick < 0 || zone_better(zl, z, pick))) pick = z;
+            zrank[pick] = r;
+            if (zone_cover(c, zrank) >= total) break;
+        }
+        if (zone_fill(c, zrank, trial) == 0) {
+            int rc = place_eval(c->job, cl, c->plan, trial, scored);
+            if (key_better(key_of(scored, rc), best))
+                memcpy(task_node, trial, (size_t)c->n_tasks * sizeof *trial);
         }
     }
     if (!found) {
@@ -496,7 +563,9 @@ static int place_zone(pctx *c, int *task_node) {
                 zrank[z] = r;
                 long cv = zone_cover(c, zrank);
                 zrank[z] = -1;
-                if (cv > pick_cover) {
+                /* past the first pick, cover only what is still missing
+                 * counts: zones that add nothing tie, and links decide */
+                if (cv > pick_cover || (cv == pick_cover && zone_better(zl, z, pick))) {
                     pick = z;
                     pick_cover = cv;
                 }

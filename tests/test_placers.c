@@ -36,6 +36,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "env/config.h"
 #include "env/place.h"
 #include "solvers/placers.h"
 #include "tests/fixture.h"
@@ -515,6 +516,85 @@ static void test_cli_place(void **state) {
     assert_non_null(strstr(harness_out, "unknown placement method 'kube'"));
 }
 
+/* Places a one-type YAML instance by zone; returns the placer's status,
+ * the tasks' zones (names, comma-joined) in zones[len], and the throughput. */
+static int zone_place_yaml(const char *yaml, char *zones, size_t len, double *tp) {
+    char err[512];
+    cfg_run *run = cfg_load_buffer("zones", yaml, strlen(yaml), err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    const model_job *job = &run->jobs[0];
+    const model_cluster *cl = &run->cluster;
+    model_plan *plan = model_plan_create(job->n_layers), *out = model_plan_create(job->n_layers);
+    int assign[1] = {0};
+    assert_int_equal(model_eval(job, cl, assign, plan), MODEL_FEASIBLE);
+    int n = place_task_count(plan), tasks[16];
+    assert_true(n <= 16);
+    int rc = placer_run(job, cl, plan, PLACER_ZONE, 1, tasks, out, err, sizeof err);
+    size_t used = 0;
+    zones[0] = '\0';
+    for (int i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(zones + used, len - used, "%s%s", i ? "," : "",
+                                 cl->zones[cl->nodes[tasks[i]].zone].name);
+    *tp = out->throughput;
+    model_plan_free(plan);
+    model_plan_free(out);
+    cfg_free(run);
+    return rc;
+}
+
+/* A tie goes away from the bad zone: one worker and its ps (params 0, act
+ * 0: nothing crosses a link), a node of one unit in each zone, the lossy
+ * zone listed first. Both in-zone placements rank the same (cost, no
+ * traffic); the zone with the lower loss wins. Before: the first zone. */
+static void test_zone_tie_avoids_bad_zone(void **state) {
+    (void)state;
+    const char *yaml =
+        "cluster:\n"
+        "  types: [{name: g, kind: gpu, flops: 1TFLOPS, io_bw: 10GB/s, net_bw: 10GB/s,"
+        " mem: 16GB, price: 1}]\n"
+        "  zones: [{name: bad}, {name: good}]\n"
+        "  nodes:\n"
+        "    - {name: b0, type: g, units: 1, zone: bad, bw: 10GB/s, latency: 0.1ms, loss: 5%}\n"
+        "    - {name: g0, type: g, units: 1, zone: good, bw: 10GB/s, latency: 0.1ms}\n"
+        "job: {name: j, batch: 32, samples: 1e6, min_throughput: 10, alpha: 0,\n"
+        "      layers: [{name: l, flops: 1e10, io: 0, act: 0, params: 0, mem: 1MB}]}\n";
+    char zones[128];
+    double tp;
+    assert_int_equal(zone_place_yaml(yaml, zones, sizeof zones, &tp), PLACER_OK);
+    assert_string_equal(zones, "good,good");
+}
+
+/* A job is not left whole in a bad zone where it misses the target when
+ * other zones together reach it. One stage of 4 workers: compute
+ * 32 x 1e10 / 1e12 = 0.32 s, sync 2 x 1e8 / 1e10 = 0.02 s, so R 365 needs
+ * q = 365 x 0.34 / 32 = 3.88 -> 4 units. Only the bad zone (listed first,
+ * two nodes of 2 units, loss 50%) holds 4: there two workers reach the ps
+ * over a link at half its bandwidth, 355.36 samples/s < 365. Zones good1
+ * and good2 (2 units each, no loss, 10 GB/s between) reach 376.03. */
+static void test_zone_leaves_bad_zone_missing_target(void **state) {
+    (void)state;
+    const char *yaml =
+        "cluster:\n"
+        "  types: [{name: g, kind: gpu, flops: 1TFLOPS, io_bw: 10GB/s, net_bw: 10GB/s,"
+        " mem: 16GB, price: 1}]\n"
+        "  zones: [{name: bad}, {name: good1}, {name: good2}]\n"
+        "  inter_bw: 10GB/s\n"
+        "  inter_latency: 0.1ms\n"
+        "  nodes:\n"
+        "    - {name: b0, type: g, units: 2, zone: bad, bw: 10GB/s, latency: 0.1ms, loss: 0.5}\n"
+        "    - {name: b1, type: g, units: 2, zone: bad, bw: 10GB/s, latency: 0.1ms, loss: 0.5}\n"
+        "    - {name: g1, type: g, units: 2, zone: good1, bw: 10GB/s, latency: 0.1ms}\n"
+        "    - {name: g2, type: g, units: 2, zone: good2, bw: 10GB/s, latency: 0.1ms}\n"
+        "job: {name: j, batch: 32, samples: 1e6, min_throughput: 365, alpha: 0,\n"
+        "      layers: [{name: l, flops: 1e10, io: 0, act: 0, params: 100MB, mem: 1MB}]}\n";
+    char zones[128];
+    double tp;
+    assert_int_equal(zone_place_yaml(yaml, zones, sizeof zones, &tp), PLACER_OK);
+    assert_string_equal(zones, "good1,good1,good2,good2,good1");
+    assert_true(tp >= 365.0);
+    assert_true(fabs(tp - 376.03) < 0.01);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
@@ -525,6 +605,8 @@ int main(void) {
         cmocka_unit_test(test_zone_time),
         cmocka_unit_test(test_zone),
         cmocka_unit_test(test_zone_two_zones),
+        cmocka_unit_test(test_zone_tie_avoids_bad_zone),
+        cmocka_unit_test(test_zone_leaves_bad_zone_missing_target),
         cmocka_unit_test(test_best),
         cmocka_unit_test(test_best_random),
         cmocka_unit_test(test_refusals),

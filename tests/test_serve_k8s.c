@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "env/import.h"
 #include "tests/serve_client.h"
 
 static json_t *types(void) {
@@ -154,7 +155,18 @@ static void kept_names(const json_t *res, char *buf, size_t len) {
                                  json_string_value(it));
 }
 
+/* Why a filter failed a node that nothing can make fit (wrong type, not
+ * judged, no units): FailedAndUnresolvableNodes, so that kube-scheduler
+ * does not try preemption. */
 static const char *failed_why(const json_t *res, const char *node) {
+    assert_null(json_object_get(json_object_get(res, "FailedNodes"), node));
+    return json_string_value(
+        json_object_get(json_object_get(res, "FailedAndUnresolvableNodes"), node));
+}
+
+/* Why a filter failed a node that could fit once units free up. */
+static const char *busy_why(const json_t *res, const char *node) {
+    assert_null(json_object_get(json_object_get(res, "FailedAndUnresolvableNodes"), node));
     return json_string_value(json_object_get(json_object_get(res, "FailedNodes"), node));
 }
 
@@ -197,7 +209,7 @@ static void test_kubeflow_nodes_form(void **state) {
     assert_string_equal(kept, "gpu-a,gpu-b");
     assert_non_null(strstr(failed_why(res, "cpu-a"), "stage 1 on gpu; the node is cpu"));
     assert_non_null(strstr(failed_why(res, "odd-1"), "instance type \"m5.large\" is not a type"));
-    assert_non_null(strstr(failed_why(res, "bare-1"), "no node.kubernetes.io/instance-type"));
+    assert_non_null(strstr(failed_why(res, "bare-1"), "no instance-type label (node.kubernetes.io/instance-type)"));
     assert_true(json_is_null(json_object_get(res, "NodeNames")));
     assert_string_equal(json_string_value(json_object_get(res, "Error")), "");
     json_decref(res);
@@ -339,6 +351,7 @@ static void test_pass_through(void **state) {
         kept_items(res, kept, sizeof kept);
         assert_string_equal(kept, "cpu-a,cpu-b,gpu-a,gpu-b,odd-1,bare-1");
         assert_int_equal(json_object_size(json_object_get(res, "FailedNodes")), 0);
+        assert_int_equal(json_object_size(json_object_get(res, "FailedAndUnresolvableNodes")), 0);
         json_decref(res);
         json_t *list = call(p.port, "prioritize", pods[i], node_list(), NULL);
         assert_int_equal(json_array_size(list), 6);
@@ -381,6 +394,166 @@ static void test_pass_through(void **state) {
     assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job team-b/ctr is not registered",
                                   NULL), 1);
     assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "the plan has 2 worker tasks", NULL), 1);
+}
+
+/* A GPU node as clusters write it: the allocatable count in quantity form,
+ * the GPU product label only (GKE's or NVIDIA GPU feature discovery's). */
+static json_t *gpu_node(const char *name, const char *zone, const char *gpus,
+                        const char *prod_key, const char *prod) {
+    json_t *n = node(name, NULL, zone, gpus, NULL, NULL);
+    json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"), prod_key,
+                        json_string(prod));
+    return n;
+}
+
+/* Node facts read as clusters write them, and the filter's two kinds of
+ * failure. The job of job() with min_throughput 250 has a gpu stage of two
+ * workers: q = 250 * 0.05002 / 10 = 1.25 units, and two units reach
+ * 2 / (1 + 0.05) = 1.90 >= 1.25. Its workers are then 0 (cpu), 1 and 2
+ * (gpu). The registered cluster's gpu nodes hold one GPU each, both in
+ * zone a: the plan fixed at registration puts one worker on each. The
+ * call then shows those nodes and others the registry does not list,
+ * which the extender reads from their Node objects. */
+static void test_node_facts_and_failures(void **state) {
+    (void)state;
+    sv_proc p = start();
+    json_t *j = job();
+    json_object_set_new(j, "min_throughput", json_integer(250));
+    json_t *cl = json_pack(
+        "{s:o, s:[{s:s}, {s:s}], s:[{s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s},"
+        " {s:s, s:s, s:i, s:s, s:s}]}",
+        "types", types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a", "type",
+        "cpu", "units", 4, "zone", "a", "bw", "1GB/s", "name", "g1-a", "type", "gpu", "units", 1,
+        "zone", "a", "bw", "1GB/s", "name", "g2-a", "type", "gpu", "units", 1, "zone", "a", "bw",
+        "1GB/s");
+    sv_resp r;
+    int st = sv_json_req(p.port, "PUT", "/v1/jobs/facts",
+                         json_pack("{s:o, s:o}", "cluster", cl, "job", j), NULL, &r);
+    if (st != 201) fail_msg("PUT: %d %s", st, r.body);
+    sv_resp_free(&r);
+    json_t *ext = state_of(p.port, "facts");
+    assert_int_equal(json_array_size(json_object_get(ext, "workers")), 3);
+    const char *mine = spot(ext, "workers", 1, "node"), *other = spot(ext, "workers", 2, "node");
+    assert_true((!strcmp(mine, "g1-a") && !strcmp(other, "g2-a")) ||
+                (!strcmp(mine, "g2-a") && !strcmp(other, "g1-a")));
+    json_t *nl = json_pack("{s:s, s:[o,o,o,o,o,o,o,o]}", "kind", "NodeList", "items",
+                           node("cpu-a", NULL, "a", NULL, NULL, NULL),
+                           node("g1-a", NULL, "a", NULL, NULL, NULL),
+                           node("g2-a", NULL, "a", NULL, NULL, NULL),
+                           gpu_node("gke-b", "b", "1", "cloud.google.com/gke-accelerator", "gpu"),
+                           gpu_node("gfd-b", "b", "1", "nvidia.com/gpu.product", "gpu"),
+                           node("big-b", "gpu", "b", "2k", NULL, NULL),
+                           node("none-b", "gpu", "b", "0", NULL, NULL),
+                           node("odd-b", "gpu", "b", "1.5", NULL, NULL));
+    json_t *res = call(p.port, "filter", kubeflow_pod("facts", "worker", "1"), nl, NULL);
+    char kept[256];
+    kept_items(res, kept, sizeof kept);
+    char want[96];
+    /* GKE's and NVIDIA's product labels type gke-b and gfd-b; "2k" is
+     * 2000 GPUs, not 0 */
+    snprintf(want, sizeof want, "%s,gke-b,gfd-b,big-b", mine);
+    assert_string_equal(kept, want);
+    /* Taken by worker 2: it could fit once that unit is free. */
+    assert_non_null(strstr(busy_why(res, other), "gives all 1 of the node's units"));
+    /* Never: the wrong type, no GPUs at all, a GPU count that is no count. */
+    assert_non_null(strstr(failed_why(res, "cpu-a"), "stage 1 on gpu; the node is cpu"));
+    assert_non_null(strstr(failed_why(res, "none-b"), "no gpu units in total"));
+    assert_non_null(strstr(failed_why(res, "odd-b"),
+                           "allocatable nvidia.com/gpu '1.5' is not a whole number of GPUs"));
+    json_decref(res);
+    json_decref(ext);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+/* A filter call whose Nodes form is `bytes` long: node_list() with one
+ * node's annotation padded, as the images list pads real Node objects. */
+static char *big_filter_body(size_t bytes) {
+    json_t *nl = node_list();
+    json_t *ann = json_object_get(json_object_get(json_array_get(json_object_get(nl, "items"), 0),
+                                                  "metadata"), "annotations");
+    char *pad = malloc(bytes);
+    assert_non_null(pad);
+    memset(pad, 'x', bytes - 1);
+    pad[bytes - 1] = '\0';
+    json_object_set_new(ann, "example.com/padding", json_string(pad));
+    free(pad);
+    json_t *args = json_pack("{s:o, s:o}", "Pod", kubeflow_pod("ctr", "worker", "1"), "Nodes", nl);
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_decref(args);
+    return body;
+}
+
+/* The extender's verbs take bodies past the 1 MiB of the other endpoints
+ * (the Nodes form of a large cluster), up to --max-k8s-body-mb; /v1/place
+ * still refuses them. Before: 413 for any body over 1 MiB. */
+static void test_body_limits(void **state) {
+    (void)state;
+    sv_proc p = start();
+    put_job(p.port, "ctr", json_pack("{s:o}", "types", types()));
+    char *body = big_filter_body((size_t)3 << 20); /* 3 MiB */
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "POST", "/k8s/filter", NULL, body, strlen(body), &r), 200);
+    assert_non_null(strstr(r.body, "\"gpu-a\""));
+    sv_resp_free(&r);
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 413);
+    sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+    /* A smaller limit names the flag and the fast path. */
+    const char *extra[] = {"--max-k8s-body-mb", "2", NULL};
+    assert_int_equal(sv_start(&p, "k8s-body", extra), 0);
+    assert_int_equal(sv_http(p.port, "POST", "/k8s/prioritize", NULL, body, strlen(body), &r),
+                     413);
+    assert_non_null(strstr(r.body, "--max-k8s-body-mb"));
+    assert_non_null(strstr(r.body, "nodeCacheCapable: true"));
+    sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+    free(body);
+}
+
+/* With --catalogue, a node is typed as import-nodes types it: the label
+ * p4d.24xlarge is no type of the job's cluster, but the catalogue makes it
+ * A100; an r5n.24xlarge with 95690m allocatable is the catalogue's CPU
+ * with unit_cpus 48: 2 units. The job's types are renamed CPU and A100
+ * (stages 0 and 1) and its plan is fixed on two registered nodes; the call
+ * shows three unregistered ones. Worker 1 then passes on the p4d node
+ * only, worker 0 on the r5n node only. */
+static void test_catalogue_types(void **state) {
+    (void)state;
+    char cat[1024];
+    const char *src = getenv("STRATA_SRC");
+    snprintf(cat, sizeof cat, "%s/configs/catalogue/instances.yaml", src ? src : ".");
+    const char *extra[] = {"--catalogue", cat, NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "k8s-cat", extra), 0);
+    json_t *ty = types();
+    json_object_set_new(json_array_get(ty, 0), "name", json_string("CPU"));
+    json_object_set_new(json_array_get(ty, 1), "name", json_string("A100"));
+    put_job(p.port, "cat", json_pack("{s:o, s:[{s:s, s:s, s:i, s:s}, {s:s, s:s, s:i, s:s}]}",
+                                     "types", ty, "nodes", "name", "cpu-reg", "type", "CPU",
+                                     "units", 2, "bw", "1GB/s", "name", "gpu-reg", "type", "A100",
+                                     "units", 8, "bw", "1GB/s"));
+    json_t *cpu = node("r5n-a", "r5n.24xlarge", "a", NULL, NULL, NULL);
+    json_object_set_new(json_object_get(json_object_get(cpu, "status"), "allocatable"), "cpu",
+                        json_string("95690m"));
+    json_t *nl = json_pack("{s:s, s:[o,o,o]}", "kind", "NodeList", "items", cpu,
+                           node("p4d-a", "p4d.24xlarge", "a", "8", NULL, NULL),
+                           node("m5-a", "m5.large", "a", NULL, NULL, NULL));
+    json_t *res = call(p.port, "filter", kubeflow_pod("cat", "worker", "1"), json_incref(nl), NULL);
+    char kept[256];
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "p4d-a");
+    assert_non_null(strstr(failed_why(res, "r5n-a"), "the node is CPU"));
+    assert_non_null(strstr(failed_why(res, "m5-a"), "instance type \"m5.large\""));
+    json_decref(res);
+    /* worker 0 (stage 0 on CPU) passes on the r5n node */
+    res = call(p.port, "filter", kubeflow_pod("cat", "worker", "0"), nl, NULL);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "r5n-a");
+    json_decref(res);
+    assert_int_equal(imp_cpu_units(95.69, 48.0), 2);
+    assert_int_equal(imp_cpu_units(72.0, 48.0), 1); /* 1.5: ties go down */
+    assert_int_equal(imp_cpu_units(72.1, 48.0), 2);
+    assert_int_equal(sv_stop(&p), 0);
 }
 
 static void test_bad_args(void **state) {
@@ -428,6 +601,9 @@ int main(void) {
         cmocka_unit_test(test_volcano),
         cmocka_unit_test(test_node_names_form),
         cmocka_unit_test(test_pass_through),
+        cmocka_unit_test(test_node_facts_and_failures),
+        cmocka_unit_test(test_body_limits),
+        cmocka_unit_test(test_catalogue_types),
         cmocka_unit_test(test_bad_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
