@@ -62,13 +62,14 @@
     "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
     "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
     "                    [--max-k8s-body-mb N] [--catalogue FILE]\n"                      \
-    "                    [--state FILE]\n"                                                   \
+    "                    [--state FILE] [--max-cluster-nodes N]\n"                          \
     "\n"                                                                                    \
     "  --catalogue FILE          instance types and GPU products the extender types\n"    \
     "                            nodes by (configs/catalogue/instances.yaml)\n"            \
     "  --state FILE              SQLite file keeping the registered jobs, their fixed\n"   \
     "                            plans and the units they take, across restarts and\n"   \
     "                            replicas (docs/serve.md); default: in memory only\n"     \
+    "  --max-cluster-nodes N     nodes PUT /v1/cluster accepts (default 4096)\n"          \
     "\n"                                                                                    \
     "limits (docs/reliability.md):\n"                                                       \
     "  --threads N               requests computing at once (default: the CPUs)\n"         \
@@ -198,6 +199,7 @@ int cmd_serve(int argc, char **argv) {
         {"max-k8s-body-mb", required_argument, 0, 'K'},
         {"catalogue", required_argument, 0, 'c'},
         {"state", required_argument, 0, 'F'},
+        {"max-cluster-nodes", required_argument, 0, 'O'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -213,7 +215,8 @@ int cmd_serve(int argc, char **argv) {
     int k8s_body_set = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:qh", opts,
+                            NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
         case 'l': cfg.listen = optarg; break;
@@ -278,6 +281,11 @@ int cmd_serve(int argc, char **argv) {
             break;
         case 'c': cfg.catalogue_path = optarg; break;
         case 'F': cfg.state_path = optarg; break;
+        case 'O':
+            if (cli_parse_int("--max-cluster-nodes", optarg, 1, MODEL_MAX_NODES, &n))
+                return CLI_USAGE;
+            cfg.max_cluster_nodes = (int)n;
+            break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;
         default: fprintf(stderr, SERVE_USAGE); return CLI_USAGE;

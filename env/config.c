@@ -1,6 +1,10 @@
 /* config.c -- the run schema: loading runs and placements from YAML (see
  * config.h).
  *
+ * A run comes from YAML text (files, buffers) or from a JSON value the
+ * daemon parsed (cfg_load_json); both are walked by the same code below,
+ * whose nodes are schema_ctx.h's cfg_item.
+ *
  * Every object of a run (top level, cluster, type, zone, link, node, job,
  * layer, placement stage) is described by one table of cfg_field rows: key,
  * field type, unit kind, required or default, bounds, offset into the C
@@ -20,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "env/place.h"
 #include "env/schema.h"
@@ -32,7 +35,7 @@ enum { TOP_MODEL, TOP_OBJECTIVE, TOP_INCLUDE, TOP_CLUSTER, TOP_JOB, TOP_JOBS, N_
 /* Where a top-level key was defined. */
 typedef struct {
     int file; /* -1 when not seen yet */
-    yaml_node_t *key, *val;
+    cfg_item *key, *val;
 } cfg_origin;
 
 /* A run being loaded: the files (c) and the top-level keys found so far. */
@@ -189,7 +192,7 @@ static int load_top(run_ctx *r, int idx);
 
 /* load_include opens the file named by scalar node `name` (relative to the
  * directory of file `from`) and loads its top-level keys. */
-static int load_include(run_ctx *r, int from, yaml_node_t *name, const char *path)
+static int load_include(run_ctx *r, int from, cfg_item *name, const char *path)
 {
     int idx = cfg_open_include(&r->c, from, name, path);
     if (idx < 0)
@@ -205,10 +208,10 @@ static int load_include(run_ctx *r, int from, yaml_node_t *name, const char *pat
 static int load_top(run_ctx *r, int idx)
 {
     cfg_ctx *c = &r->c;
-    yaml_node_t *root = cfg_root_of(c, idx, "a mapping of top-level keys");
+    cfg_item *root = cfg_root_of(c, idx, "a mapping of top-level keys");
     if (!root)
         return -1;
-    yaml_node_t *keys[N_TOP], *vals[N_TOP];
+    cfg_item *keys[N_TOP], *vals[N_TOP];
     top_in t;
     if (cfg_walk_map(c, root, "", "a mapping of top-level keys", TOP_FIELDS, N_TOP, &t, keys, vals))
         return -1;
@@ -236,7 +239,7 @@ static int load_top(run_ctx *r, int idx)
         if (k == TOP_OBJECTIVE)
             r->objective = t.objective;
     }
-    yaml_node_t *inc = vals[TOP_INCLUDE];
+    cfg_item *inc = vals[TOP_INCLUDE];
     if (!inc)
         return 0;
     if (r->no_include)
@@ -247,18 +250,18 @@ static int load_top(run_ctx *r, int idx)
         return cfg_fail(c, inc, "include", "includes nested more than %d deep", CFG_MAX_DEPTH);
     c->stack[c->depth++] = idx;
     int rc = 0;
-    if (inc->type == YAML_SEQUENCE_NODE) {
-        for (int i = 0; i < cfg_seq_len(inc) && rc == 0; i++) {
+    if (cfg_kind_of(c, inc) == CFG_K_SEQ) {
+        for (int i = 0; i < cfg_seq_len(c, inc) && rc == 0; i++) {
             char p[64];
             cfg_path_index(p, sizeof p, "include", i);
             c->cur = idx;
             rc = load_include(r, idx, cfg_seq_at(c, inc, i), p);
         }
-    } else if (inc->type == YAML_SCALAR_NODE) {
+    } else if (cfg_kind_of(c, inc) == CFG_K_SCALAR) {
         rc = load_include(r, idx, inc, "include");
     } else {
         char d[96];
-        cfg_describe(inc, d, sizeof d);
+        cfg_describe(c, inc, d, sizeof d);
         rc = cfg_fail(c, inc, "include", "expected a file name or a list of them, got %s", d);
     }
     c->depth--;
@@ -272,10 +275,10 @@ static int load_top(run_ctx *r, int idx)
 
 /* build_types reads cluster.types into cl; type mapping and count nodes
  * go to maps[] and counts[] (count NULL when absent). */
-static int build_types(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, yaml_node_t **maps,
-                       yaml_node_t **counts)
+static int build_types(cfg_ctx *c, cfg_item *list, model_cluster *cl, cfg_item **maps,
+                       cfg_item **counts)
 {
-    int n = cfg_seq_len(list);
+    int n = cfg_seq_len(c, list);
     if (n == 0)
         return cfg_fail(c, list, "cluster.types", "must list at least one type");
     if (n > MODEL_MAX_TYPES)
@@ -285,10 +288,10 @@ static int build_types(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, yaml_no
     if (!cl->types)
         return cfg_fail(c, list, "cluster.types", "out of memory");
     cl->n_types = n;
-    yaml_node_t *names[MODEL_MAX_TYPES];
+    cfg_item *names[MODEL_MAX_TYPES];
     for (int i = 0; i < n; i++) {
         char p[64];
-        yaml_node_t *keys[N_TY], *vals[N_TY];
+        cfg_item *keys[N_TY], *vals[N_TY];
         cfg_path_index(p, sizeof p, "cluster.types", i);
         maps[i] = cfg_seq_at(c, list, i);
         if (cfg_walk_map(c, maps[i], p, "a mapping", TYPE_FIELDS, N_TY, &cl->types[i], keys, vals))
@@ -305,9 +308,9 @@ static int build_types(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, yaml_no
 
 /* build_zones reads cluster.zones, or makes the implicit zone "default"
  * when list is NULL or empty. Sets *declared. */
-static int build_zones(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, int *declared)
+static int build_zones(cfg_ctx *c, cfg_item *list, model_cluster *cl, int *declared)
 {
-    int n = list ? cfg_seq_len(list) : 0;
+    int n = list ? cfg_seq_len(c, list) : 0;
     *declared = n > 0;
     if (n > MODEL_MAX_ZONES)
         return cfg_fail(c, list, "cluster.zones", "at most %d zones are supported, got %d",
@@ -321,10 +324,10 @@ static int build_zones(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, int *de
         return 0;
     }
     cl->n_zones = n;
-    yaml_node_t *names[MODEL_MAX_ZONES];
+    cfg_item *names[MODEL_MAX_ZONES];
     for (int i = 0; i < n; i++) {
         char p[64], np[96];
-        yaml_node_t *keys[N_ZO], *vals[N_ZO];
+        cfg_item *keys[N_ZO], *vals[N_ZO];
         cfg_path_index(p, sizeof p, "cluster.zones", i);
         if (cfg_walk_map(c, cfg_seq_at(c, list, i), p, "a mapping", ZONE_FIELDS, N_ZO,
                          &cl->zones[i], keys, vals))
@@ -338,7 +341,7 @@ static int build_zones(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, int *de
 }
 
 /* zone_ref resolves a zone name held by scalar node v. */
-static int zone_ref(cfg_ctx *c, const model_cluster *cl, yaml_node_t *v, const char *name,
+static int zone_ref(cfg_ctx *c, const model_cluster *cl, cfg_item *v, const char *name,
                     const char *path, int *out)
 {
     int z = cfg_find_name(name, cl->zones, sizeof *cl->zones, cl->n_zones);
@@ -349,16 +352,16 @@ static int zone_ref(cfg_ctx *c, const model_cluster *cl, yaml_node_t *v, const c
     return 0;
 }
 
-static int build_nodes(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, int zones_declared)
+static int build_nodes(cfg_ctx *c, cfg_item *list, model_cluster *cl, int zones_declared)
 {
-    int n = cfg_seq_len(list);
+    int n = cfg_seq_len(c, list);
     if (n == 0)
         return 0;
     if (n > MODEL_MAX_NODES)
         return cfg_fail(c, list, "cluster.nodes", "at most %d nodes are supported, got %d",
                         MODEL_MAX_NODES, n);
     cl->nodes = calloc((size_t)n, sizeof *cl->nodes);
-    yaml_node_t **names = calloc((size_t)n, sizeof *names);
+    cfg_item **names = calloc((size_t)n, sizeof *names);
     if (!cl->nodes || !names) {
         free(names);
         return cfg_fail(c, list, "cluster.nodes", "out of memory");
@@ -367,11 +370,11 @@ static int build_nodes(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, int zon
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         char p[64], kp[96];
-        yaml_node_t *keys[N_NO], *vals[N_NO];
+        cfg_item *keys[N_NO], *vals[N_NO];
         node_in in;
         memset(&in, 0, sizeof in);
         cfg_path_index(p, sizeof p, "cluster.nodes", i);
-        yaml_node_t *map = cfg_seq_at(c, list, i);
+        cfg_item *map = cfg_seq_at(c, list, i);
         if (cfg_walk_map(c, map, p, "a mapping", NODE_FIELDS, N_NO, &in, keys, vals)) {
             rc = -1;
             break;
@@ -407,14 +410,14 @@ static int build_nodes(cfg_ctx *c, yaml_node_t *list, model_cluster *cl, int zon
     return rc;
 }
 
-static int build_links(cfg_ctx *c, yaml_node_t *list, model_cluster *cl)
+static int build_links(cfg_ctx *c, cfg_item *list, model_cluster *cl)
 {
-    int n = cfg_seq_len(list), nz = cl->n_zones;
+    int n = cfg_seq_len(c, list), nz = cl->n_zones;
     if (n == 0)
         return 0;
     cl->zone_bw = malloc(sizeof(double) * (size_t)nz * (size_t)nz);
     cl->zone_lat = malloc(sizeof(double) * (size_t)nz * (size_t)nz);
-    yaml_node_t **seen = calloc((size_t)nz * (size_t)nz, sizeof *seen);
+    cfg_item **seen = calloc((size_t)nz * (size_t)nz, sizeof *seen);
     if (!cl->zone_bw || !cl->zone_lat || !seen) {
         free(seen);
         return cfg_fail(c, list, "cluster.links", "out of memory");
@@ -426,7 +429,7 @@ static int build_links(cfg_ctx *c, yaml_node_t *list, model_cluster *cl)
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         char p[64], zp[96], ip[112];
-        yaml_node_t *keys[N_LK], *vals[N_LK];
+        cfg_item *keys[N_LK], *vals[N_LK];
         link_in in;
         cfg_path_index(p, sizeof p, "cluster.links", i);
         if (cfg_walk_map(c, cfg_seq_at(c, list, i), p, "a mapping", LINK_FIELDS, N_LK, &in, keys,
@@ -434,16 +437,16 @@ static int build_links(cfg_ctx *c, yaml_node_t *list, model_cluster *cl)
             rc = -1;
             break;
         }
-        yaml_node_t *zl = vals[LK_ZONES];
+        cfg_item *zl = vals[LK_ZONES];
         cfg_path_key(zp, sizeof zp, p, "zones");
-        if (cfg_seq_len(zl) != 2) {
-            rc = cfg_fail(c, zl, zp, "expected two zone names, got %d", cfg_seq_len(zl));
+        if (cfg_seq_len(c, zl) != 2) {
+            rc = cfg_fail(c, zl, zp, "expected two zone names, got %d", cfg_seq_len(c, zl));
             break;
         }
         int z[2];
         for (int k = 0; k < 2 && rc == 0; k++) {
             const char *name;
-            yaml_node_t *v = cfg_seq_at(c, zl, k);
+            cfg_item *v = cfg_seq_at(c, zl, k);
             cfg_path_index(ip, sizeof ip, zp, k);
             if (cfg_scalar_text(c, v, ip, "a zone name", &name) ||
                 zone_ref(c, cl, v, name, ip, &z[k]))
@@ -475,12 +478,12 @@ static int build_links(cfg_ctx *c, yaml_node_t *list, model_cluster *cl)
 
 /* build_cluster reads the cluster mapping into cl (zeroed by the caller,
  * freed by cfg_free even when this fails half-way). */
-static int build_cluster(cfg_ctx *c, yaml_node_t *map, model_cluster *cl)
+static int build_cluster(cfg_ctx *c, cfg_item *map, model_cluster *cl)
 {
-    yaml_node_t *keys[N_CL], *vals[N_CL];
+    cfg_item *keys[N_CL], *vals[N_CL];
     if (cfg_walk_map(c, map, "cluster", "a mapping", CLUSTER_FIELDS, N_CL, cl, keys, vals))
         return -1;
-    yaml_node_t *maps[MODEL_MAX_TYPES], *counts[MODEL_MAX_TYPES];
+    cfg_item *maps[MODEL_MAX_TYPES], *counts[MODEL_MAX_TYPES];
     int declared;
     if (build_types(c, vals[CL_TYPES], cl, maps, counts) ||
         build_zones(c, vals[CL_ZONES], cl, &declared))
@@ -525,17 +528,17 @@ static int build_cluster(cfg_ctx *c, yaml_node_t *map, model_cluster *cl)
 /* build_job reads one job mapping at key path `path` into job, checking
  * every layer's memory against the largest type memory of cl; *name_node
  * gets the node of the job's name. */
-static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *job,
-                     const model_cluster *cl, yaml_node_t **name_node)
+static int build_job(cfg_ctx *c, cfg_item *map, const char *path, model_job *job,
+                     const model_cluster *cl, cfg_item **name_node)
 {
-    yaml_node_t *keys[N_JO], *vals[N_JO];
+    cfg_item *keys[N_JO], *vals[N_JO];
     if (cfg_walk_map(c, map, path, "a mapping", JOB_FIELDS, N_JO, job, keys, vals))
         return -1;
     *name_node = vals[JO_NAME];
-    yaml_node_t *list = vals[JO_LAYERS];
+    cfg_item *list = vals[JO_LAYERS];
     char lp[96];
     cfg_path_key(lp, sizeof lp, path, "layers");
-    int n = cfg_seq_len(list);
+    int n = cfg_seq_len(c, list);
     if (n == 0)
         return cfg_fail(c, list, lp, "must list at least one layer");
     if (n > MODEL_MAX_LAYERS)
@@ -549,10 +552,10 @@ static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *
     for (int t = 1; t < cl->n_types; t++)
         if (cl->types[t].mem > cl->types[big].mem)
             big = t;
-    yaml_node_t *names[MODEL_MAX_LAYERS];
+    cfg_item *names[MODEL_MAX_LAYERS];
     for (int i = 0; i < n; i++) {
         char p[128], kp[160];
-        yaml_node_t *lkeys[N_LA], *lvals[N_LA];
+        cfg_item *lkeys[N_LA], *lvals[N_LA];
         model_layer *l = &job->layers[i];
         cfg_path_index(p, sizeof p, lp, i);
         if (cfg_walk_map(c, cfg_seq_at(c, list, i), p, "a mapping", LAYER_FIELDS, N_LA, l, lkeys,
@@ -579,11 +582,11 @@ static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *
         cfg_path_index(p, sizeof p, lp, bad);
         return cfg_fail(c, bad < 0 ? list : cfg_seq_at(c, list, bad), bad < 0 ? lp : p, "%s", why);
     }
-    yaml_node_t *meas = vals[JO_MEAS];
+    cfg_item *meas = vals[JO_MEAS];
     if (meas) {
         /* Four coefficients to fit: fewer points cannot pin them (FIT_MIN_POINTS). */
         cfg_path_key(lp, sizeof lp, path, "measurements");
-        int m = cfg_seq_len(meas);
+        int m = cfg_seq_len(c, meas);
         if (m < 4)
             return cfg_fail(c, meas, lp, "the throughput curve has four coefficients: give at "
                             "least 4 measurements, got %d", m);
@@ -593,7 +596,7 @@ static int build_job(cfg_ctx *c, yaml_node_t *map, const char *path, model_job *
         job->n_points = m;
         for (int i = 0; i < m; i++) {
             char p[128];
-            yaml_node_t *mkeys[N_ME], *mvals[N_ME];
+            cfg_item *mkeys[N_ME], *mvals[N_ME];
             cfg_path_index(p, sizeof p, lp, i);
             if (cfg_walk_map(c, cfg_seq_at(c, meas, i), p, "a mapping", MEAS_FIELDS, N_ME,
                              &job->points[i], mkeys, mvals))
@@ -609,11 +612,11 @@ static int build_jobs(run_ctx *r, cfg_run *run)
     cfg_origin *o = r->top[TOP_JOB].file >= 0 ? &r->top[TOP_JOB] : &r->top[TOP_JOBS];
     int single = o == &r->top[TOP_JOB];
     c->cur = o->file;
-    int n = single ? 1 : cfg_seq_len(o->val);
+    int n = single ? 1 : cfg_seq_len(c, o->val);
     if (n == 0)
         return cfg_fail(c, o->val, "jobs", "must list at least one job");
     run->jobs = calloc((size_t)n, sizeof *run->jobs);
-    yaml_node_t **names = calloc((size_t)n, sizeof *names);
+    cfg_item **names = calloc((size_t)n, sizeof *names);
     if (!run->jobs || !names) {
         free(names);
         return cfg_fail(c, o->val, "jobs", "out of memory");
@@ -622,7 +625,7 @@ static int build_jobs(run_ctx *r, cfg_run *run)
     int rc = 0;
     for (int j = 0; j < n && rc == 0; j++) {
         char p[64], kp[96];
-        yaml_node_t *map = single ? o->val : cfg_seq_at(c, o->val, j);
+        cfg_item *map = single ? o->val : cfg_seq_at(c, o->val, j);
         if (single)
             snprintf(p, sizeof p, "job");
         else
@@ -645,7 +648,7 @@ static int build_jobs(run_ctx *r, cfg_run *run)
 static cfg_run *build_run(run_ctx *r, const char *path)
 {
     cfg_ctx *c = &r->c;
-    yaml_node_t *root = yaml_document_get_root_node(&c->files[0]->doc);
+    cfg_item *root = cfg_file_root(c, 0);
     c->cur = 0;
     if (r->top[TOP_CLUSTER].file < 0) {
         cfg_fail(c, root, "cluster",
@@ -691,29 +694,21 @@ cfg_run *cfg_load(const char *path, char *err, size_t errlen)
 }
 
 /* load_in_memory loads a run that has no file behind it, from text[len]
- * when doc is NULL, else from *doc (taken over: deleted in every case and
- * zeroed). `include:` is refused, so that a request never names a file. */
+ * when json is NULL, else from the JSON value json (borrowed). `include:`
+ * is refused, so that a request never names a file. */
 static cfg_run *load_in_memory(const char *name, const char *text, size_t len,
-                               yaml_document_t *doc, char *err, size_t errlen)
+                               const json_t *json, char *err, size_t errlen)
 {
     run_ctx r;
     run_ctx_init(&r, err, errlen);
     r.no_include = 1;
     cfg_ctx *c = &r.c;
     cfg_run *run = NULL;
-    int idx = cfg_add_file(c, name), ok = idx >= 0;
-    if (!ok) {
+    int idx = json ? cfg_add_json(c, name, json) : cfg_add_file(c, name), ok = idx >= 0;
+    if (!ok)
         cfg_say(c, "%s: out of memory", name);
-        if (doc)
-            yaml_document_delete(doc);
-    } else if (doc) {
-        c->files[idx]->doc = *doc; /* the context deletes it from here on */
-        c->files[idx]->has_doc = 1;
-    } else {
+    else if (!json)
         ok = cfg_parse_doc(c, idx, text, len) == 0;
-    }
-    if (doc)
-        memset(doc, 0, sizeof *doc);
     if (ok && load_top(&r, idx) == 0)
         run = build_run(&r, name);
     cfg_ctx_free(c);
@@ -727,9 +722,9 @@ cfg_run *cfg_load_buffer(const char *name, const char *text, size_t len, char *e
                           errlen);
 }
 
-cfg_run *cfg_load_document(const char *name, yaml_document_t *doc, char *err, size_t errlen)
+cfg_run *cfg_load_json(const char *name, const json_t *root, char *err, size_t errlen)
 {
-    return load_in_memory(name ? name : "<document>", NULL, 0, doc, err, errlen);
+    return load_in_memory(name ? name : "<json>", NULL, 0, root, err, errlen);
 }
 
 void cfg_free(cfg_run *run)
@@ -752,15 +747,15 @@ void cfg_free(cfg_run *run)
 
 /* place_list resolves the node names of list (key path `path`) into
  * out[count]; the list must hold exactly `count` names. */
-static int place_list(cfg_ctx *c, yaml_node_t *list, const char *path, int count,
+static int place_list(cfg_ctx *c, cfg_item *list, const char *path, int count,
                       const char *what, const model_cluster *cl, int *out)
 {
-    if (cfg_seq_len(list) != count)
-        return cfg_fail(c, list, path, "%s, got %d", what, cfg_seq_len(list));
+    if (cfg_seq_len(c, list) != count)
+        return cfg_fail(c, list, path, "%s, got %d", what, cfg_seq_len(c, list));
     for (int i = 0; i < count; i++) {
         char p[128];
         const char *name;
-        yaml_node_t *v = cfg_seq_at(c, list, i);
+        cfg_item *v = cfg_seq_at(c, list, i);
         cfg_path_index(p, sizeof p, path, i);
         if (cfg_scalar_text(c, v, p, "a node name", &name))
             return -1;
@@ -784,8 +779,8 @@ int cfg_load_placement(const char *path, const cfg_run *run, const model_plan *p
     }
     int rc = -1;
     int idx = cfg_open_file(&c, path, -1, NULL, NULL);
-    yaml_node_t *root = idx >= 0 ? cfg_root_of(&c, idx, "a mapping with key placement") : NULL;
-    yaml_node_t *keys[N_PL], *vals[N_PL];
+    cfg_item *root = idx >= 0 ? cfg_root_of(&c, idx, "a mapping with key placement") : NULL;
+    cfg_item *keys[N_PL], *vals[N_PL];
     const model_cluster *cl = &run->cluster;
     if (!root ||
         cfg_walk_map(&c, root, "", "a mapping with key placement", PLACE_FIELDS, N_PL, NULL, keys,
@@ -801,17 +796,17 @@ int cfg_load_placement(const char *path, const cfg_run *run, const model_plan *p
                  "the cluster lists no nodes (cluster.nodes) to place tasks on");
         goto out;
     }
-    yaml_node_t *list = vals[PL_PLACEMENT];
-    if (cfg_seq_len(list) != plan->n_stages) {
+    cfg_item *list = vals[PL_PLACEMENT];
+    if (cfg_seq_len(&c, list) != plan->n_stages) {
         cfg_fail(&c, list, "placement", "expected one entry per stage of the plan (%d), got %d",
-                 plan->n_stages, cfg_seq_len(list));
+                 plan->n_stages, cfg_seq_len(&c, list));
         goto out;
     }
     int off = 0;
     for (int s = 0; s < plan->n_stages; s++) {
         const model_stage *st = &plan->stages[s];
         char p[64], wp[96], what[256];
-        yaml_node_t *skeys[N_PS], *svals[N_PS];
+        cfg_item *skeys[N_PS], *svals[N_PS];
         cfg_path_index(p, sizeof p, "placement", s);
         if (cfg_walk_map(&c, cfg_seq_at(&c, list, s), p, "a mapping", STAGE_FIELDS, N_PS, NULL,
                          skeys, svals))

@@ -47,17 +47,16 @@ cfg_run *cfg_load(const char *path, char *err, size_t errlen);
 cfg_run *cfg_load_buffer(const char *name, const char *text, size_t len,
                          char *err, size_t errlen);
 
-struct yaml_document_s; /* libyaml's yaml_document_t */
+struct json_t; /* jansson's json_t */
 
-/* cfg_load_document is cfg_load_buffer on a document a caller built in
- * memory with libyaml's document API (the daemon builds one from its JSON
- * body without printing and re-parsing it). Takes *doc over: it is
- * deleted in every case and must not be used afterwards. Strings should be
- * quoted scalars and numbers, booleans and null plain ones, as a YAML
- * parser would have made them from the same JSON. The builder's marks
- * (usually zero) stand in messages for line and column. */
-cfg_run *cfg_load_document(const char *name, struct yaml_document_s *doc, char *err,
-                           size_t errlen);
+/* cfg_load_json is cfg_load_buffer on a JSON value already parsed with
+ * jansson (the daemon's requests): the walker reads the value as it is,
+ * with the same tables and messages as a YAML text of the same content
+ * (strings as quoted scalars, numbers, booleans and null as plain ones).
+ * root (borrowed) must be an object of top-level keys; `include:` is
+ * refused. JSON values have no marks: positions in messages read
+ * "name:1:1". */
+cfg_run *cfg_load_json(const char *name, const struct json_t *root, char *err, size_t errlen);
 
 /* cfg_free releases a run; accepts NULL. */
 void cfg_free(cfg_run *run);

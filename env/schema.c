@@ -11,6 +11,13 @@
  * depth checks), and the one message format "file:line:col: key.path:
  * message". The run loader (config.c) and, through cfg_doc, the loaders of
  * agent/ and eval/ stand on it.
+ *
+ * The walker has a second front end: a JSON value already parsed by
+ * jansson (the daemon's requests, cfg_add_json) is walked as it is, with
+ * the same tables and the same messages, its scalars read as a YAML reader
+ * would read them from JSON text (scalar() below), so that a request is
+ * never rebuilt as a YAML document. JSON values have no marks: their
+ * position reads "file:1:1", as a document built in memory had.
  */
 #include "env/schema.h"
 
@@ -40,6 +47,23 @@ void cfg_ctx_init(cfg_ctx *c, char *err, size_t errlen)
         err[0] = '\0';
 }
 
+/* Nodes as libyaml's and jansson's types, for the helpers below. */
+static const yaml_node_t *Y(const cfg_item *n)
+{
+    return (const yaml_node_t *)n;
+}
+
+static const json_t *J(const cfg_item *n)
+{
+    return (const json_t *)n;
+}
+
+/* is_json: the file being walked is a JSON value (cfg_add_json). */
+static int is_json(const cfg_ctx *c)
+{
+    return c->files[c->cur]->json != NULL;
+}
+
 void cfg_ctx_free(cfg_ctx *c)
 {
     for (int i = 0; i < c->n_files; i++) {
@@ -63,12 +87,14 @@ void cfg_say(cfg_ctx *c, const char *fmt, ...)
 }
 
 /* where writes "file:line:col" of node n of file f into buf[len]. */
-void cfg_where(const cfg_ctx *c, int f, const yaml_node_t *n, char *buf, size_t len)
+void cfg_where(const cfg_ctx *c, int f, const cfg_item *n, char *buf, size_t len)
 {
-    if (n)
+    if (n && c->files[f]->json)
+        snprintf(buf, len, "%s:1:1", c->files[f]->path);
+    else if (n)
         snprintf(buf, len, "%s:%lu:%lu", c->files[f]->path,
-                 (unsigned long)n->start_mark.line + 1,
-                 (unsigned long)n->start_mark.column + 1);
+                 (unsigned long)Y(n)->start_mark.line + 1,
+                 (unsigned long)Y(n)->start_mark.column + 1);
     else
         snprintf(buf, len, "%s", c->files[f]->path);
 }
@@ -76,7 +102,7 @@ void cfg_where(const cfg_ctx *c, int f, const yaml_node_t *n, char *buf, size_t 
 /* fail writes "file:line:col: path: message" for node `at` of the current
  * file (no position when at is NULL, no path when path is empty) and
  * returns -1. */
-int cfg_fail(cfg_ctx *c, const yaml_node_t *at, const char *path, const char *fmt, ...)
+int cfg_fail(cfg_ctx *c, const cfg_item *at, const char *path, const char *fmt, ...)
 {
     char msg[1024], pos[CFG_PATH_MAX + 64];
     va_list ap;
@@ -95,53 +121,105 @@ int cfg_fail(cfg_ctx *c, const yaml_node_t *at, const char *path, const char *fm
  * Small helpers on nodes, paths and names
  * ------------------------------------------------------------------------ */
 
-yaml_node_t *cfg_node(cfg_ctx *c, int id)
+/* node returns node `id` of the current (YAML) file. */
+static cfg_item *node(cfg_ctx *c, int id)
 {
-    return yaml_document_get_node(&c->files[c->cur]->doc, id);
+    return (cfg_item *)yaml_document_get_node(&c->files[c->cur]->doc, id);
 }
 
-static const char *sval(const yaml_node_t *n)
+cfg_kind cfg_kind_of(const cfg_ctx *c, const cfg_item *n)
 {
-    return (const char *)n->data.scalar.value;
+    if (is_json(c))
+        return json_is_object(J(n)) ? CFG_K_MAP : json_is_array(J(n)) ? CFG_K_SEQ : CFG_K_SCALAR;
+    return Y(n)->type == YAML_MAPPING_NODE    ? CFG_K_MAP
+           : Y(n)->type == YAML_SEQUENCE_NODE ? CFG_K_SEQ
+                                              : CFG_K_SCALAR;
+}
+
+/* scalar returns the text of scalar node n as a YAML reader sees it, with
+ * its length in *len and *plain 1 for a plain (unquoted) scalar. A JSON
+ * value reads as it would from JSON text: a string quoted, a number as
+ * jansson prints it (into num[48]), true, false and null plain. */
+static const char *scalar(const cfg_ctx *c, const cfg_item *n, char *num, size_t *len,
+                          int *plain)
+{
+    if (!is_json(c)) {
+        *len = Y(n)->data.scalar.length;
+        *plain = Y(n)->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        return (const char *)Y(n)->data.scalar.value;
+    }
+    const json_t *v = J(n);
+    const char *text = num;
+    *plain = 1;
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        *plain = 0;
+        *len = json_string_length(v);
+        return json_string_value(v);
+    case JSON_INTEGER:
+        snprintf(num, 48, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        break;
+    case JSON_REAL:
+        snprintf(num, 48, "%.17g", json_real_value(v));
+        if (!strpbrk(num, ".eEni"))
+            strcat(num, ".0");
+        break;
+    case JSON_TRUE: text = "true"; break;
+    case JSON_FALSE: text = "false"; break;
+    default: text = "null"; break;
+    }
+    *len = strlen(text);
+    return text;
 }
 
 /* is_empty: an empty scalar or a plain null ("~", "null"). */
-static int is_empty(const yaml_node_t *n)
+static int is_empty(const cfg_ctx *c, const cfg_item *n)
 {
-    if (n->type != YAML_SCALAR_NODE)
+    char num[48];
+    size_t len;
+    int plain;
+    if (cfg_kind_of(c, n) != CFG_K_SCALAR)
         return 0;
-    if (n->data.scalar.length == 0)
+    const char *s = scalar(c, n, num, &len, &plain);
+    if (len == 0)
         return 1;
-    if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+    if (!plain)
         return 0;
-    const char *s = sval(n);
     return strcmp(s, "~") == 0 || strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 ||
            strcmp(s, "NULL") == 0;
 }
 
 /* describe writes what a node is, for "expected X, got Y" messages. */
-void cfg_describe(const yaml_node_t *n, char *buf, size_t len)
+void cfg_describe(const cfg_ctx *c, const cfg_item *n, char *buf, size_t len)
 {
-    if (n->type == YAML_MAPPING_NODE)
+    cfg_kind k = cfg_kind_of(c, n);
+    if (k == CFG_K_MAP)
         snprintf(buf, len, "a mapping");
-    else if (n->type == YAML_SEQUENCE_NODE)
+    else if (k == CFG_K_SEQ)
         snprintf(buf, len, "a list");
-    else if (is_empty(n))
+    else if (is_empty(c, n))
         snprintf(buf, len, "an empty value");
     else {
-        size_t l = n->data.scalar.length;
-        snprintf(buf, len, "\"%.*s%s\"", (int)(l > 40 ? 40 : l), sval(n), l > 40 ? "..." : "");
+        char num[48];
+        size_t l;
+        int plain;
+        const char *s = scalar(c, n, num, &l, &plain);
+        snprintf(buf, len, "\"%.*s%s\"", (int)(l > 40 ? 40 : l), s, l > 40 ? "..." : "");
     }
 }
 
-int cfg_seq_len(const yaml_node_t *n)
+int cfg_seq_len(const cfg_ctx *c, const cfg_item *n)
 {
-    return (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+    if (is_json(c))
+        return (int)json_array_size(J(n));
+    return (int)(Y(n)->data.sequence.items.top - Y(n)->data.sequence.items.start);
 }
 
-yaml_node_t *cfg_seq_at(cfg_ctx *c, const yaml_node_t *n, int i)
+cfg_item *cfg_seq_at(cfg_ctx *c, const cfg_item *n, int i)
 {
-    return cfg_node(c, n->data.sequence.items.start[i]);
+    if (is_json(c))
+        return (cfg_item *)json_array_get(J(n), (size_t)i);
+    return node(c, Y(n)->data.sequence.items.start[i]);
 }
 
 /* put appends src to out[*n] (room len, always NUL-terminated, cut when
@@ -264,7 +342,7 @@ static void list_names(const void *base, size_t stride, int n, char *buf, size_t
 
 /* unknown_name fails at node `at` with "unknown <what> 'x'" and either a
  * suggestion or the list of declared names. */
-int cfg_unknown_name(cfg_ctx *c, const yaml_node_t *at, const char *path, const char *what,
+int cfg_unknown_name(cfg_ctx *c, const cfg_item *at, const char *path, const char *what,
                      const char *word, const void *base, size_t stride, int n)
 {
     const char *s = suggest_name(word, base, stride, n);
@@ -319,24 +397,27 @@ static int bound_ok(cfg_bound b, double lim, double v)
 /* scalar_text gets the text of scalar v for field path, refusing non-
  * scalars (with "expected <what>") and embedded NUL characters. Empty and
  * null scalars give "". */
-int cfg_scalar_text(cfg_ctx *c, yaml_node_t *v, const char *path, const char *what,
+int cfg_scalar_text(cfg_ctx *c, cfg_item *v, const char *path, const char *what,
                     const char **text)
 {
     char d[96];
-    if (v->type != YAML_SCALAR_NODE) {
-        cfg_describe(v, d, sizeof d);
+    if (cfg_kind_of(c, v) != CFG_K_SCALAR) {
+        cfg_describe(c, v, d, sizeof d);
         return cfg_fail(c, v, path, "expected %s, got %s", what, d);
     }
-    if (strlen(sval(v)) != v->data.scalar.length)
+    size_t len;
+    int plain;
+    const char *s = scalar(c, v, c->num, &len, &plain);
+    if (strlen(s) != len)
         return cfg_fail(c, v, path, "expected %s, got a value with a NUL character", what);
-    *text = is_empty(v) ? "" : sval(v);
+    *text = is_empty(c, v) ? "" : s;
     return 0;
 }
 
 /* short_text reads scalar v as non-empty text shorter than max bytes
  * (`what` names it in "expected ...", `noun` in "... is longer than"),
  * pointing *text into the document. Returns 0 or -1 with the message set. */
-static int short_text(cfg_ctx *c, yaml_node_t *v, const char *path, const char *what,
+static int short_text(cfg_ctx *c, cfg_item *v, const char *path, const char *what,
                       const char *noun, size_t max, const char **text)
 {
     if (cfg_scalar_text(c, v, path, what, text))
@@ -352,21 +433,21 @@ static int short_text(cfg_ctx *c, yaml_node_t *v, const char *path, const char *
  * scalar fields and ranges, stores it into obj. A range's ends are checked
  * as CFG_FT_DOUBLE values (key path `path[0]`, `path[1]`), so they meet the
  * row's bounds and the figure guard. Returns 0 or -1 (message set). */
-int cfg_parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const char *path,
+int cfg_parse_field(cfg_ctx *c, const cfg_field *f, cfg_item *v, const char *path,
                     void *obj)
 {
     char d[96], msg[512];
     const char *text;
     switch (f->type) {
     case CFG_FT_LIST:
-        if (v->type == YAML_SEQUENCE_NODE)
+        if (cfg_kind_of(c, v) == CFG_K_SEQ)
             return 0;
-        cfg_describe(v, d, sizeof d);
+        cfg_describe(c, v, d, sizeof d);
         return cfg_fail(c, v, path, "expected a list, got %s", d);
     case CFG_FT_MAP:
-        if (v->type == YAML_MAPPING_NODE)
+        if (cfg_kind_of(c, v) == CFG_K_MAP)
             return 0;
-        cfg_describe(v, d, sizeof d);
+        cfg_describe(c, v, d, sizeof d);
         return cfg_fail(c, v, path, "expected a mapping, got %s", d);
     case CFG_FT_ANY:
         return 0;
@@ -450,7 +531,7 @@ int cfg_parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const char *
                  !strcasecmp(text, "off") || !strcmp(text, "0"))
             *b = 0;
         else {
-            cfg_describe(v, d, sizeof d);
+            cfg_describe(c, v, d, sizeof d);
             return cfg_fail(c, v, path, "expected true or false, got %s", d);
         }
         return 0;
@@ -461,11 +542,11 @@ int cfg_parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const char *
         double r[2];
         one.type = CFG_FT_DOUBLE;
         one.off = 0;
-        if (v->type == YAML_SCALAR_NODE) {
+        if (cfg_kind_of(c, v) == CFG_K_SCALAR) {
             if (cfg_parse_field(c, &one, v, path, &r[0]))
                 return -1;
             r[1] = r[0];
-        } else if (v->type == YAML_SEQUENCE_NODE && cfg_seq_len(v) == 2) {
+        } else if (cfg_kind_of(c, v) == CFG_K_SEQ && cfg_seq_len(c, v) == 2) {
             char ipath[1100];
             for (int i = 0; i < 2; i++) {
                 cfg_path_index(ipath, sizeof ipath, path, i);
@@ -475,7 +556,7 @@ int cfg_parse_field(cfg_ctx *c, const cfg_field *f, yaml_node_t *v, const char *
             if (r[1] < r[0])
                 return cfg_fail(c, v, path, "the high end %g is below the low end %g", r[1], r[0]);
         } else {
-            cfg_describe(v, d, sizeof d);
+            cfg_describe(c, v, d, sizeof d);
             return cfg_fail(c, v, path, "expected %s, or a pair [low, high] of them, got %s",
                             units_expect(f->units), d);
         }
@@ -507,19 +588,63 @@ static __attribute__((noinline)) void set_default(const cfg_field *f, char *at)
         at[0] = '\0';
 }
 
+/* walk_key handles key `name` of a mapping (its key node k, value node v;
+ * kpath[1024] gets its key path) for cfg_walk_map: finds its row of f[nf]
+ * (an unknown one is refused with a "did you mean"), refuses it seen twice,
+ * records its nodes and parses its value. Returns 0 or -1 (message set). */
+static int walk_key(cfg_ctx *c, cfg_item *k, const char *name, cfg_item *v, const char *path,
+                    const cfg_field *f, int nf, void *obj, cfg_item **keys, cfg_item **vals,
+                    char *kpath)
+{
+    cfg_path_key(kpath, 1024, path, name);
+    int idx = -1;
+    for (int i = 0; i < nf; i++)
+        if (strcmp(f[i].key, name) == 0)
+            idx = i;
+    if (idx < 0) {
+        const char *best = NULL;
+        int bd = 1 << 30;
+        for (int i = 0; i < nf; i++) {
+            int dd = distance(name, f[i].key);
+            if (dd < bd) {
+                bd = dd;
+                best = f[i].key;
+            }
+        }
+        if (best && close_enough(name, bd))
+            return cfg_fail(c, k, kpath, "unknown key (did you mean '%s'?)", best);
+        char list[512];
+        size_t used = 0;
+        list[0] = '\0';
+        for (int i = 0; i < nf && used < sizeof list; i++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                                     f[i].key);
+        return cfg_fail(c, k, kpath, "unknown key (valid keys: %s)", list);
+    }
+    if (keys[idx]) {
+        char first[CFG_PATH_MAX + 64];
+        cfg_where(c, c->cur, keys[idx], first, sizeof first);
+        return cfg_fail(c, k, kpath, "duplicate key (first at %s)", first);
+    }
+    keys[idx] = k;
+    vals[idx] = v;
+    return cfg_parse_field(c, &f[idx], v, kpath, obj);
+}
+
 /* cfg_walk_map checks that `map` is a mapping whose keys all belong to the
  * table f[nf] and appear once, parses scalar fields into obj (optional ones
  * first get their default) and records each key's key and value nodes in
- * keys[] and vals[] (NULL when absent). Required keys missing are reported
- * at the mapping. `what` names the expected node ("a mapping"). Returns 0
- * or -1 with the message set. */
-int cfg_walk_map(cfg_ctx *c, yaml_node_t *map, const char *path, const char *what,
-                 const cfg_field *f, int nf, void *obj, yaml_node_t **keys,
-                 yaml_node_t **vals)
+ * keys[] and vals[] (NULL when absent; in a JSON object, the value's node
+ * for both). Required keys missing are reported at the mapping. `what`
+ * names the expected node ("a mapping"). Returns 0 or -1 with the message
+ * set. The same walk for YAML mappings and JSON objects, in their order. */
+int cfg_walk_map(cfg_ctx *c, cfg_item *map, const char *path, const char *what,
+                 const cfg_field *f, int nf, void *obj, cfg_item **keys,
+                 cfg_item **vals)
 {
     char d[96], kpath[1024];
-    if (map->type != YAML_MAPPING_NODE) {
-        cfg_describe(map, d, sizeof d);
+    if (cfg_kind_of(c, map) != CFG_K_MAP) {
+        cfg_describe(c, map, d, sizeof d);
         return cfg_fail(c, map, path, "expected %s, got %s", what, d);
     }
     for (int i = 0; i < nf; i++) {
@@ -527,48 +652,27 @@ int cfg_walk_map(cfg_ctx *c, yaml_node_t *map, const char *path, const char *wha
         if (!f[i].required && obj)
             set_default(&f[i], (char *)obj + f[i].off);
     }
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = cfg_node(c, p->key), *v = cfg_node(c, p->value);
-        if (k->type != YAML_SCALAR_NODE) {
-            cfg_describe(k, d, sizeof d);
-            return cfg_fail(c, k, path, "keys must be plain names, got %s", d);
+    if (is_json(c)) {
+        const char *name;
+        json_t *v;
+        json_object_foreach((json_t *)J(map), name, v) {
+            if (walk_key(c, (cfg_item *)v, name, (cfg_item *)v, path, f, nf, obj, keys, vals,
+                         kpath))
+                return -1;
         }
-        const char *name = sval(k);
-        cfg_path_key(kpath, sizeof kpath, path, name);
-        int idx = -1;
-        for (int i = 0; i < nf; i++)
-            if (strcmp(f[i].key, name) == 0)
-                idx = i;
-        if (idx < 0) {
-            const char *best = NULL;
-            int bd = 1 << 30;
-            for (int i = 0; i < nf; i++) {
-                int dd = distance(name, f[i].key);
-                if (dd < bd) {
-                    bd = dd;
-                    best = f[i].key;
-                }
+    } else {
+        const yaml_node_t *m = Y(map);
+        for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
+             p++) {
+            cfg_item *k = node(c, p->key), *v = node(c, p->value);
+            if (Y(k)->type != YAML_SCALAR_NODE) {
+                cfg_describe(c, k, d, sizeof d);
+                return cfg_fail(c, k, path, "keys must be plain names, got %s", d);
             }
-            if (best && close_enough(name, bd))
-                return cfg_fail(c, k, kpath, "unknown key (did you mean '%s'?)", best);
-            char list[512];
-            size_t used = 0;
-            list[0] = '\0';
-            for (int i = 0; i < nf && used < sizeof list; i++)
-                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
-                                         f[i].key);
-            return cfg_fail(c, k, kpath, "unknown key (valid keys: %s)", list);
+            if (walk_key(c, k, (const char *)Y(k)->data.scalar.value, v, path, f, nf, obj, keys,
+                         vals, kpath))
+                return -1;
         }
-        if (keys[idx]) {
-            char first[CFG_PATH_MAX + 64];
-            cfg_where(c, c->cur, keys[idx], first, sizeof first);
-            return cfg_fail(c, k, kpath, "duplicate key (first at %s)", first);
-        }
-        keys[idx] = k;
-        vals[idx] = v;
-        if (cfg_parse_field(c, &f[idx], v, kpath, obj))
-            return -1;
     }
     for (int i = 0; i < nf; i++)
         if (f[i].required && !keys[i]) {
@@ -581,7 +685,7 @@ int cfg_walk_map(cfg_ctx *c, yaml_node_t *map, const char *path, const char *wha
 /* check_dup fails when names[i] equals one of names[0..i-1] (struct
  * stride), pointing at name node nodes[i] and naming nodes[j]. */
 int cfg_check_dup(cfg_ctx *c, const void *base, size_t stride, int i,
-                  yaml_node_t *const *nodes, const char *path, const char *what)
+                  cfg_item *const *nodes, const char *path, const char *what)
 {
     const char *name = (const char *)base + (size_t)i * stride;
     int j = cfg_find_name(name, base, stride, i);
@@ -613,6 +717,14 @@ int cfg_add_file(cfg_ctx *c, const char *path)
     }
     c->files[c->n_files] = f;
     return c->n_files++;
+}
+
+int cfg_add_json(cfg_ctx *c, const char *path, const json_t *root)
+{
+    int idx = cfg_add_file(c, path);
+    if (idx >= 0)
+        c->files[idx]->json = root;
+    return idx;
 }
 
 /* too_deep scans the events of text[len] (file f) and fails at the first
@@ -718,17 +830,24 @@ int cfg_parse_doc(cfg_ctx *c, int idx, const char *text, size_t len)
 
 /* root_of returns the root node of file idx (which must be a mapping), or
  * NULL with the message set. */
-yaml_node_t *cfg_root_of(cfg_ctx *c, int idx, const char *what)
+cfg_item *cfg_file_root(cfg_ctx *c, int idx)
+{
+    if (c->files[idx]->json)
+        return (cfg_item *)c->files[idx]->json;
+    return (cfg_item *)yaml_document_get_root_node(&c->files[idx]->doc);
+}
+
+cfg_item *cfg_root_of(cfg_ctx *c, int idx, const char *what)
 {
     c->cur = idx;
-    yaml_node_t *r = yaml_document_get_root_node(&c->files[idx]->doc);
+    cfg_item *r = cfg_file_root(c, idx);
     if (!r) {
         cfg_say(c, "%s:1:1: the file is empty (expected %s)", c->files[idx]->path, what);
         return NULL;
     }
-    if (r->type != YAML_MAPPING_NODE) {
+    if (cfg_kind_of(c, r) != CFG_K_MAP) {
         char d[96];
-        cfg_describe(r, d, sizeof d);
+        cfg_describe(c, r, d, sizeof d);
         cfg_fail(c, r, "", "expected %s, got %s", what, d);
         return NULL;
     }
@@ -738,7 +857,7 @@ yaml_node_t *cfg_root_of(cfg_ctx *c, int idx, const char *what)
 /* open_file reads and parses path into a new file record; `from` (file
  * index, node) names the include that asked for it, or from < 0 for the
  * top file. Refuses include cycles. Returns the index or -1. */
-int cfg_open_file(cfg_ctx *c, const char *path, int from, yaml_node_t *from_node,
+int cfg_open_file(cfg_ctx *c, const char *path, int from, cfg_item *from_node,
                   const char *from_key)
 {
     /* Bounds on one load, whatever its includes: a file included from
@@ -805,7 +924,7 @@ int cfg_open_file(cfg_ctx *c, const char *path, int from, yaml_node_t *from_node
     free(text);
     return rc ? -1 : idx;
 }
-int cfg_open_include(cfg_ctx *c, int from, yaml_node_t *name, const char *path)
+int cfg_open_include(cfg_ctx *c, int from, cfg_item *name, const char *path)
 {
     const char *text = NULL;
     c->cur = from;
@@ -874,7 +993,8 @@ int cfg_doc_walk(cfg_doc *d, yaml_node_t *map, const char *path, const char *wha
     d->c.err = err;
     d->c.errlen = errlen;
     d->c.cur = 0;
-    return cfg_walk_map(&d->c, map, path, what, f, nf, obj, keys, vals);
+    return cfg_walk_map(&d->c, (cfg_item *)map, path, what, f, nf, obj, (cfg_item **)keys,
+                        (cfg_item **)vals);
 }
 
 int cfg_doc_value(cfg_doc *d, const cfg_field *f, yaml_node_t *v, const char *path, void *obj,
@@ -883,7 +1003,7 @@ int cfg_doc_value(cfg_doc *d, const cfg_field *f, yaml_node_t *v, const char *pa
     d->c.err = err;
     d->c.errlen = errlen;
     d->c.cur = 0;
-    return cfg_parse_field(&d->c, f, v, path, obj);
+    return cfg_parse_field(&d->c, f, (cfg_item *)v, path, obj);
 }
 
 int cfg_doc_fail(cfg_doc *d, const yaml_node_t *at, const char *path, char *err,
@@ -897,7 +1017,7 @@ int cfg_doc_fail(cfg_doc *d, const yaml_node_t *at, const char *path, char *err,
     d->c.err = err;
     d->c.errlen = errlen;
     d->c.cur = 0;
-    return cfg_fail(&d->c, at, path, "%s", msg);
+    return cfg_fail(&d->c, (const cfg_item *)at, path, "%s", msg);
 }
 
 const char *cfg_doc_path(const cfg_doc *d)

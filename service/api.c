@@ -17,6 +17,7 @@
 
 #include "env/place.h"
 #include "env/render.h"
+#include "service/cluster.h"
 #include "service/k8s.h"
 #include "solvers/placers.h"
 
@@ -54,8 +55,10 @@ json_t *api_policy_json(const pslot_entry *pol) {
  * and cached are appended per request), for the policy generation that
  * decoded it. The parse is immutable; the memo is guarded by memo_lock. */
 typedef struct {
-    cfg_run *run;
+    cfg_run *run;          /* NULL when online: the run is built per request */
     decide_opts opts;
+    json_t *job;           /* online: the body's job, loaded on the free units */
+    char commit[JOBS_KEY_MAX]; /* "ns/name" of commit.job, or "" */
     pthread_mutex_t memo_lock;
     uint64_t memo_gen; /* 0: no memo */
     char *memo;        /* malloc'd, memo_len bytes, no NUL needed */
@@ -67,6 +70,7 @@ static void place_body_free(void *p) {
     place_body *b = p;
     if (!b) return;
     cfg_free(b->run);
+    json_decref(b->job);
     pthread_mutex_destroy(&b->memo_lock);
     free(b->memo);
     free(b);
@@ -77,27 +81,113 @@ static int http_status(int rc) {
     return rc == RJ_NOMEM ? 500 : rc == DECIDE_TOO_BIG ? 422 : 400;
 }
 
+/* Reads options.on and commit of a /v1/place body: *online 1 when the
+ * decision is on the daemon's free units (options.on "free", or a commit),
+ * key gets commit.job as "ns/name" ("" when none), and *opts a copy of the
+ * options without "on" (caller owns it; NULL when there were none).
+ * Returns RJ_OK, or RJ_BAD with err naming the field. */
+static int parse_online(const json_t *root, int *online, char *key, json_t **opts, char *err,
+                        size_t errlen) {
+    static const char *const ckeys[] = {"job"};
+    const json_t *o = json_object_get(root, "options");
+    const json_t *c = json_object_get(root, "commit");
+    const char *on = NULL, *job = NULL;
+    char d[96];
+    *online = 0;
+    key[0] = '\0';
+    *opts = json_is_object(o) ? json_copy((json_t *)o) : o ? json_incref((json_t *)o) : NULL;
+    if (json_is_object(o) && (rj_opt_string(o, "options", "on", &on, err, errlen)))
+        return RJ_BAD;
+    if (on && strcmp(on, "free") && strcmp(on, "all")) {
+        snprintf(err, errlen, "options.on: expected \"free\" (the daemon's cluster less the "
+                 "units taken) or \"all\", got \"%.40s\"", on);
+        return RJ_BAD;
+    }
+    if (json_is_object(*opts)) json_object_del(*opts, "on");
+    if (c) {
+        if (!json_is_object(c)) {
+            rj_describe(c, d, sizeof d);
+            snprintf(err, errlen, "commit: expected {\"job\": \"namespace/name\"}, got %s", d);
+            return RJ_BAD;
+        }
+        if (rj_check_keys(c, "commit", ckeys, 1, err, errlen) ||
+            rj_opt_string(c, "commit", "job", &job, err, errlen))
+            return RJ_BAD;
+        if (!job) {
+            snprintf(err, errlen, "commit.job: missing required key (\"namespace/name\")");
+            return RJ_BAD;
+        }
+        if (on && !strcmp(on, "all")) {
+            snprintf(err, errlen, "commit: takes free units only (options.on \"free\")");
+            return RJ_BAD;
+        }
+        char ns[JOBS_NAME_MAX] = "", msg[512];
+        const char *slash = strchr(job, '/');
+        if (slash && (size_t)(slash - job) < sizeof ns)
+            snprintf(ns, sizeof ns, "%.*s", (int)(slash - job), job);
+        if (jobs_key(key, slash ? (ns[0] ? ns : "-") : NULL, slash ? slash + 1 : job, msg,
+                     sizeof msg)) {
+            snprintf(err, errlen, "commit.job: %s", msg);
+            return RJ_BAD;
+        }
+    }
+    *online = (on && !strcmp(on, "free")) || c;
+    return RJ_OK;
+}
+
 /* Parses the body of /v1/place into *out. Returns RJ_OK, or RJ_BAD or
  * RJ_NOMEM with err. */
 static int parse_place(const api_env *env, const web_request *req, void **out, char *err,
                        size_t errlen) {
-    static const char *const keys[] = {"cluster", "job", "options", "model"};
+    static const char *const keys[] = {"cluster", "job", "options", "model", "commit"};
     json_t *root = web_parse_json(req->body, req->body_len, err, errlen);
     if (!root) return RJ_BAD;
-    int rc = RJ_NOMEM;
+    int rc = RJ_NOMEM, online = 0;
+    json_t *opts = NULL;
     place_body *b = calloc(1, sizeof *b);
     if (!b) snprintf(err, errlen, "out of memory");
     else pthread_mutex_init(&b->memo_lock, NULL);
-    if (!b || (rc = rj_check_keys(root, "", keys, 4, err, errlen)) ||
-        (rc = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
-                          json_object_get(root, "model"), &env->limits, &b->run, err, errlen)) ||
-        (rc = decide_opts_parse(json_object_get(root, "options"), b->run->cluster.n_nodes > 0,
-                                env->max_budget_ms, &b->opts, err, errlen)))
+    if (!b || (rc = rj_check_keys(root, "", keys, 5, err, errlen)) ||
+        (rc = parse_online(root, &online, b->commit, &opts, err, errlen)))
         goto fail;
+    if (online) {
+        const json_t *job = json_object_get(root, "job");
+        rc = RJ_BAD;
+        if (json_object_get(root, "cluster") || json_object_get(root, "model")) {
+            snprintf(err, errlen, "%s: on the free units the daemon's cluster (PUT /v1/cluster) "
+                     "is used; leave %s out", json_object_get(root, "cluster") ? "cluster" : "model",
+                     json_object_get(root, "cluster") ? "cluster" : "model");
+            goto fail;
+        }
+        if (!json_is_object(job)) {
+            char d[96];
+            rj_describe(job, d, sizeof d);
+            if (!job) snprintf(err, errlen, "job: missing required key");
+            else snprintf(err, errlen, "job: expected an object, got %s", d);
+            goto fail;
+        }
+        if (!(b->job = json_copy((json_t *)job))) {
+            snprintf(err, errlen, "out of memory");
+            rc = RJ_NOMEM;
+            goto fail;
+        }
+        if (!json_object_get(b->job, "name")) /* as PUT /v1/jobs names it */
+            json_object_set_new(b->job, "name", json_string(b->commit[0] ? strchr(b->commit, '/') + 1
+                                                                           : "online"));
+        if ((rc = decide_opts_parse(opts, 1, env->max_budget_ms, &b->opts, err, errlen)))
+            goto fail;
+    } else if ((rc = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
+                                 json_object_get(root, "model"), &env->limits, &b->run, err,
+                                 errlen)) ||
+               (rc = decide_opts_parse(opts, b->run->cluster.n_nodes > 0, env->max_budget_ms,
+                                       &b->opts, err, errlen)))
+        goto fail;
+    json_decref(opts);
     json_decref(root);
     *out = b;
     return RJ_OK;
 fail:
+    json_decref(opts);
     json_decref(root);
     place_body_free(b);
     return rc;
@@ -209,6 +299,139 @@ static json_t *place_answer(const place_body *b, const pslot_entry *pol,
     return o;
 }
 
+/* The units a placed plan takes, as store_put_placements reads them:
+ * {workers: [{node, type, zone}], ps: [...]}, each on its node's type. */
+static json_t *taken_plan(const model_cluster *cl, const model_plan *p, const int *task_node) {
+    json_t *workers = json_array(), *ps = json_array();
+    int n = place_task_count(p);
+    for (int i = 0; i < n; i++) {
+        int stage = 0, is_ps = 0;
+        place_task_stage(p, i, &stage, &is_ps);
+        const model_node *nd = &cl->nodes[task_node[i]];
+        json_array_append_new(is_ps ? ps : workers,
+                              json_pack("{s:s, s:s, s:s}", "node", nd->name, "type",
+                                        cl->types[nd->type].name, "zone",
+                                        cl->n_zones > 0 ? cl->zones[nd->zone].name : ""));
+    }
+    return json_pack("{s:o, s:o}", "workers", workers, "ps", ps);
+}
+
+/* POST /v1/place on the daemon's free units (options.on "free"), taking
+ * them for b->commit when it names a job. The cluster and occupancy are
+ * read in a write transaction of the state file; with a commit the
+ * decision and the write happen inside it, so two commits racing for the
+ * last units are serialised: the second decides on what the first left
+ * and gets 409 with the reason when its job no longer fits. */
+static void place_online(const api_env *env, const place_body *b, const pslot_entry *pol,
+                         const web_request *req, web_reply *rep) {
+    char err[2048] = "";
+    int commit = b->commit[0] != '\0', status = 0, decided = 0, feasible = 0;
+    json_t *cl = NULL, *taken = NULL, *nodes = NULL, *doc = NULL, *o = NULL, *plan = NULL;
+    cfg_run *run = NULL;
+    decide_result d;
+    memset(&d, 0, sizeof d);
+    if (store_begin(env->state, err, sizeof err)) {
+        web_reply_error(rep, 503, "%s", err);
+        return;
+    }
+    int begun = 1, held = commit ? store_holds(env->state, b->commit, err, sizeof err) : 0;
+    if (held) {
+        if (held > 0)
+            snprintf(err, sizeof err, "commit.job: %s already takes units or is registered "
+                     "(DELETE /v1/jobs/%s or POST .../complete releases them)", b->commit,
+                     b->commit);
+        status = held > 0 ? 409 : 503;
+        goto done;
+    }
+    if (!(cl = store_get_cluster(env->state, 1, err, sizeof err)) ||
+        !(taken = store_taken(env->state, "", err, sizeof err))) {
+        status = 503;
+        goto done;
+    }
+    if (json_is_null(cl)) {
+        snprintf(err, sizeof err, "options.on: the daemon has no cluster yet (PUT /v1/cluster)");
+        status = 409;
+        goto done;
+    }
+    rj_limits lim = env->limits;
+    if (lim.max_nodes < env->max_cluster_nodes) lim.max_nodes = env->max_cluster_nodes;
+    nodes = cluster_free_nodes(json_object_get(cl, "nodes"), taken);
+    doc = json_pack("{s:O, s:O}", "cluster", cl, "job", b->job);
+    if (!nodes || !doc) {
+        snprintf(err, sizeof err, "out of memory");
+        status = 500;
+        goto done;
+    }
+    if (!(run = decide_load_registered(&lim, doc, nodes, NULL, err, sizeof err))) {
+        status = 400;
+        goto done;
+    }
+    if (!commit) { /* a plain decision reads the occupancy, then lets go */
+        store_end(env->state, 0, NULL, 0);
+        begun = 0;
+    }
+    decide_opts dop = b->opts;
+    dop.cpu_ms = env->request_cpu_ms;
+    dop.mem_bytes = env->request_mem_bytes;
+    dop.cancelled = req->gone;
+    dop.cancel_ud = req->gone_ud;
+    int rc = decide_run(&run->jobs[0], &run->cluster, &dop, b->opts.from_policy ? pol : NULL, &d,
+                        err, sizeof err);
+    decided = 1;
+    if (rc != RJ_OK) {
+        status = http_status(rc);
+        goto done;
+    }
+    place_body view;
+    memset(&view, 0, sizeof view);
+    view.run = run;
+    view.opts = b->opts;
+    if (!(o = place_answer(&view, pol, &d, &feasible))) {
+        snprintf(err, sizeof err, "out of memory");
+        status = 500;
+        goto done;
+    }
+    if (commit) {
+        if (!feasible || !d.final->placed) {
+            snprintf(err, sizeof err, "commit: job %s does not fit on the free units: %.1500s",
+                     b->commit, d.why[0] ? d.why : d.final ? d.final->why : "no plan");
+            status = 409;
+            goto done;
+        }
+        plan = taken_plan(&run->cluster, d.final, d.task_node);
+        if (!plan || store_put_placements(env->state, b->commit, plan, err, sizeof err)) {
+            if (!plan) snprintf(err, sizeof err, "out of memory");
+            status = plan ? 503 : 500;
+            goto done;
+        }
+        begun = 0;
+        if (store_end(env->state, 1, err, sizeof err)) {
+            status = 503;
+            goto done;
+        }
+        json_object_set_new(o, "committed", json_pack("{s:s, s:I}", "job", b->commit, "tasks",
+                                                      (json_int_t)place_task_count(d.final)));
+    }
+    json_object_set_new(o, "on", json_string("free"));
+    json_object_set_new(o, "cached", json_false());
+    json_object_set_new(o, "elapsed_us", json_integer(web_elapsed_us(req)));
+    web_reply_json(rep, 200, o);
+    o = NULL;
+    if (!feasible) snprintf(rep->note, sizeof rep->note, "infeasible on the free units");
+    else if (commit) snprintf(rep->note, sizeof rep->note, "committed %.130s", b->commit);
+done:
+    if (begun) store_end(env->state, 0, NULL, 0);
+    if (status) web_reply_error(rep, status, "%s", err);
+    if (decided) decide_result_free(&d);
+    json_decref(o);
+    json_decref(plan);
+    json_decref(doc);
+    json_decref(nodes);
+    json_decref(taken);
+    json_decref(cl);
+    cfg_free(run);
+}
+
 void api_place(const api_env *env, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
     place_body *b = cached_body(env, req, rep, KIND_PLACE, parse_place, place_body_free, &ref);
@@ -218,6 +441,12 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         web_reply_error(rep, 503, "no policy loaded: start the daemon with --policy, or name "
                         "a solver in options.plan_method (e.g. \"greedy\") and a placer in "
                         "options.placement");
+        rc_release(env->cache, ref);
+        return;
+    }
+    if (!b->run) { /* on the daemon's free units */
+        place_online(env, b, pol, req, rep);
+        pslot_release(env->policy, pol);
         rc_release(env->cache, ref);
         return;
     }
@@ -765,6 +994,20 @@ void api_jobs(const api_env *env, const web_request *req, const char *name, web_
         else web_reply_json(rep, 200, json_pack("{s:o}", "jobs", list));
         return;
     }
+    /* POST {namespace}/{name}/complete: the job finished, as a DELETE */
+    static const char done_suffix[] = "/complete";
+    char trimmed[2 * JOBS_KEY_MAX];
+    int complete = !strcmp(req->method, "POST");
+    if (complete) {
+        size_t n = strlen(name), k = sizeof done_suffix - 1;
+        if (n <= k || n - k >= sizeof trimmed || strcmp(name + n - k, done_suffix)) {
+            web_reply_error(rep, 404, "POST /v1/jobs/{namespace}/{name}/complete is the only "
+                            "POST under /v1/jobs/");
+            return;
+        }
+        snprintf(trimmed, sizeof trimmed, "%.*s", (int)(n - k), name);
+        name = trimmed;
+    }
     /* {name} is "namespace/name" or "name" (namespace "default") */
     char key[JOBS_KEY_MAX], ns[JOBS_NAME_MAX] = "";
     const char *slash = strchr(name, '/');
@@ -778,7 +1021,7 @@ void api_jobs(const api_env *env, const web_request *req, const char *name, web_
         jobs_put_handler(env, req, key, rep);
         return;
     }
-    if (!strcmp(req->method, "DELETE")) { /* releases the units its plan took */
+    if (complete || !strcmp(req->method, "DELETE")) { /* releases the units its plan took */
         int rc = store_delete_job(env->state, key, err, sizeof err);
         if (rc < 0) web_reply_error(rep, 503, "%s", err);
         else if (jobs_delete(env->jobs, key) < 0 && rc == 0)

@@ -6,6 +6,14 @@
  *   POST /v1/solve        run a named plan solver within a time budget
  *   PUT/GET/DELETE /v1/jobs/{name}, GET /v1/jobs
  *                         the jobs the Kubernetes extender knows
+ *   POST /v1/jobs/{ns}/{name}/complete
+ *                         the job finished: its units are released
+ *   GET/PUT /v1/cluster   the daemon's cluster and occupancy (service/cluster.h)
+ *
+ * /v1/place with "options": {"on": "free"} decides on the daemon's cluster
+ * less the units taken, and with "commit": {"job": "ns/name"} takes the
+ * units of its placement for that job, in one write transaction of the
+ * state file (a plan that no longer fits gets 409 with the reason).
  *
  * Bodies carry `cluster` and `job` in the config schema (service/runjson.h)
  * and small `options` objects; docs/serve.md is the reference of every key,
@@ -54,6 +62,7 @@ typedef struct {
     size_t request_mem_bytes; /* > 0: decodes estimated to need more get 422 */
     api_counters *counters;
     store *state;          /* where the registry is kept (service/store.h); never NULL */
+    int max_cluster_nodes; /* nodes PUT /v1/cluster accepts */
 } api_env;
 
 #define API_DEFAULT_MAX_BUDGET_MS 10000L

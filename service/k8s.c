@@ -20,6 +20,7 @@
 #include "env/import.h"
 #include "env/place.h"
 #include "env/units.h"
+#include "service/cluster.h"
 #include "solvers/placers.h"
 
 /* ---- per-job state ------------------------------------------------------------------ */
@@ -643,26 +644,6 @@ static json_t *plan_json(const model_cluster *cl, const model_plan *p, const int
     return o;
 }
 
-/* The registered nodes less what other jobs' plans take (taken: store_taken's
- * {node: {units, ps}}). */
-static json_t *free_nodes(const json_t *reg, const json_t *taken) {
-    json_t *nodes = json_deep_copy(reg);
-    size_t i;
-    json_t *n;
-    json_array_foreach(nodes, i, n) {
-        const json_t *t = json_object_get(taken, str_at(n, "name") ? str_at(n, "name") : "");
-        if (!t) continue;
-        json_int_t u = json_integer_value(json_object_get(n, "units"));
-        json_int_t used = json_integer_value(json_object_get(t, "units"));
-        json_object_set_new(n, "units", json_integer(u > used ? u - used : 0));
-        const json_t *slots = json_object_get(n, "ps_slots");
-        json_int_t s = slots ? json_integer_value(slots) : 1;
-        json_int_t ps = json_integer_value(json_object_get(t, "ps"));
-        json_object_set_new(n, "ps_slots", json_integer(s > ps ? s - ps : 0));
-    }
-    return nodes;
-}
-
 int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, json_t **plan,
                  char *err, size_t errlen) {
     *plan = NULL;
@@ -680,7 +661,7 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
                           "at registration on the registered nodes");
         return *plan ? 0 : (snprintf(err, errlen, "out of memory"), -1);
     }
-    json_t *nodes = free_nodes(reg, taken);
+    json_t *nodes = cluster_free_nodes(reg, taken);
     json_t *zones = nodes ? inventory_zones(doc, nodes) : NULL;
     cfg_run *run = nodes ? decide_load_registered(&env->limits, doc, nodes, zones, err, errlen)
                          : NULL;

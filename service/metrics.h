@@ -30,6 +30,7 @@ typedef enum {
     METRICS_HEALTHZ,     /* /healthz */
     METRICS_READYZ,      /* /readyz */
     METRICS_METRICS,     /* /metrics */
+    METRICS_CLUSTER,     /* /v1/cluster */
     METRICS_OTHER,       /* anything else (404s) */
     METRICS_N_ROUTES
 } metrics_route;

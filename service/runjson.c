@@ -1,10 +1,11 @@
 /* runjson.c -- requests' clusters and jobs through the config loader.
  *
- * The request's cluster and job values are built into a libyaml document
- * {"cluster": ..., "job": ...} node by node, as a YAML parser would have
- * read them from JSON text (to_yaml), and read by cfg_load_document: the
- * daemon therefore accepts exactly what a config file accepts, units in
- * strings included, and refuses it with the same words.
+ * The request's cluster and job values are put under one object
+ * {"model": ..., "cluster": ..., "job": ...} (borrowed, not copied) and
+ * walked as they are by the config loader's JSON front end
+ * (cfg_load_json): the daemon therefore accepts exactly what a config file
+ * accepts, units in strings included, and refuses it with the same words,
+ * without building a YAML document of the request.
  */
 #include "service/runjson.h"
 
@@ -12,8 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <yaml.h>
 
 #include "solvers/runload.h"
 
@@ -76,64 +75,6 @@ static void strip_position(char *msg) {
     memmove(msg, p, strlen(p) + 1);
 }
 
-static int add_pair(yaml_document_t *d, int map, const char *key, const json_t *v);
-
-/* to_yaml adds JSON value v to the YAML document d as a YAML parser would
- * have read it from JSON text: strings as double-quoted scalars; numbers,
- * booleans and null as plain ones (reals as jansson prints them: 17
- * significant digits, ".0" when integral). Returns the node id, or 0 when
- * out of memory. Building the document directly spares printing the body
- * and parsing it again, most of a new request's parse time. */
-static int to_yaml(yaml_document_t *d, const json_t *v) {
-    char num[40];
-    const char *text = num;
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        int id = yaml_document_add_mapping(d, NULL, YAML_ANY_MAPPING_STYLE);
-        const char *key;
-        json_t *val;
-        json_object_foreach((json_t *)v, key, val) {
-            if (!id || !add_pair(d, id, key, val)) return 0;
-        }
-        return id;
-    }
-    case JSON_ARRAY: {
-        int id = yaml_document_add_sequence(d, NULL, YAML_ANY_SEQUENCE_STYLE);
-        size_t i;
-        json_t *item;
-        json_array_foreach(v, i, item) {
-            int c = id ? to_yaml(d, item) : 0;
-            if (!c || !yaml_document_append_sequence_item(d, id, c)) return 0;
-        }
-        return id;
-    }
-    case JSON_STRING:
-        return yaml_document_add_scalar(d, NULL, (yaml_char_t *)json_string_value(v),
-                                        (int)json_string_length(v),
-                                        YAML_DOUBLE_QUOTED_SCALAR_STYLE);
-    case JSON_INTEGER:
-        snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        break;
-    case JSON_REAL:
-        snprintf(num, sizeof num, "%.17g", json_real_value(v));
-        if (!strpbrk(num, ".eEni")) strcat(num, ".0");
-        break;
-    case JSON_TRUE: text = "true"; break;
-    case JSON_FALSE: text = "false"; break;
-    default: text = "null"; break;
-    }
-    return yaml_document_add_scalar(d, NULL, (yaml_char_t *)text, -1, YAML_PLAIN_SCALAR_STYLE);
-}
-
-/* add_pair appends key: v to mapping node map of d. Returns 1, or 0 when
- * out of memory. */
-static int add_pair(yaml_document_t *d, int map, const char *key, const json_t *v) {
-    int k = yaml_document_add_scalar(d, NULL, (yaml_char_t *)key, -1,
-                                     YAML_DOUBLE_QUOTED_SCALAR_STYLE);
-    int c = k ? to_yaml(d, v) : 0;
-    return c && yaml_document_append_mapping_pair(d, map, k, c);
-}
-
 int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
                 const rj_limits *lim, cfg_run **out, char *err, size_t errlen) {
     char d[96];
@@ -160,17 +101,18 @@ int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
         check_count(cluster, "cluster", "types", "types", lim->max_types, err, errlen) ||
         check_count(job, "job", "layers", "layers", lim->max_layers, err, errlen))
         return RJ_BAD;
-    yaml_document_t doc;
-    if (!yaml_document_initialize(&doc, NULL, NULL, NULL, 1, 1)) goto oom;
-    int root = yaml_document_add_mapping(&doc, NULL, YAML_ANY_MAPPING_STYLE);
-    int ok = root > 0 && (!model || add_pair(&doc, root, "model", model)) &&
-             add_pair(&doc, root, "cluster", cluster) && add_pair(&doc, root, "job", job);
-    if (!ok) {
-        yaml_document_delete(&doc);
+    /* the top-level object the loader walks, borrowing the three values */
+    json_t *root = json_object();
+    int bad = !root || (model && json_object_set(root, "model", (json_t *)model)) ||
+              json_object_set(root, "cluster", (json_t *)cluster) ||
+              json_object_set(root, "job", (json_t *)job);
+    if (bad) {
+        json_decref(root);
         goto oom;
     }
     char msg[2048];
-    cfg_run *run = run_load_document("request", &doc, msg, sizeof msg);
+    cfg_run *run = run_load_json("request", root, msg, sizeof msg);
+    json_decref(root);
     /* the loader's own failures (a fit included; out of memory too) are
      * reported as bad input: it gives a message, not a status */
     if (!run) {

@@ -3,9 +3,9 @@
  * A request carries a cluster and a job in the schema of the YAML configs
  * (docs/config.md), as JSON. This module checks the daemon's own limits on
  * the parsed JSON (how many layers, nodes and types it accepts), then hands
- * {"cluster": ..., "job": ...}, built as a libyaml document, to
- * cfg_load_document so that every key, unit and bound is read by the one
- * loader the CLI uses; a job with measured throughputs is fitted as
+ * {"cluster": ..., "job": ...} to cfg_load_json (the config loader's JSON
+ * front end) so that every key, unit and bound is read by the one loader,
+ * and the one table, the CLI uses; a job with measured throughputs is fitted as
  * `strata cost` fits it. The loader's messages begin with a place
  * ("request:line:column: key.path: ...") in a text no client ever saw:
  * they are reported by key path alone ("cluster.types[1].mem: expected a
@@ -54,10 +54,10 @@ int rj_check_keys(const json_t *obj, const char *where, const char *const *allow
 
 /* rj_load_run builds the run of a request from its cluster and job values
  * (and an optional "model" value, may be NULL): checks they are objects,
- * applies lim, loads them with cfg_load_document and fits the job's
+ * applies lim, loads them with cfg_load_json and fits the job's
  * measurements when it has any. Returns RJ_OK with the run in *run (caller
- * frees with cfg_free), or RJ_BAD (RJ_NOMEM when building the document
- * runs out of memory) with *run NULL and a message naming the key path in
+ * frees with cfg_free), or RJ_BAD (RJ_NOMEM when building the top-level
+ * object runs out of memory) with *run NULL and a message naming the key path in
  * err[errlen]. */
 int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
                 const rj_limits *lim, cfg_run **run, char *err, size_t errlen);

@@ -53,6 +53,7 @@
 
 #include <microhttpd.h>
 
+#include "service/cluster.h"
 #include "service/k8s.h"
 #include "service/metrics.h"
 
@@ -187,6 +188,7 @@ void srv_config_default(srv_config *c) {
     c->cache_entries = 64;
     c->cache_bytes = 64u << 20;
     c->max_jobs = JOBS_DEFAULT_MAX;
+    c->max_cluster_nodes = CLUSTER_DEFAULT_MAX_NODES;
     c->jobs_max_bytes = JOBS_DEFAULT_MAX_BYTES;
     c->request_cpu_ms = SRV_DEFAULT_REQUEST_CPU_MS;
     c->request_mem_bytes = SRV_DEFAULT_REQUEST_MEM;
@@ -216,15 +218,16 @@ static metrics_route route_of(const char *path, const char **name) {
         {"/v1/solve", METRICS_SOLVE},     {"/v1/jobs", METRICS_JOBS},
         {"/k8s/filter", METRICS_K8S_FILTER}, {"/k8s/prioritize", METRICS_K8S_PRIORITIZE},
         {"/healthz", METRICS_HEALTHZ},    {"/readyz", METRICS_READYZ},
-        {"/metrics", METRICS_METRICS},
+        {"/metrics", METRICS_METRICS},    {"/v1/cluster", METRICS_CLUSTER},
     };
     *name = NULL;
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         if (!strcmp(path, fixed[i].path)) return fixed[i].r;
     static const char jobs[] = "/v1/jobs/";
     const char *slash = strchr(path + sizeof jobs - 1, '/');
+    const char *third = slash ? strchr(slash + 1, '/') : NULL;
     if (!strncmp(path, jobs, sizeof jobs - 1) && path[sizeof jobs - 1] &&
-        (!slash || !strchr(slash + 1, '/'))) {
+        (!third || (!strcmp(third, "/complete") && third > slash + 1))) {
         *name = path + sizeof jobs - 1;
         return METRICS_JOBS;
     }
@@ -239,7 +242,8 @@ static const char *allowed_methods(metrics_route r, int with_name) {
     case METRICS_SOLVE:
     case METRICS_K8S_FILTER:
     case METRICS_K8S_PRIORITIZE: return "POST";
-    case METRICS_JOBS: return with_name ? "GET, HEAD, PUT, DELETE" : "GET, HEAD";
+    case METRICS_JOBS: return with_name ? "GET, HEAD, PUT, DELETE, POST" : "GET, HEAD";
+    case METRICS_CLUSTER: return "GET, HEAD, PUT";
     case METRICS_HEALTHZ:
     case METRICS_READYZ:
     case METRICS_METRICS: return "GET, HEAD";
@@ -464,6 +468,7 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
     case METRICS_HEALTHZ: handle_healthz(rep); break;
     case METRICS_READYZ: handle_readyz(s, rc->authed, rep); break;
     case METRICS_METRICS: handle_metrics(s, rep); break;
+    case METRICS_CLUSTER: cluster_handle(&s->env, &req, rep); break;
     default: web_reply_error(rep, 404, "no such endpoint"); break;
     }
 }
@@ -835,6 +840,8 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     s->env.request_cpu_ms = c->request_cpu_ms;
     s->env.request_mem_bytes = c->request_mem_bytes;
     s->env.counters = &s->counters;
+    s->env.max_cluster_nodes = c->max_cluster_nodes > 0 ? c->max_cluster_nodes
+                                                        : CLUSTER_DEFAULT_MAX_NODES;
     char serr[1200];
     s->env.state = store_open(c->state_path, serr, sizeof serr);
     if (!s->env.state) { /* refuse to start rather than forget the jobs */

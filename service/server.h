@@ -88,6 +88,7 @@ typedef struct {
     int max_jobs;            /* jobs the registry holds */
     size_t jobs_max_bytes;   /* bytes the registered jobs' documents take (0: no bound) */
     const char *state_path;  /* the state file (service/store.h); NULL: in memory only */
+    int max_cluster_nodes;   /* nodes PUT /v1/cluster accepts (0: the default) */
     long request_cpu_ms;     /* time one decision may take, whatever it asks (0: none) */
     size_t request_mem_bytes; /* a decode estimated to need more gets 422 (0: none) */
     srv_log_fn log;          /* NULL: no log */

@@ -32,7 +32,9 @@ static const char SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS placements(job TEXT NOT NULL, role TEXT NOT NULL,"
     " idx INTEGER NOT NULL, node TEXT NOT NULL, type TEXT NOT NULL, zone TEXT NOT NULL,"
     " units INTEGER NOT NULL, ps INTEGER NOT NULL, PRIMARY KEY(job, role, idx));"
-    "CREATE INDEX IF NOT EXISTS placements_node ON placements(node);";
+    "CREATE INDEX IF NOT EXISTS placements_node ON placements(node);"
+    "CREATE TABLE IF NOT EXISTS cluster_nodes(idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+    " doc TEXT NOT NULL);";
 
 const char *store_path(const store *s) { return s->path; }
 
@@ -294,7 +296,7 @@ int store_delete_job(store *s, const char *key, char *err, size_t errlen) {
             if (sqlite3_prepare_v2(s->db, "DELETE FROM placements WHERE job = ?1", -1, &st,
                                    NULL) == SQLITE_OK) {
                 sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-                if (!step_done(st)) rc = gone > 0;
+                if (!step_done(st)) rc = gone > 0 || sqlite3_changes(s->db) > 0;
             }
         }
     }
@@ -374,4 +376,164 @@ int store_sync(store *s, jobs_registry *r, int force, char *err, size_t errlen) 
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
+}
+
+/* ---- the daemon's cluster and online placements ---------------------------------------- */
+
+int store_put_placements(store *s, const char *key, const json_t *plan, char *err,
+                         size_t errlen) {
+    if (put_tasks(s, key, plan, "workers") || put_tasks(s, key, plan, "ps"))
+        return fail(s, err, errlen, "cannot write the placements");
+    return 0;
+}
+
+int store_holds(store *s, const char *key, char *err, size_t errlen) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT (SELECT COUNT(*) FROM jobs WHERE key = ?1) + "
+                           "(SELECT COUNT(*) FROM placements WHERE job = ?1)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return fail(s, err, errlen, "cannot read the placements");
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) > 0 : -1;
+    sqlite3_finalize(st);
+    return rc < 0 ? fail(s, err, errlen, "cannot read the placements") : rc;
+}
+
+int store_put_cluster(store *s, const json_t *cluster, char *err, size_t errlen) {
+    if (store_begin(s, err, errlen)) return -1;
+    json_t *rest = json_copy((json_t *)cluster); /* everything but the nodes */
+    char *rest_text = NULL;
+    int rc = -1;
+    sqlite3_stmt *st = NULL;
+    if (!rest) goto done;
+    json_object_del(rest, "nodes");
+    if (!(rest_text = json_dumps(rest, JSON_COMPACT | JSON_SORT_KEYS))) goto done;
+    if (sqlite3_exec(s->db, "DELETE FROM cluster_nodes", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta VALUES('cluster', ?1)", -1, &st,
+                           NULL) != SQLITE_OK)
+        goto done;
+    sqlite3_bind_text(st, 1, rest_text, -1, SQLITE_STATIC);
+    if (step_done(st)) goto done;
+    size_t i;
+    json_t *n;
+    rc = 0;
+    json_array_foreach(json_object_get(cluster, "nodes"), i, n) {
+        char *text = json_dumps(n, JSON_COMPACT | JSON_SORT_KEYS);
+        const char *name = json_string_value(json_object_get(n, "name"));
+        if (!text || sqlite3_prepare_v2(s->db, "INSERT INTO cluster_nodes VALUES(?1,?2,?3)", -1,
+                                        &st, NULL) != SQLITE_OK) {
+            free(text);
+            rc = -1;
+            break;
+        }
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
+        sqlite3_bind_text(st, 2, name ? name : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
+        rc = step_done(st);
+        free(text);
+        if (rc) break;
+    }
+done:
+    if (rc) fail(s, err, errlen, "cannot write the cluster");
+    free(rest_text);
+    json_decref(rest);
+    if (rc) {
+        store_end(s, 0, NULL, 0);
+        return -1;
+    }
+    return store_end(s, 1, err, errlen);
+}
+
+/* Reads the cluster (s->mu held or inside a transaction). */
+static json_t *get_cluster_locked(store *s, char *err, size_t errlen) {
+    char *rest_text = NULL;
+    sqlite3_stmt *st;
+    json_t *cl = NULL, *nodes = NULL;
+    json_error_t je;
+    je.text[0] = '\0';
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key='cluster'", -1, &st, NULL) !=
+        SQLITE_OK) {
+        fail(s, err, errlen, "cannot read the cluster");
+        return NULL;
+    }
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        rest_text = strdup(t ? t : "");
+    }
+    sqlite3_finalize(st);
+    if (step == SQLITE_DONE) return json_null(); /* never set */
+    if (step != SQLITE_ROW || !rest_text) {
+        free(rest_text);
+        fail(s, err, errlen, "cannot read the cluster");
+        return NULL;
+    }
+    cl = json_loads(rest_text, 0, &je);
+    free(rest_text);
+    nodes = json_array();
+    if (!json_is_object(cl) || !nodes ||
+        sqlite3_prepare_v2(s->db, "SELECT name, doc FROM cluster_nodes ORDER BY idx", -1, &st,
+                           NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "state file %s: the cluster does not read (%.100s)", s->path,
+                 je.text);
+        json_decref(cl);
+        json_decref(nodes);
+        return NULL;
+    }
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *n = json_loads((const char *)sqlite3_column_text(st, 1), 0, &je);
+        if (!json_is_object(n)) {
+            snprintf(err, errlen, "state file %s: cluster node %.100s does not read (%.100s)",
+                     s->path, (const char *)sqlite3_column_text(st, 0), je.text);
+            json_decref(n);
+            break;
+        }
+        json_array_append_new(nodes, n);
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) {
+        if (!err[0]) fail(s, err, errlen, "cannot read the cluster");
+        json_decref(cl);
+        json_decref(nodes);
+        return NULL;
+    }
+    json_object_set_new(cl, "nodes", nodes);
+    return cl;
+}
+
+json_t *store_get_cluster(store *s, int locked, char *err, size_t errlen) {
+    if (locked) return get_cluster_locked(s, err, errlen);
+    pthread_mutex_lock(&s->mu);
+    json_t *cl = get_cluster_locked(s, err, errlen);
+    pthread_mutex_unlock(&s->mu);
+    return cl;
+}
+
+json_t *store_placements(store *s, char *err, size_t errlen) {
+    sqlite3_stmt *st;
+    pthread_mutex_lock(&s->mu);
+    json_t *arr = json_array();
+    int step = SQLITE_ERROR;
+    if (arr && sqlite3_prepare_v2(s->db,
+                                  "SELECT job, role, idx, node, units, ps FROM placements "
+                                  "ORDER BY job, role DESC, idx", -1, &st, NULL) == SQLITE_OK) {
+        while ((step = sqlite3_step(st)) == SQLITE_ROW)
+            json_array_append_new(
+                arr, json_pack("{s:s, s:s, s:I, s:s, s:I, s:I}", "job",
+                               (const char *)sqlite3_column_text(st, 0), "role",
+                               (const char *)sqlite3_column_text(st, 1), "index",
+                               (json_int_t)sqlite3_column_int64(st, 2), "node",
+                               (const char *)sqlite3_column_text(st, 3), "units",
+                               (json_int_t)sqlite3_column_int64(st, 4), "ps",
+                               (json_int_t)sqlite3_column_int64(st, 5)));
+        sqlite3_finalize(st);
+    }
+    if (step != SQLITE_DONE) {
+        fail(s, err, errlen, "cannot read the placements");
+        json_decref(arr);
+        arr = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return arr;
 }

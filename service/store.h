@@ -71,7 +71,8 @@ int store_put_job(store *s, const char *key, const json_t *doc, int n_layers,
                   size_t errlen);
 
 /* store_delete_job removes the job and its placements (its own
- * transaction). Returns 1 when it was there, 0 when not, -1 with err. */
+ * transaction). Returns 1 when it was there (registered, or holding units
+ * of an online commit), 0 when not, -1 with err. */
 int store_delete_job(store *s, const char *key, char *err, size_t errlen);
 
 /* store_sync makes the registry r hold exactly the jobs of the file when
@@ -81,5 +82,35 @@ int store_delete_job(store *s, const char *key, char *err, size_t errlen);
  * the store, a sync without force returns at once (it is caught up at the
  * next call). Returns 0, or -1 with err naming the file. */
 int store_sync(store *s, jobs_registry *r, int force, char *err, size_t errlen);
+
+/* The daemon's cluster (PUT /v1/cluster): table cluster_nodes(idx, name,
+ * doc) holds its nodes in order, meta 'cluster' the rest of the cluster
+ * object (types, zones, links). Occupancy is the placements table: the
+ * units every registered or committed job takes on each node. */
+
+/* store_put_cluster replaces the cluster (a config-schema cluster object,
+ * already checked) in its own transaction. Returns 0, or -1 with err. */
+int store_put_cluster(store *s, const json_t *cluster, char *err, size_t errlen);
+
+/* store_get_cluster returns the cluster object with its nodes (caller owns
+ * it), json null when none was ever put, or NULL with err. locked: 1 when
+ * called between store_begin and store_end. */
+json_t *store_get_cluster(store *s, int locked, char *err, size_t errlen);
+
+/* store_placements returns every placement row [{job, role, index, node,
+ * units, ps}] ordered by job, role (workers first) and index (caller owns
+ * it), or NULL with err. */
+json_t *store_placements(store *s, char *err, size_t errlen);
+
+/* store_holds returns 1 when the job key is registered or takes units, 0
+ * when not, -1 with err. Inside store_begin/store_end. */
+int store_holds(store *s, const char *key, char *err, size_t errlen);
+
+/* store_put_placements writes the placement rows of an online decision's
+ * plan ({workers: [{node, type, zone}], ps: [...]}) for the job key, with
+ * no jobs row: the units are taken until DELETE or complete releases them.
+ * Returns 0, or -1 with err. Inside store_begin/store_end. */
+int store_put_placements(store *s, const char *key, const json_t *plan, char *err,
+                         size_t errlen);
 
 #endif

@@ -2,7 +2,7 @@
 #include "solvers/runload.h"
 
 #include <stdio.h>
-#include <yaml.h>
+#include <jansson.h>
 
 #include "solvers/fit.h"
 
@@ -33,8 +33,7 @@ cfg_run *run_load_buffer(const char *name, const char *text, size_t len, char *e
                   errlen);
 }
 
-cfg_run *run_load_document(const char *name, yaml_document_t *doc, char *err, size_t errlen)
+cfg_run *run_load_json(const char *name, const json_t *root, char *err, size_t errlen)
 {
-    return fitted(cfg_load_document(name, doc, err, errlen), name ? name : "<document>", err,
-                  errlen);
+    return fitted(cfg_load_json(name, root, err, errlen), name ? name : "<json>", err, errlen);
 }

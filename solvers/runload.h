@@ -19,7 +19,7 @@
 
 #include "env/config.h"
 
-struct yaml_document_s; /* libyaml's yaml_document_t */
+struct json_t; /* jansson's json_t */
 
 /* run_load is cfg_load(path) then fit_run. Returns the run, or NULL with
  * the message in err[errlen] (2048 bytes or more avoids truncation). */
@@ -30,9 +30,8 @@ cfg_run *run_load(const char *path, char *err, size_t errlen);
 cfg_run *run_load_buffer(const char *name, const char *text, size_t len, char *err,
                          size_t errlen);
 
-/* run_load_document is cfg_load_document (takes *doc over in every case)
- * then fit_run. */
-cfg_run *run_load_document(const char *name, struct yaml_document_s *doc, char *err,
-                           size_t errlen);
+/* run_load_json is cfg_load_json (a parsed JSON value, borrowed; include:
+ * refused) then fit_run. */
+cfg_run *run_load_json(const char *name, const struct json_t *root, char *err, size_t errlen);
 
 #endif
