@@ -450,4 +450,25 @@ static inline void *sv_load_thread(void *v) {
     return NULL;
 }
 
+/* The extender tests' two types as a cluster's `types` list: "cpu" (1 TFLOPS,
+ * 192 GB, $1/h) and "gpu" (100 TFLOPS, 16 GB, $3/h). Returns a new reference. */
+static inline json_t *sv_two_types(void) {
+    return json_pack("[{s:s, s:s, s:f, s:f, s:f, s:s, s:f},"
+                     " {s:s, s:s, s:f, s:f, s:f, s:s, s:f}]",
+                     "name", "cpu", "kind", "cpu", "flops", 1e12, "io_bw", 1e10, "net_bw", 1e9,
+                     "mem", "192GB", "price", 1.0, "name", "gpu", "kind", "gpu", "flops", 1e14,
+                     "io_bw", 1e9, "net_bw", 1e9, "mem", "16GB", "price", 3.0);
+}
+
+/* Their two-layer job: "emb" (100 GB: only the cpu type holds it) then "mlp"
+ * (5e11 FLOP a sample: the gpu type is the cheap one). Returns a new reference. */
+static inline json_t *sv_two_layer_job(void) {
+    return json_pack("{s:i, s:f, s:i, s:f, s:[{s:s, s:f, s:i, s:f, s:i, s:s},"
+                     " {s:s, s:f, s:i, s:f, s:i, s:s}]}",
+                     "batch", 10, "samples", 1e6, "min_throughput", 100, "alpha", 0.05,
+                     "layers", "name", "emb", "flops", 1e6, "io", 0, "act", 1e3, "params", 0,
+                     "mem", "100GB", "name", "mlp", "flops", 5e11, "io", 0, "act", 1e3,
+                     "params", 0, "mem", "1GB");
+}
+
 #endif

@@ -38,23 +38,6 @@ static int setup(void **st) {
     return 0;
 }
 
-static json_t *types(void) {
-    return json_pack("[{s:s, s:s, s:f, s:f, s:f, s:s, s:f},"
-                     " {s:s, s:s, s:f, s:f, s:f, s:s, s:f}]",
-                     "name", "cpu", "kind", "cpu", "flops", 1e12, "io_bw", 1e10, "net_bw", 1e9,
-                     "mem", "192GB", "price", 1.0, "name", "gpu", "kind", "gpu", "flops", 1e14,
-                     "io_bw", 1e9, "net_bw", 1e9, "mem", "16GB", "price", 3.0);
-}
-
-static json_t *job(void) {
-    return json_pack("{s:i, s:f, s:i, s:f, s:[{s:s, s:f, s:i, s:f, s:i, s:s},"
-                     " {s:s, s:f, s:i, s:f, s:i, s:s}]}",
-                     "batch", 10, "samples", 1e6, "min_throughput", 100, "alpha", 0.05,
-                     "layers", "name", "emb", "flops", 1e6, "io", 0, "act", 1e3, "params", 0,
-                     "mem", "100GB", "name", "mlp", "flops", 5e11, "io", 0, "act", 1e3,
-                     "params", 0, "mem", "1GB");
-}
-
 /* n_zones 2: cpu-a, gpu-a in a and cpu-b, gpu-b in b; n_zones 1: only the
  * two nodes of zone a (room for exactly one job). */
 static json_t *cluster(int n_zones) {
@@ -65,7 +48,7 @@ static json_t *cluster(int n_zones) {
                                                names[i], "type", i % 2 ? "gpu" : "cpu", "units",
                                                1, "ps_slots", 1, "zone", i < 2 ? "a" : "b", "bw",
                                                "1GB/s"));
-    return json_pack("{s:o, s:[{s:s}, {s:s}], s:o}", "types", types(), "zones", "name", "a",
+    return json_pack("{s:o, s:[{s:s}, {s:s}], s:o}", "types", sv_two_types(), "zones", "name", "a",
                      "name", "b", "nodes", nodes);
 }
 
@@ -87,8 +70,8 @@ static void put_cluster(int port, json_t *cl) {
 /* POST /v1/place on the free units, committing for job (NULL: no commit);
  * returns the status, the answer in *out (caller owns it). */
 static int place_free(int port, const char *jobname, json_t **out) {
-    json_t *body = json_pack("{s:o, s:{s:s, s:s, s:s}}", "job", job(), "options", "on", "free",
-                             "plan_method", "greedy", "placement", "zone");
+    json_t *body = json_pack("{s:o, s:{s:s, s:s, s:s}}", "job", sv_two_layer_job(), "options",
+                             "on", "free", "plan_method", "greedy", "placement", "zone");
     if (jobname) json_object_set_new(body, "commit", json_pack("{s:s}", "job", jobname));
     sv_resp r;
     int st = sv_json_req(port, "POST", "/v1/place", body, NULL, &r);
@@ -232,8 +215,8 @@ static void test_commit_release_restart(void **st) {
     /* a registered extender job takes from the same occupancy */
     int code = sv_json_req(p.port, "PUT", "/v1/jobs/team/ext",
                            json_pack("{s:o, s:o, s:{s:s, s:s}}", "cluster", cluster(2), "job",
-                                     job(), "options", "plan_method", "greedy", "placement",
-                                     "zone"),
+                                     sv_two_layer_job(), "options", "plan_method", "greedy",
+                                     "placement", "zone"),
                            NULL, &r);
     if (code != 201) fail_msg("PUT /v1/jobs/team/ext: %d %s", code, r.body);
     sv_resp_free(&r);
@@ -281,14 +264,14 @@ static void test_bad_put(void **st) {
     expect_bad_put(p.port, json_pack("{s:o}", "cluster", cl), 400, "cluster.nodes[1].name");
     expect_bad_put(p.port, json_pack("{s:o}", "cluster", cluster(2)), 413,
                    "--max-cluster-nodes");
-    expect_bad_put(p.port, json_pack("{s:{s:o}}", "cluster", "types", types()), 400,
+    expect_bad_put(p.port, json_pack("{s:{s:o}}", "cluster", "types", sv_two_types()), 400,
                    "cluster.nodes");
     /* nothing was kept */
     sv_resp r;
     assert_int_equal(sv_http(p.port, "GET", "/v1/cluster", NULL, NULL, 0, &r), 404);
     sv_resp_free(&r);
     /* a commit names a bad job key, options.on a bad value */
-    json_t *body = json_pack("{s:o, s:{s:s}}", "job", job(), "options", "on", "spare");
+    json_t *body = json_pack("{s:o, s:{s:s}}", "job", sv_two_layer_job(), "options", "on", "spare");
     assert_int_equal(sv_json_req(p.port, "POST", "/v1/place", body, NULL, &r), 400);
     assert_non_null(strstr(r.body, "options.on"));
     sv_resp_free(&r);

@@ -29,23 +29,6 @@
 #include "env/import.h"
 #include "tests/serve_client.h"
 
-static json_t *types(void) {
-    return json_pack("[{s:s, s:s, s:f, s:f, s:f, s:s, s:f},"
-                     " {s:s, s:s, s:f, s:f, s:f, s:s, s:f}]",
-                     "name", "cpu", "kind", "cpu", "flops", 1e12, "io_bw", 1e10, "net_bw", 1e9,
-                     "mem", "192GB", "price", 1.0, "name", "gpu", "kind", "gpu", "flops", 1e14,
-                     "io_bw", 1e9, "net_bw", 1e9, "mem", "16GB", "price", 3.0);
-}
-
-static json_t *job(void) {
-    return json_pack("{s:i, s:f, s:i, s:f, s:[{s:s, s:f, s:i, s:f, s:i, s:s},"
-                     " {s:s, s:f, s:i, s:f, s:i, s:s}]}",
-                     "batch", 10, "samples", 1e6, "min_throughput", 100, "alpha", 0.05,
-                     "layers", "name", "emb", "flops", 1e6, "io", 0, "act", 1e3, "params", 0,
-                     "mem", "100GB", "name", "mlp", "flops", 5e11, "io", 0, "act", 1e3,
-                     "params", 0, "mem", "1GB");
-}
-
 /* A Node object as the API server describes it. */
 static json_t *node(const char *name, const char *type, const char *zone, const char *gpus,
                     const char *ann_key, const char *ann_val) {
@@ -98,7 +81,8 @@ static json_t *cluster4(void) {
     return json_pack(
         "{s:o, s:[{s:s}, {s:s}], s:[{s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s},"
         " {s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s}]}",
-        "types", types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a", "type",
+        "types", sv_two_types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a",
+        "type",
         "cpu", "units", 4, "zone", "a", "bw", "1GB/s", "name", "cpu-b", "type", "cpu", "units",
         4, "zone", "b", "bw", "1GB/s", "name", "gpu-a", "type", "gpu", "units", 4, "zone", "a",
         "bw", "1GB/s", "name", "gpu-b", "type", "gpu", "units", 4, "zone", "b", "bw", "1GB/s");
@@ -115,7 +99,7 @@ static void put_job(int port, const char *name, json_t *cluster) {
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%s", name);
     int st = sv_json_req(port, "PUT", path, json_pack("{s:o, s:o}", "cluster", cluster, "job",
-                                                      job()), NULL, &r);
+                                                      sv_two_layer_job()), NULL, &r);
     if (st != 201) fail_msg("PUT %s: %d %s", path, st, r.body);
     sv_resp_free(&r);
 }
@@ -407,7 +391,7 @@ static json_t *gpu_node(const char *name, const char *zone, const char *gpus,
 }
 
 /* Node facts read as clusters write them, and the filter's two kinds of
- * failure. The job of job() with min_throughput 250 has a gpu stage of two
+ * failure. The job of sv_two_layer_job() with min_throughput 250 has a gpu stage of two
  * workers: q = 250 * 0.05002 / 10 = 1.25 units, and two units reach
  * 2 / (1 + 0.05) = 1.90 >= 1.25. Its workers are then 0 (cpu), 1 and 2
  * (gpu). The registered cluster's gpu nodes hold one GPU each, both in
@@ -417,12 +401,13 @@ static json_t *gpu_node(const char *name, const char *zone, const char *gpus,
 static void test_node_facts_and_failures(void **state) {
     (void)state;
     sv_proc p = start();
-    json_t *j = job();
+    json_t *j = sv_two_layer_job();
     json_object_set_new(j, "min_throughput", json_integer(250));
     json_t *cl = json_pack(
         "{s:o, s:[{s:s}, {s:s}], s:[{s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:s, s:s},"
         " {s:s, s:s, s:i, s:s, s:s}]}",
-        "types", types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a", "type",
+        "types", sv_two_types(), "zones", "name", "a", "name", "b", "nodes", "name", "cpu-a",
+        "type",
         "cpu", "units", 4, "zone", "a", "bw", "1GB/s", "name", "g1-a", "type", "gpu", "units", 1,
         "zone", "a", "bw", "1GB/s", "name", "g2-a", "type", "gpu", "units", 1, "zone", "a", "bw",
         "1GB/s");
@@ -489,7 +474,7 @@ static char *big_filter_body(size_t bytes) {
 static void test_body_limits(void **state) {
     (void)state;
     sv_proc p = start();
-    put_job(p.port, "ctr", json_pack("{s:o}", "types", types()));
+    put_job(p.port, "ctr", json_pack("{s:o}", "types", sv_two_types()));
     char *body = big_filter_body((size_t)3 << 20); /* 3 MiB */
     sv_resp r;
     assert_int_equal(sv_http(p.port, "POST", "/k8s/filter", NULL, body, strlen(body), &r), 200);
@@ -525,7 +510,7 @@ static void test_catalogue_types(void **state) {
     const char *extra[] = {"--catalogue", cat, NULL};
     sv_proc p;
     assert_int_equal(sv_start(&p, "k8s-cat", extra), 0);
-    json_t *ty = types();
+    json_t *ty = sv_two_types();
     json_object_set_new(json_array_get(ty, 0), "name", json_string("CPU"));
     json_object_set_new(json_array_get(ty, 1), "name", json_string("A100"));
     put_job(p.port, "cat", json_pack("{s:o, s:[{s:s, s:s, s:i, s:s}, {s:s, s:s, s:i, s:s}]}",
