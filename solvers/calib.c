@@ -17,6 +17,7 @@
 #include <yaml.h>
 
 #include "base/file.h"
+#include "base/rng.h"
 #include "env/schema.h"
 #include "env/units.h"
 
@@ -105,13 +106,6 @@ cfg_run *calib_load(const char *path, char *err, size_t errlen) {
     cfg_run *run = cfg_load_buffer(path, all, len + alen, err, errlen);
     free(all);
     return run;
-}
-
-static uint64_t splitmix(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
 }
 
 #define FAIL(...)                           \
@@ -568,7 +562,7 @@ calib_result *calib_fit_split(const model_cluster *cl, const char *csv_path, dou
             if (nh > n - 2) nh = n - 2;
             uint64_t s = seed ^ (0x9E3779B97F4A7C15ULL * (uint64_t)(t + 1));
             for (int i = n - 1; i > 0; i--) {
-                int j = (int)(splitmix(&s) % (uint64_t)(i + 1));
+                int j = (int)(splitmix64_next(&s) % (uint64_t)(i + 1));
                 calib_row *tmp = sel[i];
                 sel[i] = sel[j];
                 sel[j] = tmp;
