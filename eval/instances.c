@@ -123,8 +123,36 @@ static int load_into(build_ctx *b, eval_instance *in) {
     return 0;
 }
 
-/* load_pair loads `include: [cluster, model]` (model may be NULL: a
- * one-layer probe job) through a temporary file in the instances folder. */
+/* eval_load_pair: see instances.h. */
+cfg_run *eval_load_pair(const char *tmp, const char *cluster_abs, const char *model_abs,
+                        char *err, size_t errlen) {
+    /* both paths quoted by libyaml's emitter (eval_yaml_quote): a tab, a
+     * quote or a line break in a folder's name stays in the name */
+    char qc[6 * EVAL_PATH_MAX + 16], qm[6 * EVAL_PATH_MAX + 16];
+    int bad_c = eval_yaml_quote(qc, sizeof qc, cluster_abs) < 0;
+    if (bad_c || (model_abs && eval_yaml_quote(qm, sizeof qm, model_abs) < 0)) {
+        snprintf(err, errlen, "%s: the path is not valid UTF-8, it cannot be written to YAML",
+                 bad_c ? cluster_abs : model_abs);
+        return NULL;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
+        return NULL;
+    }
+    if (model_abs)
+        fprintf(f, "include: [%s, %s]\n", qc, qm);
+    else
+        fprintf(f, "include: %s\njob: {name: probe, batch: 1, samples: 1, min_throughput: 1,"
+                   " layers: [{name: l, flops: 1, io: 0, act: 0, params: 0, mem: 0}]}\n", qc);
+    fclose(f);
+    cfg_run *run = run_load(tmp, err, errlen);
+    unlink(tmp);
+    return run;
+}
+
+/* load_pair is eval_load_pair through a temporary file in the instances
+ * folder, its messages naming the entry. */
 static cfg_run *load_pair(build_ctx *b, int entry, const char *cluster_abs, const char *model) {
     char tmp[EVAL_PATH_MAX + 64], model_abs[EVAL_PATH_MAX], msg[ERRLEN];
     snprintf(tmp, sizeof tmp, "%s/.probe-%d.yaml", b->dir, entry);
@@ -132,30 +160,8 @@ static cfg_run *load_pair(build_ctx *b, int entry, const char *cluster_abs, cons
         snprintf(b->err, b->errlen, "%s: instances[%d]: %s", b->spec->path, entry, msg);
         return NULL;
     }
-    /* both paths quoted by libyaml's emitter (eval_yaml_quote): a tab, a
-     * quote or a line break in a folder's name stays in the name */
-    char qc[6 * EVAL_PATH_MAX + 16], qm[6 * EVAL_PATH_MAX + 16];
-    int bad_c = eval_yaml_quote(qc, sizeof qc, cluster_abs) < 0;
-    if (bad_c || (model && eval_yaml_quote(qm, sizeof qm, model_abs) < 0)) {
-        snprintf(b->err, b->errlen, "%s: instances[%d]: %s: the path is not valid UTF-8, it "
-                 "cannot be written to YAML", b->spec->path, entry, bad_c ? cluster_abs : model_abs);
-        return NULL;
-    }
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(b->err, b->errlen, "%s: cannot write: %s", tmp, strerror(errno));
-        return NULL;
-    }
-    if (model)
-        fprintf(f, "include: [%s, %s]\n", qc, qm);
-    else
-        fprintf(f, "include: %s\njob: {name: probe, batch: 1, samples: 1, min_throughput: 1,"
-                   " layers: [{name: l, flops: 1, io: 0, act: 0, params: 0, mem: 0}]}\n", qc);
-    fclose(f);
-    cfg_run *run = run_load(tmp, msg, sizeof msg);
-    unlink(tmp);
-    if (!run)
-        snprintf(b->err, b->errlen, "%s: instances[%d]: %s", b->spec->path, entry, msg);
+    cfg_run *run = eval_load_pair(tmp, cluster_abs, model ? model_abs : NULL, msg, sizeof msg);
+    if (!run) snprintf(b->err, b->errlen, "%s: instances[%d]: %s", b->spec->path, entry, msg);
     return run;
 }
 

@@ -43,6 +43,13 @@ int eval_instances_build(const eval_spec *spec, const char *out_dir, eval_instan
 /* eval_instances_free releases what eval_instances_build made; NULL ok. */
 void eval_instances_free(eval_instance *v, int n);
 
+/* eval_load_pair loads the run `include: [cluster_abs, model_abs]` (both
+ * absolute; model_abs NULL: the cluster beside a one-layer probe job)
+ * through the file tmp, which it writes and removes. Returns the run (the
+ * caller frees it with cfg_free), or NULL with the message in err[errlen]. */
+cfg_run *eval_load_pair(const char *tmp, const char *cluster_abs, const char *model_abs,
+                        char *err, size_t errlen);
+
 /* eval_mkdirs creates path and its parents (mode 0777 & umask); 0 or -1
  * with errno set. */
 int eval_mkdirs(const char *path);

@@ -21,6 +21,7 @@
 #include "base/rng.h"
 #include "env/schema.h"
 #include "eval/gen.h"
+#include "eval/instances.h"
 #include "sim/methods.h"
 #include "solvers/runload.h"
 
@@ -134,35 +135,24 @@ static int resolve(const char *dir, const char *name, char *out, char *why, size
 }
 
 /* load_model loads model file abs (absolute) with the cluster file
- * cluster_abs through a temporary run file. Returns the run, or NULL with
- * why. */
+ * cluster_abs (eval_load_pair, through a temporary file under $TMPDIR).
+ * Returns the run, or NULL with why. */
 static cfg_run *load_model(const char *cluster_abs, const char *abs, char *why, size_t whylen) {
-    char qc[6 * SIM_PATH_MAX + 16], qm[6 * SIM_PATH_MAX + 16];
-    if (eval_yaml_quote(qc, sizeof qc, cluster_abs) || eval_yaml_quote(qm, sizeof qm, abs)) {
-        snprintf(why, whylen, "%s: the path is not valid UTF-8", abs);
-        return NULL;
-    }
     const char *tmpdir = getenv("TMPDIR");
     char tmp[SIM_PATH_MAX + 64];
     snprintf(tmp, sizeof tmp, "%s/strata-sim-XXXXXX.yaml", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    int fd = mkstemps(tmp, 5);
+    int fd = mkstemps(tmp, 5); /* a name no other run takes; eval_load_pair rewrites it */
     if (fd < 0) {
         snprintf(why, whylen, "%s: cannot create: %s", tmp, strerror(errno));
         return NULL;
     }
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
-        snprintf(why, whylen, "%s: cannot write: %s", tmp, strerror(errno));
-        return NULL;
-    }
-    fprintf(f, "include: [%s, %s]\n", qc, qm);
-    fclose(f);
+    close(fd);
     char msg[ERRLEN];
-    cfg_run *run = run_load(tmp, msg, sizeof msg);
-    unlink(tmp);
-    if (!run) snprintf(why, whylen, "%s", msg);
+    cfg_run *run = eval_load_pair(tmp, cluster_abs, abs, msg, sizeof msg);
+    if (!run) {
+        unlink(tmp); /* eval_load_pair removes it only once written */
+        snprintf(why, whylen, "%s", msg);
+    }
     return run;
 }
 
