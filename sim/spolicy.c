@@ -257,15 +257,20 @@ void spol_backward(spol_net *net, const float *dlogits, float *work, const float
     int h = net->h;
     nn_params *p = net->p;
     size_t nh = (size_t)n * h;
-    float *h1 = work, *h2 = work + nh, *d2 = work + 2 * nh, *d1 = work + 3 * nh;
-    memset(d2, 0, sizeof *d2 * nh);
-    memset(d1, 0, sizeof *d1 * nh);
-    nn_dense_backward(d2, nn_grad(p, T_W3), nn_grad(p, T_B3), dlogits, h2, nn_param(p, T_W3), n,
-                      h, 1);
-    nn_tanh_backward(d2, h2, d2, nh);
-    nn_dense_backward(d1, nn_grad(p, T_W2), nn_grad(p, T_B2), d2, h1, nn_param(p, T_W2), n, h, h);
-    nn_tanh_backward(d1, h1, d1, nh);
-    nn_dense_backward(NULL, nn_grad(p, T_W1), nn_grad(p, T_B1), d1, x, nn_param(p, T_W1), n, F, h);
+    float *h1 = work, *h2 = work + nh, *ga = work + 2 * nh, *gb = work + 3 * nh;
+    /* backward functions accumulate: every gradient buffer is zeroed first,
+     * and no kernel reads and writes the same one */
+    memset(ga, 0, sizeof *ga * nh);
+    nn_dense_backward(ga, nn_grad(p, T_W3), nn_grad(p, T_B3), dlogits, h2, nn_param(p, T_W3), n,
+                      h, 1); /* ga = dL/dh2 */
+    memset(gb, 0, sizeof *gb * nh);
+    nn_tanh_backward(gb, h2, ga, nh); /* gb = dL/d(pre-tanh 2) */
+    memset(ga, 0, sizeof *ga * nh);
+    nn_dense_backward(ga, nn_grad(p, T_W2), nn_grad(p, T_B2), gb, h1, nn_param(p, T_W2), n, h,
+                      h); /* ga = dL/dh1 */
+    memset(gb, 0, sizeof *gb * nh);
+    nn_tanh_backward(gb, h1, ga, nh); /* gb = dL/d(pre-tanh 1) */
+    nn_dense_backward(NULL, nn_grad(p, T_W1), nn_grad(p, T_B1), gb, x, nn_param(p, T_W1), n, F, h);
 }
 
 /* ---------------------------------------------------------------------------
