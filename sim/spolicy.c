@@ -319,6 +319,20 @@ static int record(spol_episode *e, const spol_cands *cs, int chosen, double now)
  * The sim method
  * ------------------------------------------------------------------------ */
 
+int spol_greedy(const float *logits, float *probs, float *logp, const spol_cands *cs, int n) {
+    float ent;
+    nn_softmax_forward(probs, logp, &ent, logits, NULL, 1, n);
+    int w = -1, best = -1;
+    for (int i = 0; i < n; i++) {
+        if (cs->c[i].job < 0)
+            w = i;
+        else if (best < 0 || logits[i] > logits[best])
+            best = i;
+    }
+    if (w >= 0 && (best < 0 || probs[w] > 0.5f)) return w;
+    return best;
+}
+
 typedef struct {
     spol_run *run;
     spol_cands *cs;
@@ -383,7 +397,7 @@ int spol_method_schedule(sim *s, void *state, char *err, size_t errlen) {
             nn_softmax_forward(st->probs, st->logp, &ent, st->logits, NULL, 1, n);
             nn_sample(&a, st->probs, NULL, 1, n, &run->rng);
         } else {
-            nn_argmax(&a, st->logits, NULL, 1, n);
+            a = spol_greedy(st->logits, st->probs, st->logp, st->cs, n);
         }
         if (a < 0) a = 0;
         if (run->rec && record(run->rec, st->cs, a, sim_now(s))) {

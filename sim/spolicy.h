@@ -17,9 +17,9 @@
  *   h2 = tanh(h1 W2^T + b2)  [n,H]
  *   s  = h2 w3^T + b3        [n,1]
  * and a softmax over the n candidates of the instant gives the
- * probabilities. The policy samples (training) or takes the argmax
- * (evaluation), starts the chosen plan, and repeats until it picks "wait"
- * or nothing fits. "wait" is not offered when no job is running: an idle
+ * probabilities. The policy samples (training) or decodes greedily
+ * (evaluation: spol_greedy), starts the chosen plan, and repeats until it
+ * picks "wait" or nothing fits. "wait" is not offered when no job is running: an idle
  * cluster with a queue never waits (it could wait forever).
  *
  * Parameters live in one nets/params store built from a table of sizes
@@ -126,6 +126,14 @@ void spol_forward(float *logits /*[n]*/, float *work, const spol_net *net,
  * it uses as scratch). */
 void spol_backward(spol_net *net, const float *dlogits /*[n]*/, float *work,
                    const float *x /*[n,F]*/, int n);
+
+/* spol_greedy is the evaluation's decision over the n candidates of cs
+ * with scores logits: "wait" when its probability exceeds 1/2 (the mode
+ * of the start-or-wait choice, which a plain argmax over one wait row and
+ * many plan rows would not respect: wait would win with 5% of the mass
+ * when the plans split the rest), else the plan of highest score.
+ * probs and logp [n] are scratch. Returns the index. */
+int spol_greedy(const float *logits, float *probs, float *logp, const spol_cands *cs, int n);
 
 /* One recorded decision of an episode (training). */
 typedef struct {

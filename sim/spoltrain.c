@@ -18,7 +18,8 @@
 #include "sim/methods.h"
 
 #define FEAT SPOL_FEATURES
-#define VALID_SEED 1000000 /* validation traces draw seeds from here on: apart from training's */
+#define VALID_SEED 1000000 /* validation traces: seeds 1e6, 1e6 + 1, ... */
+#define TRAIN_SEED 2000000 /* training traces: seeds in [2e6, 3e6); held-out ones are below 1e6 */
 
 /* ---------------------------------------------------------------------------
  * The config
@@ -324,7 +325,7 @@ int spt_step(spt *t, char *err, size_t errlen) {
         /* the trace: its own seed, a load drawn from the range */
         uint64_t st = (uint64_t)cf->gen.seed * 1000003u + (uint64_t)t->step * 131u + (uint64_t)g;
         sim_gen_opts o = cf->gen;
-        o.seed = splitmix64_next(&st) % VALID_SEED;
+        o.seed = TRAIN_SEED + splitmix64_next(&st) % 1000000u;
         o.load = cf->load_lo + (cf->load_hi - cf->load_lo) * splitmix64_unit(&st);
         sim_trace *tr = sim_trace_generate(&o, cf->cluster, ".", err, errlen);
         if (!tr) goto fail;

@@ -1,6 +1,10 @@
 /* spoltrain.h -- training the learned policy of strata simulate over whole
  * traces (sim/spolicy.h; docs/simulate.md, "Training").
  *
+ * Trace seeds: training draws them in [2,000,000, 3,000,000) (from the
+ * config's seed and the step), validation uses 1,000,000 + i, so that
+ * held-out traces with seeds below 1,000,000 are never trained on.
+ *
  * A sim train config (configs/train/sim-*.yaml, `mode: sim`) names the
  * cluster and the models, the trace generator's parameters for training
  * (jobs per trace, a range of loads, arrivals, deadline factor, seed), the
