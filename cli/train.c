@@ -435,8 +435,14 @@ int cmd_train(int argc, char **argv) {
         train_usage(stderr);
         return CLI_USAGE;
     }
-    if (!search && spt_conf_is(argv[optind]))
+    if (!search && spt_conf_is(argv[optind])) {
+        if (resume) {
+            fprintf(stderr, "strata: %s: --resume is not supported for a sim train config (mode: "
+                            "sim); start a new run\n", argv[optind]);
+            return CLI_USAGE;
+        }
         return train_sim(argv[optind], seconds, steps, out, overwrite, as_json, quiet);
+    }
     int mpi = 0, rank = 0;
 #ifdef STRATA_HAVE_MPI
     if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) {
