@@ -392,12 +392,47 @@ static void test_train_smoke(void **state) {
     spt_conf_free(cf);
 }
 
+/* Through the program: strata train with a mode: sim config, a second run
+ * into the same folder refused, the checkpoint played by strata simulate
+ * with every method judged on the config's objective. */
+static void test_cli(void **state) {
+    (void)state;
+    char path[1024], text[4096], cmd[8192];
+    snprintf(path, sizeof path, "%s/spt-cli.yaml", harness_tmp());
+    snprintf(text, sizeof text,
+             "mode: sim\ncluster: %s/tests/data/sim/cluster.yaml\nmodels: [%s/tests/data/sim/model.yaml]\n"
+             "jobs: 10\nload: 0.6\nhidden: 8\ntraces: 1\nepisodes: 2\nvalid: 1\nsteps: 2\n"
+             "out: %s/spt-cli\n",
+             harness_src(), harness_src(), harness_tmp());
+    write_file(path, text);
+    snprintf(cmd, sizeof cmd, "'%s' train '%s' --overwrite --json --quiet", harness_bin(), path);
+    assert_int_equal(harness_run(cmd), 0);
+    assert_non_null(strstr(harness_out, "\"mode\": \"sim\""));
+    assert_non_null(strstr(harness_out, "\"steps\": 2"));
+    snprintf(cmd, sizeof cmd, "'%s' train '%s' --quiet 2>&1", harness_bin(), path);
+    assert_int_equal(harness_run(cmd), 2);
+    assert_non_null(strstr(harness_out, "from an earlier run"));
+    /* the sim config with an objective, played with the checkpoint */
+    char sc[1024];
+    snprintf(sc, sizeof sc, "%s/spt-cli-sim.yaml", harness_tmp());
+    snprintf(text, sizeof text,
+             "cluster: %s/tests/data/sim/cluster.yaml\ntrace: %s/tests/data/sim/three.yaml\n"
+             "methods: [fcfs, policy]\npolicy: spt-cli/last.h5\nobjective: {cost: 1, jct: 2, missed: 50}\n",
+             harness_src(), harness_src());
+    write_file(sc, text);
+    snprintf(cmd, sizeof cmd, "'%s' simulate '%s' --json", harness_bin(), sc);
+    assert_int_equal(harness_run(cmd), 0);
+    assert_non_null(strstr(harness_out, "\"objective\": 10.5")); /* fcfs, test_objective */
+    assert_non_null(strstr(harness_out, "\"method\": \"policy\""));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_objective),       cmocka_unit_test(test_candidates),
         cmocka_unit_test(test_deterministic),   cmocka_unit_test(test_ckpt_round_trip),
         cmocka_unit_test(test_ckpt_bad),        cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_conf_bad),        cmocka_unit_test(test_train_smoke),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
