@@ -30,6 +30,8 @@ spol_cands *spol_cands_create(int layers, int n_types) {
     if (!cs->c || !cs->plan) goto oom;
     for (int i = 0; i < cs->cap; i++)
         if (!(cs->c[i].assign = malloc(sizeof(int) * (size_t)layers))) goto oom;
+    for (int q = 0; q < SPOL_WINDOW; q++)
+        if (!(cs->free_assign[q] = malloc(sizeof(int) * (size_t)layers))) goto oom;
     return cs;
 oom:
     spol_cands_free(cs);
@@ -40,6 +42,7 @@ void spol_cands_free(spol_cands *cs) {
     if (!cs) return;
     if (cs->c)
         for (int i = 0; i < cs->cap; i++) free(cs->c[i].assign);
+    for (int q = 0; q < SPOL_WINDOW; q++) free(cs->free_assign[q]);
     free(cs->c);
     model_plan_free(cs->plan);
     free(cs);
@@ -51,11 +54,12 @@ static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > 
  * it when it is feasible, fits the free units and is not already there
  * (then only its kind flag is added). Fills the job features; the cluster
  * features come later. */
-static void add_cand(spol_cands *cs, sim *s, int j, int q, int kind, int type, const int *assign,
-                     double target, const model_plan *empty) {
+static void add_cand(spol_cands *cs, const spol_view *v, const spol_job_view *jv, int j, int q,
+                     int kind, int type, const int *assign, double target) {
     if (cs->n >= cs->cap - 1) return; /* the last slot is wait's */
-    const model_cluster *full = sim_full(s), *fr = sim_free_units(s);
-    model_job job = *sim_job_of(s, j);
+    const model_cluster *full = v->full, *fr = v->freec;
+    const model_plan *empty = jv->empty;
+    model_job job = *jv->job;
     if (target > job.min_throughput) job.min_throughput = target;
     model_plan *p = cs->plan;
     if (model_eval(&job, full, assign, p) != MODEL_FEASIBLE) return;
@@ -85,7 +89,7 @@ static void add_cand(spol_cands *cs, sim *s, int j, int q, int kind, int type, c
     c->throughput = p->throughput;
     memset(c->x, 0, sizeof c->x);
     c->x[kind] = 1;
-    c->x[4] = (float)(job.min_throughput / sim_job_of(s, j)->min_throughput - 1.0);
+    c->x[4] = (float)(job.min_throughput / jv->job->min_throughput - 1.0);
     long taken = 0, free_all = 0;
     double maxshare = 0, share = 0;
     for (int ty = 0; ty < full->n_types; ty++) {
@@ -106,49 +110,40 @@ static void add_cand(spol_cands *cs, sim *s, int j, int q, int kind, int type, c
                                 (empty->unit_price / empty->throughput)), -5, 5);
     c->x[10] = (float)clampd(log(empty->throughput / p->throughput), -5, 5);
     c->x[11] = (float)clampd(p->time / 3600.0 / 24.0, 0, 20);
-    const sim_job *tj = &sim_get_trace(s)->jobs[j];
-    double now = sim_now(s);
-    c->x[12] = (float)log1p((now - tj->arrival) / 3600.0);
+    c->x[12] = (float)log1p((v->now - jv->arrival) / 3600.0);
     c->x[13] = (float)q / SPOL_WINDOW;
-    if (tj->deadline > 0) {
+    if (jv->deadline > 0) {
         c->x[14] = 1;
-        c->x[15] = (float)clampd((tj->arrival + tj->deadline - now - p->time) / p->time, -3, 3);
+        c->x[15] = (float)clampd((jv->arrival + jv->deadline - v->now - p->time) / p->time, -3, 3);
     }
 }
 
-int spol_candidates(sim *s, spol_cands *cs, char *err, size_t errlen) {
+int spol_candidates_of(const spol_view *v, const spol_job_view *jobs, int n, spol_cands *cs,
+                       char *err, size_t errlen) {
     cs->n = 0;
-    const model_cluster *full = sim_full(s), *fr = sim_free_units(s);
-    int w = sim_queue_len(s);
-    if (w > SPOL_WINDOW) w = SPOL_WINDOW;
+    const model_cluster *full = v->full, *fr = v->freec;
     int *one = cs->c[cs->cap - 1].assign; /* wait's slot as scratch */
-    for (int q = 0; q < w; q++) {
-        int j = sim_queue_at(s, q);
-        const model_job *job = sim_job_of(s, j);
+    for (int q = 0; q < n && q < SPOL_WINDOW; q++) {
+        const spol_job_view *jv = &jobs[q];
+        const model_job *job = jv->job;
         if (job->n_layers > cs->layers) {
             snprintf(err, errlen, "policy: job %s has %d layers, more than %d", job->name,
                      job->n_layers, cs->layers);
             return -1;
         }
-        const int *ea;
-        const model_plan *empty = sim_empty_plan(s, j, &ea);
-        if (!empty) continue;
-        /* the exact plan on the free units (sim's buffer: used at once) */
-        const int *fa;
-        int rc = sim_plan_free_now(s, j, &fa, err, errlen);
-        if (rc < 0) return -1;
-        if (rc == 0) add_cand(cs, s, j, q, SPOL_EXACT_FREE, -1, fa, job->min_throughput, empty);
-        if (sim_fits(s, empty))
-            add_cand(cs, s, j, q, SPOL_EXACT_EMPTY, -1, ea, job->min_throughput, empty);
+        if (!jv->empty) continue;
+        if (jv->exact_free)
+            add_cand(cs, v, jv, q, q, SPOL_EXACT_FREE, -1, jv->exact_free, job->min_throughput);
+        add_cand(cs, v, jv, q, q, SPOL_EXACT_EMPTY, -1, jv->exact_empty, job->min_throughput);
         for (int ty = 0; ty < full->n_types; ty++) {
             if (fr->types[ty].count == 0) continue;
             for (int l = 0; l < job->n_layers; l++) one[l] = ty;
-            add_cand(cs, s, j, q, SPOL_ONE_TYPE, ty, one, job->min_throughput, empty);
-            add_cand(cs, s, j, q, SPOL_ONE_TYPE, ty, one, 2 * job->min_throughput, empty);
+            add_cand(cs, v, jv, q, q, SPOL_ONE_TYPE, ty, one, job->min_throughput);
+            add_cand(cs, v, jv, q, q, SPOL_ONE_TYPE, ty, one, 2 * job->min_throughput);
         }
     }
     if (cs->n == 0) return 0;
-    if (sim_n_running(s) > 0) {
+    if (v->n_running > 0) {
         spol_cand *c = &cs->c[cs->n++];
         c->job = -1;
         c->qpos = -1;
@@ -161,21 +156,15 @@ int spol_candidates(sim *s, spol_cands *cs, char *err, size_t errlen) {
         c->x[0] = 1;
     }
     /* cluster features, the same on every row */
-    long all = 0, free_all = 0, demand = 0;
+    long all = 0, free_all = 0;
     for (int ty = 0; ty < full->n_types; ty++) {
         all += full->types[ty].count;
         free_all += fr->types[ty].count;
     }
-    int ql = sim_queue_len(s);
-    for (int q = 0; q < ql; q++) {
-        const model_plan *p = sim_empty_plan(s, sim_queue_at(s, q), NULL);
-        if (p)
-            for (int k = 0; k < p->n_stages; k++) demand += p->stages[k].units;
-    }
     float x16 = (float)(all > 0 ? (double)free_all / (double)all : 0);
-    float x17 = (float)(log1p((double)ql) / 3.0);
-    float x18 = (float)log1p((double)demand / (1.0 + (double)free_all));
-    float x19 = (float)(log1p((double)sim_n_running(s)) / 3.0);
+    float x17 = (float)(log1p((double)v->queue_len) / 3.0);
+    float x18 = (float)log1p((double)v->queue_demand / (1.0 + (double)free_all));
+    float x19 = (float)(log1p((double)v->n_running) / 3.0);
     for (int i = 0; i < cs->n; i++) {
         cs->c[i].x[16] = x16;
         cs->c[i].x[17] = x17;
@@ -183,6 +172,43 @@ int spol_candidates(sim *s, spol_cands *cs, char *err, size_t errlen) {
         cs->c[i].x[19] = x19;
     }
     return cs->n;
+}
+
+int spol_candidates(sim *s, spol_cands *cs, char *err, size_t errlen) {
+    spol_view v = {sim_full(s), sim_free_units(s), sim_now(s), sim_queue_len(s), 0,
+                   sim_n_running(s)};
+    for (int q = 0; q < v.queue_len; q++) {
+        const model_plan *p = sim_empty_plan(s, sim_queue_at(s, q), NULL);
+        if (p)
+            for (int k = 0; k < p->n_stages; k++) v.queue_demand += p->stages[k].units;
+    }
+    spol_job_view jv[SPOL_WINDOW];
+    int w = v.queue_len < SPOL_WINDOW ? v.queue_len : SPOL_WINDOW;
+    /* the exact plans on the free units, copied: the simulator's buffer is
+     * reused by the next call */
+    for (int q = 0; q < w; q++) {
+        int j = sim_queue_at(s, q);
+        const sim_job *tj = &sim_get_trace(s)->jobs[j];
+        jv[q].job = sim_job_of(s, j);
+        jv[q].arrival = tj->arrival;
+        jv[q].deadline = tj->deadline;
+        jv[q].empty = sim_empty_plan(s, j, &jv[q].exact_empty);
+        jv[q].exact_free = NULL;
+        if (!jv[q].empty) continue;
+        if (jv[q].job->n_layers > cs->layers) continue; /* reported by spol_candidates_of */
+        const int *as;
+        int rc = sim_plan_free_now(s, j, &as, err, errlen);
+        if (rc < 0) return -1;
+        if (rc == 0) {
+            memcpy(cs->free_assign[q], as, sizeof(int) * (size_t)jv[q].job->n_layers);
+            jv[q].exact_free = cs->free_assign[q];
+        }
+    }
+    int n = spol_candidates_of(&v, jv, w, cs, err, errlen);
+    /* job indices: queue positions to trace indices */
+    for (int i = 0; i < n; i++)
+        if (cs->c[i].job >= 0) cs->c[i].job = sim_queue_at(s, cs->c[i].job);
+    return n;
 }
 
 /* ---------------------------------------------------------------------------

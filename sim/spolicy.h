@@ -75,7 +75,34 @@ typedef struct {
     spol_cand *c; /* [cap] */
     int layers;   /* assign capacity of each */
     model_plan *plan; /* scratch */
+    int *free_assign[SPOL_WINDOW]; /* [layers] scratch: exact plans on the free units */
 } spol_cands;
+
+/* What the candidates are built from, with or without a simulator (the
+ * daemon builds it from its occupancy). */
+typedef struct {
+    const model_cluster *full;  /* the cluster as configured (counts: all units) */
+    const model_cluster *freec; /* the same types, counts: the free units */
+    double now;                 /* s */
+    int queue_len;              /* jobs waiting in all */
+    long queue_demand;          /* units their exact plans on the empty cluster need */
+    int n_running;              /* jobs holding units */
+} spol_view;
+
+/* One queued job. */
+typedef struct {
+    const model_job *job;     /* min_throughput = its target R, samples = S */
+    double arrival, deadline; /* s; deadline <= 0: none */
+    const int *exact_empty;   /* its exact plan on the empty cluster ... */
+    const model_plan *empty;  /* ... scored (NULL: none, the job is skipped) */
+    const int *exact_free;    /* its exact plan on the free units, or NULL */
+} spol_job_view;
+
+/* spol_candidates_of fills cs from v and the first n queued jobs (their
+ * queue positions as the candidates' job), as spol_candidates describes.
+ * Returns the count, 0 when nothing fits, or -1 with err. */
+int spol_candidates_of(const spol_view *v, const spol_job_view *jobs, int n, spol_cands *cs,
+                       char *err, size_t errlen);
 
 /* spol_cands_create returns an empty set for jobs of up to `layers` layers
  * and clusters of n_types types, or NULL (out of memory). */
