@@ -54,7 +54,7 @@ static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > 
  * it when it is feasible, fits the free units and is not already there
  * (then only its kind flag is added). Fills the job features; the cluster
  * features come later. */
-static void add_cand(spol_cands *cs, const spol_view *v, const spol_job_view *jv, int j, int q,
+static void add_cand(spol_cands *cs, const spol_view *v, const spol_job_view *jv, int j,
                      int kind, int type, const int *assign, double target) {
     if (cs->n >= cs->cap - 1) return; /* the last slot is wait's */
     const model_cluster *full = v->full, *fr = v->freec;
@@ -77,7 +77,7 @@ static void add_cand(spol_cands *cs, const spol_view *v, const spol_job_view *jv
     }
     spol_cand *c = &cs->c[cs->n++];
     c->job = j;
-    c->qpos = q;
+    c->qpos = jv->qpos;
     c->kind = kind;
     c->type = type;
     c->target = job.min_throughput;
@@ -111,7 +111,7 @@ static void add_cand(spol_cands *cs, const spol_view *v, const spol_job_view *jv
     c->x[10] = (float)clampd(log(empty->throughput / p->throughput), -5, 5);
     c->x[11] = (float)clampd(p->time / 3600.0 / 24.0, 0, 20);
     c->x[12] = (float)log1p((v->now - jv->arrival) / 3600.0);
-    c->x[13] = (float)q / SPOL_WINDOW;
+    c->x[13] = (float)(log1p((double)jv->qpos) / log1p((double)SPOL_SCAN));
     if (jv->deadline > 0) {
         c->x[14] = 1;
         c->x[15] = (float)clampd((jv->arrival + jv->deadline - v->now - p->time) / p->time, -3, 3);
@@ -133,13 +133,13 @@ int spol_candidates_of(const spol_view *v, const spol_job_view *jobs, int n, spo
         }
         if (!jv->empty) continue;
         if (jv->exact_free)
-            add_cand(cs, v, jv, q, q, SPOL_EXACT_FREE, -1, jv->exact_free, job->min_throughput);
-        add_cand(cs, v, jv, q, q, SPOL_EXACT_EMPTY, -1, jv->exact_empty, job->min_throughput);
+            add_cand(cs, v, jv, q, SPOL_EXACT_FREE, -1, jv->exact_free, job->min_throughput);
+        add_cand(cs, v, jv, q, SPOL_EXACT_EMPTY, -1, jv->exact_empty, job->min_throughput);
         for (int ty = 0; ty < full->n_types; ty++) {
             if (fr->types[ty].count == 0) continue;
             for (int l = 0; l < job->n_layers; l++) one[l] = ty;
-            add_cand(cs, v, jv, q, q, SPOL_ONE_TYPE, ty, one, job->min_throughput);
-            add_cand(cs, v, jv, q, q, SPOL_ONE_TYPE, ty, one, 2 * job->min_throughput);
+            add_cand(cs, v, jv, q, SPOL_ONE_TYPE, ty, one, job->min_throughput);
+            add_cand(cs, v, jv, q, SPOL_ONE_TYPE, ty, one, 2 * job->min_throughput);
         }
     }
     if (cs->n == 0) return 0;
@@ -182,16 +182,37 @@ int spol_candidates(sim *s, spol_cands *cs, char *err, size_t errlen) {
         if (p)
             for (int k = 0; k < p->n_stages; k++) v.queue_demand += p->stages[k].units;
     }
+    /* the head, then the shortest of the next ones up to SPOL_SCAN */
+    int pos[SPOL_WINDOW], w = 0;
+    for (; w < SPOL_HEAD && w < v.queue_len; w++) pos[w] = w;
+    int scan = v.queue_len < SPOL_SCAN ? v.queue_len : SPOL_SCAN;
+    for (int k = 0; k < SPOL_SHORT; k++) {
+        int best = -1;
+        double bd = 0;
+        for (int q = SPOL_HEAD; q < scan; q++) {
+            int taken = 0;
+            for (int i = SPOL_HEAD; i < w; i++) taken |= pos[i] == q;
+            if (taken) continue;
+            const model_job *jb = sim_job_of(s, sim_queue_at(s, q));
+            double d = jb->samples / jb->min_throughput;
+            if (best < 0 || d < bd) {
+                best = q;
+                bd = d;
+            }
+        }
+        if (best < 0) break;
+        pos[w++] = best;
+    }
     spol_job_view jv[SPOL_WINDOW];
-    int w = v.queue_len < SPOL_WINDOW ? v.queue_len : SPOL_WINDOW;
     /* the exact plans on the free units, copied: the simulator's buffer is
      * reused by the next call */
     for (int q = 0; q < w; q++) {
-        int j = sim_queue_at(s, q);
+        int j = sim_queue_at(s, pos[q]);
         const sim_job *tj = &sim_get_trace(s)->jobs[j];
         jv[q].job = sim_job_of(s, j);
         jv[q].arrival = tj->arrival;
         jv[q].deadline = tj->deadline;
+        jv[q].qpos = pos[q];
         jv[q].empty = sim_empty_plan(s, j, &jv[q].exact_empty);
         jv[q].exact_free = NULL;
         if (!jv[q].empty) continue;
@@ -205,9 +226,9 @@ int spol_candidates(sim *s, spol_cands *cs, char *err, size_t errlen) {
         }
     }
     int n = spol_candidates_of(&v, jv, w, cs, err, errlen);
-    /* job indices: queue positions to trace indices */
+    /* job indices: the window's to the trace's */
     for (int i = 0; i < n; i++)
-        if (cs->c[i].job >= 0) cs->c[i].job = sim_queue_at(s, cs->c[i].job);
+        if (cs->c[i].job >= 0) cs->c[i].job = sim_queue_at(s, pos[cs->c[i].job]);
     return n;
 }
 

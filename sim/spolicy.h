@@ -1,9 +1,11 @@
 /* spolicy.h -- the learned policy of strata simulate: who starts now, with
  * which plan, or whether to wait (docs/simulate.md, "The learned policy").
  *
- * At every scheduling instant the policy looks at the first SPOL_WINDOW
- * queued jobs and builds, for each, a small set of candidate plans that
- * fit the free units, all from the existing solvers and the cost model:
+ * At every scheduling instant the policy looks at the first SPOL_HEAD (4)
+ * queued jobs and at the SPOL_SHORT (4) shortest (run time at their
+ * target) of the next ones up to queue position SPOL_SCAN (64), so that it
+ * can let a short job pass, and builds for each a small set of candidate
+ * plans that fit the free units, all from the existing solvers and the cost model:
  *   exact-free   the exact (cost-optimal) plan on the units free now
  *   exact-empty  the job's exact plan on the empty cluster, when it fits
  *   one-type     the whole job on one type, provisioned for its target R
@@ -42,8 +44,11 @@
 #include "sim/sim.h"
 
 #define SPOL_FEATURES 20       /* numbers per candidate row */
-#define SPOL_FEATURES_VERSION 1 /* bumped whenever their meaning changes */
-#define SPOL_WINDOW 4          /* queued jobs looked at per decision */
+#define SPOL_FEATURES_VERSION 2 /* bumped whenever their meaning changes */
+#define SPOL_HEAD 4            /* the first queued jobs, always looked at */
+#define SPOL_SHORT 4           /* and the shortest of the next ones ... */
+#define SPOL_SCAN 64           /* ... up to this queue position */
+#define SPOL_WINDOW (SPOL_HEAD + SPOL_SHORT) /* queued jobs looked at per decision */
 #define SPOL_CKPT_FORMAT "strata-sim-policy"
 #define SPOL_CKPT_VERSION 1
 #define SPOL_HIDDEN_MAX 1024
@@ -59,7 +64,7 @@ typedef enum {
 /* One candidate of an instant. */
 typedef struct {
     int job;     /* trace index; -1 for wait */
-    int qpos;    /* its position in the queue */
+    int qpos;    /* its job's position in the queue */
     int kind;    /* spol_kind (the first that produced this plan) */
     int type;    /* one-type: the type; else -1 */
     double target; /* samples/s it is provisioned for (>= the job's R) */
@@ -96,10 +101,12 @@ typedef struct {
     const int *exact_empty;   /* its exact plan on the empty cluster ... */
     const model_plan *empty;  /* ... scored (NULL: none, the job is skipped) */
     const int *exact_free;    /* its exact plan on the free units, or NULL */
+    int qpos;                 /* its position in the queue (0: the head) */
 } spol_job_view;
 
-/* spol_candidates_of fills cs from v and the first n queued jobs (their
- * queue positions as the candidates' job), as spol_candidates describes.
+/* spol_candidates_of fills cs from v and n (<= SPOL_WINDOW) queued jobs
+ * (their index in jobs as the candidates' job), as spol_candidates
+ * describes.
  * Returns the count, 0 when nothing fits, or -1 with err. */
 int spol_candidates_of(const spol_view *v, const spol_job_view *jobs, int n, spol_cands *cs,
                        char *err, size_t errlen);
@@ -110,7 +117,7 @@ spol_cands *spol_cands_create(int layers, int n_types);
 void spol_cands_free(spol_cands *cs);
 
 /* spol_candidates fills cs with the candidates of the current instant of
- * s: the plans of the first SPOL_WINDOW queued jobs (above), then the
+ * s: the plans of the SPOL_WINDOW queued jobs looked at (above), then the
  * wait row when some job is running. Features of a job's candidate:
  *   x0 0 (1 for wait)  x1 exact-free  x2 exact-empty  x3 one-type
  *   x4 target / R - 1 (0 or 1)
@@ -120,7 +127,7 @@ void spol_cands_free(spol_cands *cs);
  *   x9 ln(cost / the exact-empty plan's cost)
  *   x10 ln(time / the exact-empty plan's time)
  *   x11 its run time in hours / 24   x12 ln(1 + hours waited so far)
- *   x13 queue position / SPOL_WINDOW x14 1 when it has a deadline
+ *   x13 ln(1 + queue position) / ln(1 + SPOL_SCAN)   x14 1 when it has a deadline
  *   x15 slack: (due - now - time) / time, clipped to [-3, 3] (0: none)
  * and of every row (wait included): x16 free units / all units,
  * x17 ln(1 + queue length) / 3, x18 ln(1 + units the queue's exact-empty

@@ -162,6 +162,43 @@ static void test_candidates(void **state) {
     sim_trace_free(t);
 }
 
+/* The window: the first 4 queued jobs, then the 4 shortest of the next
+ * ones (up to position 64), ties by position. Ten jobs arrive at 0 s, all
+ * R 8: j1-j9 of 28,800 samples (1 h on C x2), j10 of 800 (100 s). Looked
+ * at: j1-j4, then j10 (position 9, x13 = ln 10 / ln 65) and j5-j7; not
+ * j8, j9. */
+static void test_window(void **state) {
+    (void)state;
+    char trace[1024], err[4096], cluster[1024];
+    snprintf(trace, sizeof trace, "%s/spol-window.yaml", harness_tmp());
+    snprintf(cluster, sizeof cluster, "%s/tests/data/sim/cluster.yaml", harness_src());
+    FILE *f = fopen(trace, "w");
+    assert_non_null(f);
+    fprintf(f, "jobs:\n");
+    for (int i = 1; i <= 10; i++)
+        fprintf(f, "  - {name: j%d, arrival: 0, model: %s/tests/data/sim/model.yaml, target: 8, "
+                   "samples: %d}\n", i, harness_src(), i == 10 ? 800 : 28800);
+    fclose(f);
+    sim_trace *t = sim_trace_load(trace, cluster, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    CAPT = spol_cands_create(1, 2);
+    sim_method m = {"capture", "", NULL, NULL, capture_schedule};
+    sim *s = sim_create(t, &t->models[0].run->cluster, &m, err, sizeof err);
+    assert_int_equal(sim_run(s, err, sizeof err), 0);
+    int seen[10] = {0};
+    for (int i = 0; i < CAPT->n; i++) {
+        const spol_cand *c = &CAPT->c[i];
+        assert_true(c->job >= 0 && c->job < 10);
+        seen[c->job] = 1;
+        assert_int_equal(c->qpos, c->job);
+        assert_true(fabs(c->x[13] - log1p(c->job) / log(65.0)) < 1e-6);
+    }
+    for (int j = 0; j < 10; j++) assert_int_equal(seen[j], j != 7 && j != 8);
+    sim_free(s);
+    spol_cands_free(CAPT);
+    sim_trace_free(t);
+}
+
 /* same_outcomes: 1 when every job of the two runs has the same figures. */
 static int same_outcomes(const sim *a, const sim *b, int n) {
     const sim_outcome *x = sim_outcomes(a), *y = sim_outcomes(b);
@@ -432,7 +469,7 @@ int main(void) {
         cmocka_unit_test(test_deterministic),   cmocka_unit_test(test_ckpt_round_trip),
         cmocka_unit_test(test_ckpt_bad),        cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_conf_bad),        cmocka_unit_test(test_train_smoke),
-        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_cli),             cmocka_unit_test(test_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
