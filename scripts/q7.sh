@@ -46,10 +46,10 @@ for load, arr in (("0.9", "poisson"), ("0.9", "bursty"), ("0.7", "poisson")):
     for f in files:
         d = json.load(open(f))
         traces.add(f.split("-seed")[1].split("-")[0])
-        tag = f.rsplit("-", 1)[1][:-5]
+        tag = f.split("-policy:")[1][:-5] if "-policy:" in f else ""
         for m in d["methods"]:
             s = m["summary"]
-            name = m["method"] if m["method"] != "policy" else tag
+            name = m["method"] if m["method"] != "policy" else f"policy ({tag})"
             a = agg.setdefault(name, dict(jct=0.0, done=0, jobs=0, cost=0.0, missed=0, dl=0, obj=0.0))
             a["jct"] += s["jct_mean"] * s["done"]
             a["done"] += s["done"]
