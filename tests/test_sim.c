@@ -576,6 +576,29 @@ static void test_preset_config(void **state) {
     if (strncmp(harness_out, want, strlen(want))) fail_msg("got: %s\nwant: %s", harness_out, want);
 }
 
+/* Every shipped trace is what its config's generator draws: playing the
+ * shipped file prints the bytes of drawing it again (200 jobs, the config's
+ * seed), for the Philly traces of before the presets too. */
+static void test_shipped_traces(void **state) {
+    (void)state;
+    const char *cfgs[] = {"philly", "philly-bursty", "helios", "pai", "heldout-philly-095",
+                          "heldout-philly-bursty-095", "heldout-helios-095", "heldout-pai-095"};
+    static char played[1 << 20];
+    char cmd[4096];
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s simulate %s/configs/sim/%s.yaml --method fcfs --json | sed 1,6d",
+                 harness_bin(), harness_src(), cfgs[i]);
+        assert_int_equal(harness_run(cmd), 0);
+        assert_true(strlen(harness_out) > 1000);
+        strcpy(played, harness_out);
+        snprintf(cmd, sizeof cmd, "%s simulate %s/configs/sim/%s.yaml --method fcfs --generate 200 "
+                 "--json | sed 1,6d", harness_bin(), harness_src(), cfgs[i]);
+        assert_int_equal(harness_run(cmd), 0);
+        if (strcmp(played, harness_out)) fail_msg("configs/sim/%s.yaml: its shipped trace is not "
+                                                  "what its generator draws", cfgs[i]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fcfs),          cmocka_unit_test(test_exact_wait),
@@ -586,6 +609,7 @@ int main(void) {
         cmocka_unit_test(test_order),         cmocka_unit_test(test_preset_tables),
         cmocka_unit_test(test_preset_sizes),  cmocka_unit_test(test_preset_durations),
         cmocka_unit_test(test_preset_trace),  cmocka_unit_test(test_preset_config),
+        cmocka_unit_test(test_shipped_traces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
