@@ -586,7 +586,8 @@ static void test_shipped_traces(void **state) {
     static char played[1 << 20];
     char cmd[4096];
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s simulate %s/configs/sim/%s.yaml --method fcfs --json | sed 1,6d",
+        snprintf(cmd, sizeof cmd,
+                 "%s simulate %s/configs/sim/%s.yaml --method fcfs --json | sed 1,6d",
                  harness_bin(), harness_src(), cfgs[i]);
         assert_int_equal(harness_run(cmd), 0);
         assert_true(strlen(harness_out) > 1000);
