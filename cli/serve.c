@@ -7,12 +7,14 @@
  *                [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]
  *                [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]
  *                [--max-k8s-body-mb N] [--catalogue FILE]
- *                [--state FILE]
+ *                [--state FILE] [--extender-listen HOST:PORT]
  *
  * Starts service/server on HOST:PORT (default 127.0.0.1:7878; port 0 picks
  * a free one), prints "strata serve: listening on HOST:PORT" on stdout once
  * it accepts connections, and logs one line per request on stderr (not
- * with --quiet). Signals are handled here, in the main thread: the signal
+ * with --quiet). With --extender-listen it also prints "strata serve:
+ * extender on HOST:PORT" (the same write), the listener kube-scheduler
+ * calls without a token (service/server.h). Signals are handled here, in the main thread: the signal
  * handler only writes the signal's number into a pipe (the one thing it
  * may safely do, whichever thread the kernel picks: libraries such as
  * OpenBLAS start threads of their own), and the main thread reads the pipe
@@ -63,7 +65,11 @@
     "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
     "                    [--max-k8s-body-mb N] [--catalogue FILE]\n"                      \
     "                    [--state FILE] [--max-cluster-nodes N]\n"                          \
+    "                    [--extender-listen HOST:PORT]\n"                                  \
     "\n"                                                                                    \
+    "  --extender-listen HOST:PORT  a second listener for kube-scheduler: /k8s/filter,\n"  \
+    "                            /k8s/prioritize and the probes, no token; every other\n"  \
+    "                            path gets 403 there (keep it on loopback)\n"              \
     "  --catalogue FILE          instance types and GPU products the extender types\n"    \
     "                            nodes by (configs/catalogue/instances.yaml)\n"            \
     "  --state FILE              SQLite file keeping the registered jobs, their fixed\n"   \
@@ -200,6 +206,7 @@ int cmd_serve(int argc, char **argv) {
         {"catalogue", required_argument, 0, 'c'},
         {"state", required_argument, 0, 'F'},
         {"max-cluster-nodes", required_argument, 0, 'O'},
+        {"extender-listen", required_argument, 0, 'E'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -215,7 +222,7 @@ int cmd_serve(int argc, char **argv) {
     int k8s_body_set = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:qh", opts,
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:E:qh", opts,
                             NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
@@ -286,6 +293,7 @@ int cmd_serve(int argc, char **argv) {
                 return CLI_USAGE;
             cfg.max_cluster_nodes = (int)n;
             break;
+        case 'E': cfg.extender_listen = optarg; break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;
         default: fprintf(stderr, SERVE_USAGE); return CLI_USAGE;
@@ -354,7 +362,17 @@ int cmd_serve(int argc, char **argv) {
     srv_log(s, "strata serve: listening on %s, %d threads, %s%s", where, cfg.threads,
             cfg.policy_path ? "policy " : "no policy (readyz 503; /v1/place needs plan_method)",
             cfg.policy_path ? cfg.policy_path : "");
-    printf("strata serve: listening on %s\n", where);
+    if (cfg.extender_listen) {
+        char ext[160];
+        const char *ec = strrchr(cfg.extender_listen, ':');
+        snprintf(ext, sizeof ext, "%.*s:%d", (int)(ec ? ec - cfg.extender_listen : 0),
+                 cfg.extender_listen, srv_extender_port(s));
+        srv_log(s, "strata serve: extender verbs on %s, without the token", ext);
+        /* one write: a reader of the first line finds the second with it */
+        printf("strata serve: listening on %s\nstrata serve: extender on %s\n", where, ext);
+    } else {
+        printf("strata serve: listening on %s\n", where);
+    }
     fflush(stdout);
 
     int status = CLI_OK;

@@ -38,9 +38,13 @@
  *
  * Safety: with a token, every request but /healthz and /readyz needs
  * "Authorization: Bearer TOKEN" (401 otherwise, compared in constant
- * time); bodies over max_body bytes (max_k8s_body for the extender's
- * verbs) get 413; unknown paths 404, wrong
- * methods 405 with Allow; requests can never name a file to read (the only
+ * time). With extender_listen, a second listener (the same registry,
+ * policy, limits and connection budget) answers the extender's verbs and
+ * the probes without a token, and 403 to every other path: kube-scheduler
+ * reaches the extender there (on loopback, in its pod) while /v1 stays
+ * behind the token on the main listener. Bodies over max_body bytes
+ * (max_k8s_body for the extender's verbs) get 413; unknown paths 404,
+ * wrong methods 405 with Allow; requests can never name a file to read (the only
  * file the daemon reads after start is its own --policy, on reload). One
  * log line per request goes to the log callback:
  *
@@ -70,6 +74,9 @@ typedef void (*srv_log_fn)(void *ud, const char *line);
 
 typedef struct {
     const char *listen;      /* "HOST:PORT": IPv4, [IPv6] or localhost; port 0 picks one */
+    const char *extender_listen; /* NULL, or "HOST:PORT" of a second listener serving only
+                                    /k8s/filter, /k8s/prioritize, /healthz and /readyz,
+                                    without the token (kube-scheduler cannot send one) */
     int threads;             /* work slots: computing requests at once (>= 1) */
     int max_conns;           /* connections at once, all clients */
     int max_conns_per_ip;    /* connections at once from one client address */
@@ -122,6 +129,10 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen);
 
 /* srv_port returns the port bound (useful with port 0). */
 int srv_port(const srv_server *s);
+
+/* srv_extender_port returns the extender listener's port, or 0 when there
+ * is none. */
+int srv_extender_port(const srv_server *s);
 
 /* srv_reload loads the policy file again. Returns 0 (the new policy
  * serves), or -1 with why in err (the old one keeps serving). */

@@ -580,6 +580,86 @@ static void test_bad_args(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* One daemon, two listeners: the token listener registers jobs (/v1), the
+ * extender listener (--extender-listen) answers kube-scheduler's verbs
+ * without a token from the same registry, and refuses every /v1 path (and
+ * /metrics) even with the token. No port-forward to a second registry. */
+static void test_extender_listener(void **state) {
+    (void)state;
+    char tok[1100];
+    snprintf(tok, sizeof tok, "%s/k8s-token-%d", sv_tmp(), (int)getpid());
+    assert_int_equal(sv_write_file(tok, "s3cret\n"), 0);
+    const char *args[] = {"--token-file", tok, "--extender-listen", "127.0.0.1:0", NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "k8s-listeners", args), 0);
+    assert_true(p.ext_port > 0 && p.ext_port != p.port);
+    const char *auth = "Authorization: Bearer s3cret\r\n";
+    sv_resp r;
+    json_t *doc = json_pack("{s:o, s:o}", "cluster", cluster4(), "job", sv_two_layer_job());
+    assert_int_equal(sv_json_req(p.port, "PUT", "/v1/jobs/team-a/ctr", json_incref(doc), NULL,
+                                 &r), 401);
+    sv_resp_free(&r);
+    assert_int_equal(sv_json_req(p.port, "PUT", "/v1/jobs/team-a/ctr", doc, auth, &r), 201);
+    sv_resp_free(&r);
+
+    /* kube-scheduler's call, no token, on the extender listener: the job
+     * registered on the other listener places worker 1 on the gpu nodes. */
+    json_t *pod = kubeflow_pod("ctr", "worker", "1");
+    json_object_set_new(json_object_get(pod, "metadata"), "namespace", json_string("team-a"));
+    json_t *args_j = json_pack("{s:O, s:o, s:n}", "Pod", pod, "Nodes", node_list(), "NodeNames");
+    assert_int_equal(sv_json_req(p.ext_port, "POST", "/k8s/filter", json_incref(args_j), NULL,
+                                 &r), 200);
+    json_t *res = sv_body_json(&r);
+    sv_resp_free(&r);
+    char kept[256];
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "gpu-a,gpu-b");
+    json_decref(res);
+    assert_int_equal(sv_json_req(p.ext_port, "POST", "/k8s/prioritize", json_incref(args_j),
+                                 NULL, &r), 200);
+    assert_non_null(strstr(r.body, "\"Score\":10"));
+    sv_resp_free(&r);
+    /* the main listener still wants the token for the extender's verbs */
+    assert_int_equal(sv_json_req(p.port, "POST", "/k8s/filter", json_incref(args_j), NULL, &r),
+                     401);
+    sv_resp_free(&r);
+
+    /* The extender listener refuses /v1 and /metrics, token or not. */
+    static const struct {
+        const char *method, *path;
+    } refused[] = {{"GET", "/v1/jobs"}, {"GET", "/v1/jobs/team-a/ctr"},
+                   {"DELETE", "/v1/jobs/team-a/ctr"}, {"PUT", "/v1/jobs/team-a/evil"},
+                   {"POST", "/v1/place"}, {"GET", "/v1/cluster"}, {"GET", "/metrics"},
+                   {"GET", "/nowhere"}};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        for (int with = 0; with < 2; with++) {
+            int st = sv_http(p.ext_port, refused[i].method, refused[i].path, with ? auth : NULL,
+                             "{}", 2, &r);
+            if (st != 403 || !strstr(r.body, "the extender listener serves only"))
+                fail_msg("%s %s on the extender listener (%s token): %d %s", refused[i].method,
+                         refused[i].path, with ? "with" : "without", st, r.body);
+            sv_resp_free(&r);
+        }
+    }
+    assert_int_equal(sv_http(p.ext_port, "GET", "/healthz", NULL, NULL, 0, &r), 200);
+    sv_resp_free(&r);
+    /* the refused DELETE deleted nothing; the main listener's does */
+    assert_int_equal(sv_http(p.port, "GET", "/v1/jobs/team-a/ctr", auth, NULL, 0, &r), 200);
+    sv_resp_free(&r);
+    assert_int_equal(sv_http(p.port, "DELETE", "/v1/jobs/team-a/ctr", auth, NULL, 0, &r), 204);
+    sv_resp_free(&r);
+    /* and the extender listener follows: the pod's job is gone, it passes */
+    assert_int_equal(sv_json_req(p.ext_port, "POST", "/k8s/filter", args_j, NULL, &r), 200);
+    res = sv_body_json(&r);
+    sv_resp_free(&r);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "cpu-a,cpu-b,gpu-a,gpu-b,odd-1,bare-1");
+    json_decref(res);
+    assert_int_equal(sv_stop(&p), 0);
+    assert_int_equal(sv_log_count(&p, "extender verbs on 127.0.0.1:", NULL), 1);
+    remove(tok);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kubeflow_nodes_form),
@@ -590,6 +670,7 @@ int main(void) {
         cmocka_unit_test(test_body_limits),
         cmocka_unit_test(test_catalogue_types),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_extender_listener),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
