@@ -111,6 +111,7 @@ typedef struct {
     char key[JOBS_KEY_MAX]; /* "namespace/job" */
     char job[JOBS_NAME_MAX];
     int is_ps;
+    int is_chief;     /* a Kubeflow Chief or Master replica (worker 0 of the plan) */
     long index;
     /* a pod of `strata manifest` carries its plan (manifest 1): */
     int manifest;
@@ -222,12 +223,18 @@ static void identify(const json_t *pod, pod_role *r) {
         return;
     }
     snprintf(r->job, sizeof r->job, "%s", job);
-    if (!role || (strcasecmp(role, "ps") && strcasecmp(role, "worker"))) {
-        snprintf(r->why, sizeof r->why, "%s role \"%.40s\" of job %s is not ps or worker", source,
-                 role ? role : "(none)", r->key);
+    /* the training operator writes the replica type in lower case: chief
+     * (TFJob Chief), master (TFJob Master, PyTorchJob Master) */
+    int chief = !strcmp(source, "kubeflow") && role &&
+                (!strcasecmp(role, "chief") || !strcasecmp(role, "master"));
+    if (!role || (strcasecmp(role, "ps") && strcasecmp(role, "worker") && !chief)) {
+        snprintf(r->why, sizeof r->why, "%s role \"%.40s\" of job %s is not ps, worker%s",
+                 source, role ? role : "(none)", r->key,
+                 !strcmp(source, "kubeflow") ? ", chief or master" : "");
         return;
     }
     r->is_ps = !strcasecmp(role, "ps");
+    r->is_chief = chief;
     if (parse_index(index, &r->index)) {
         snprintf(r->why, sizeof r->why, "%s %s of job %s has no usable index (\"%.20s\")",
                  source, role, r->key, index ? index : "");
@@ -552,12 +559,17 @@ static json_t *inventory_zones(const json_t *doc, json_t *nodes) {
 /* ---- the plan, fixed at registration ----------------------------------------------------- */
 
 /* Reads the registered replica counts: doc.replicas {worker|Worker: W,
- * ps|PS: P}, each a count or a Kubeflow ReplicaSpec {"replicas": n} (so
- * that a TFJob's tfReplicaSpecs can be sent as they are). Returns 0 when
- * there are none, 1 with *w and *p (-1: that role not given), -1 with err. */
-static int parse_replicas(const json_t *doc, int *w, int *p, char *err, size_t errlen) {
+ * ps|PS: P, Chief|Master: 1}, each a count or a Kubeflow ReplicaSpec
+ * {"replicas": n} (so that a TFJob's tfReplicaSpecs or a PyTorchJob's
+ * pytorchReplicaSpecs can be sent as they are). A chief is one more
+ * worker: worker 0 of the plan, the Kubeflow workers then being workers 1
+ * to W. Returns 0 when there are none, 1 with *w (chief included) and *p
+ * (-1: that role not given) and *chief (0 or 1), -1 with err. */
+static int parse_replicas(const json_t *doc, int *w, int *p, int *chief, char *err,
+                          size_t errlen) {
     const json_t *reps = json_object_get(doc, "replicas");
     *w = *p = -1;
+    *chief = 0;
     if (!reps || json_is_null(reps)) return 0;
     if (!json_is_object(reps)) {
         snprintf(err, errlen, "replicas: expected an object {\"worker\": W, \"ps\": P}");
@@ -565,10 +577,14 @@ static int parse_replicas(const json_t *doc, int *w, int *p, char *err, size_t e
     }
     const char *k;
     json_t *v;
+    int workers = -1;
     json_object_foreach((json_t *)reps, k, v) {
-        int *at = !strcasecmp(k, "worker") ? w : !strcasecmp(k, "ps") ? p : NULL;
+        int is_chief = !strcasecmp(k, "chief") || !strcasecmp(k, "master");
+        int *at = !strcasecmp(k, "worker") ? &workers : !strcasecmp(k, "ps") ? p
+                  : is_chief ? chief : NULL;
         if (!at) {
-            snprintf(err, errlen, "replicas.%.40s: strata plans ps and worker tasks only", k);
+            snprintf(err, errlen, "replicas.%.40s: strata plans ps, worker and chief (Chief or "
+                     "Master) tasks only", k);
             return -1;
         }
         const json_t *n = json_is_object(v) ? json_object_get(v, "replicas") : v;
@@ -577,8 +593,14 @@ static int parse_replicas(const json_t *doc, int *w, int *p, char *err, size_t e
                      json_is_object(v) ? " in its \"replicas\"" : "");
             return -1;
         }
+        if (is_chief && (json_integer_value(n) != 1 || *chief)) {
+            snprintf(err, errlen, "replicas.%.40s: a job has one chief (Chief or Master), "
+                     "with replicas 1", k);
+            return -1;
+        }
         *at = (int)json_integer_value(n);
     }
+    if (workers >= 0 || *chief) *w = (workers >= 0 ? workers : 0) + *chief;
     return 1;
 }
 
@@ -647,8 +669,8 @@ static json_t *plan_json(const model_cluster *cl, const model_plan *p, const int
 int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, json_t **plan,
                  char *err, size_t errlen) {
     *plan = NULL;
-    int w, p;
-    if (parse_replicas(doc, &w, &p, err, errlen) < 0) return -1;
+    int w, p, chief;
+    if (parse_replicas(doc, &w, &p, &chief, err, errlen) < 0) return -1;
     const json_t *reg = json_object_get(json_object_get(doc, "cluster"), "nodes");
     if (json_array_size(reg) == 0) {
         if (w >= 0 || p >= 0) {
@@ -729,6 +751,8 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
     decide_result_free(&d);
     pslot_release(env->policy, pol);
     cfg_free(run);
+    if (out == 0 && chief) /* worker 0 is the chief's; Kubeflow worker i is worker i + 1 */
+        json_object_set_new(json_object_get(*plan, "replicas"), "chief", json_integer(1));
     if (out < 0 && !fixed && rc != RJ_NOMEM) {
         /* registered all the same: its pods are refused with the reason */
         *plan = json_pack("{s:b, s:s}", "planned", 0, "reason", err);
@@ -812,7 +836,7 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
         snprintf(pp->note, sizeof pp->note, "pass: %.240s", role.why);
         return;
     }
-    const char *r = role.is_ps ? "ps" : "worker";
+    const char *r = role.is_ps ? "ps" : role.is_chief ? "chief" : "worker";
     pp->is_ps = role.is_ps;
     if (role.manifest) {
         pp->planned = pp->manifest = 1;
@@ -842,19 +866,36 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
         update_inventory(env, e, s, a);
         const json_t *plan = e->plan;
         int n = (int)json_array_size(json_object_get(plan, role.is_ps ? "ps" : "workers"));
+        /* A job registered with a chief (replicas Chief or Master): the
+         * chief is worker 0 of the plan, Kubeflow worker i is worker i + 1. */
+        int has_chief = json_integer_value(json_object_get(json_object_get(plan, "replicas"),
+                                                           "chief")) == 1;
+        long at = role.is_ps ? role.index : role.is_chief ? 0 : role.index + has_chief;
         if (!json_is_true(json_object_get(plan, "planned"))) {
             pp->refused = 1;
             snprintf(pp->note, sizeof pp->note, "strata: job %.100s has no plan: %.120s", role.key,
                      str_at(plan, "reason") ? str_at(plan, "reason") : "not planned");
-        } else if (spot_of(plan, role.is_ps, role.index, &pp->task)) {
+        } else if (role.is_chief && !has_chief) {
+            pp->refused = 1;
+            snprintf(pp->note, sizeof pp->note, "strata: job %.100s has a chief pod but was "
+                     "registered without one: register it with replicas naming Chief (or "
+                     "Master): 1, and the chief is worker 0 of the plan", role.key);
+        } else if (role.is_chief && role.index != 0) {
+            pp->refused = 1;
+            snprintf(pp->note, sizeof pp->note, "strata: job %.100s chief %ld: a job has one "
+                     "chief, index 0", role.key, role.index);
+        } else if (spot_of(plan, role.is_ps, at, &pp->task)) {
             pp->refused = 1;
             snprintf(pp->note, sizeof pp->note, "strata: job %.100s %s %ld is not in its plan "
-                     "(the plan has %d %s tasks; register the job again to replan)", role.key, r,
-                     role.index, n, r);
+                     "(the plan has %d %s tasks%s; register the job again to replan)", role.key,
+                     r, role.index, n - (!role.is_ps && has_chief), r,
+                     !role.is_ps && has_chief ? " besides the chief" : "");
         } else {
             pp->planned = 1;
-            snprintf(pp->note, sizeof pp->note, "job %.100s %s %ld -> %.63s (stage %d, %.63s)",
-                     role.key, r, role.index, pp->task.node, pp->task.stage, pp->task.type);
+            char as[32] = "";
+            if (!role.is_ps && has_chief) snprintf(as, sizeof as, "; plan worker %ld", at);
+            snprintf(pp->note, sizeof pp->note, "job %.90s %s %ld -> %.50s (stage %d, %.50s%s)",
+                     role.key, r, role.index, pp->task.node, pp->task.stage, pp->task.type, as);
         }
         /* Candidates' types and zones, read while the inventory is locked. */
         for (int i = 0; i < a->n; i++) {
@@ -873,7 +914,7 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
             json_t *x;
             json_array_foreach(json_object_get(e->plan, "workers"), w, x) {
                 const char *nd = str_at(x, "node");
-                if (!busy || !nd || (long)w == role.index) continue;
+                if (!busy || !nd || (long)w == at) continue;
                 json_t *v = json_object_get(busy, nd);
                 json_object_set_new(busy, nd, json_integer(v ? json_integer_value(v) + 1 : 1));
             }

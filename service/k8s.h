@@ -10,9 +10,10 @@
  *
  * A training pod is recognised by strata's own labels (strata.io/job,
  * written by `strata manifest`), or by the Kubeflow training-operator
- * labels (training.kubeflow.org/job-name, .../replica-type ps|worker,
- * .../replica-index) or Volcano's (volcano.sh/job-name, volcano.sh/task-spec
- * ps|worker, the index from volcano.sh/task-index or the pod name's "-N").
+ * labels (training.kubeflow.org/job-name, .../replica-type
+ * ps|worker|chief|master, .../replica-index) or Volcano's
+ * (volcano.sh/job-name, volcano.sh/task-spec ps|worker, the index from
+ * volcano.sh/task-index or the pod name's "-N").
  *
  * A strata pod carries its own plan (type, zone, planned node, task index
  * in its labels and annotations; docs/serve.md has the contract) and is
@@ -24,9 +25,12 @@
  * (PUT /v1/jobs/{namespace}/{name}). Its plan was fixed at registration
  * (k8s_fix_plan) and never changes until the job is registered again:
  * worker i is the i-th worker of the plan in stage order, ps j the j-th ps
- * task. Nodes are read by import-nodes' reader (imp_node_read: types from
- * the instance-type label, else the GKE or NVIDIA GPU product label, else
- * the catalogue's type for either; zones from topology.kubernetes.io/zone;
+ * task; a Kubeflow chief (replica-type chief or master) of a job registered
+ * with one (replicas Chief or Master: 1) is worker 0, and that job's
+ * Kubeflow worker i is worker i + 1. Nodes are read by import-nodes'
+ * reader (imp_node_read: types from the instance-type label, else the
+ * GKE or NVIDIA GPU product label, else the catalogue's type for either;
+ * zones from topology.kubernetes.io/zone;
  * units from allocatable GPUs, or allocatable cpu over the catalogue's
  * unit_cpus; figures from strata.io annotations or the registered
  * cluster's nodes). Filter keeps the nodes of the worker's stage type that
@@ -82,8 +86,9 @@ void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep);
  * replicas?}) on its registered nodes less what other jobs take (taken:
  * {node: {units, ps}}, may be NULL), with the loaded policy or the
  * options' plan_method and placer. With replicas {worker: W, ps: P} (or
- * Kubeflow ReplicaSpecs {"replicas": n}) the plan has exactly W workers
- * and P ps tasks: the stages are planned first, extra tasks go to the
+ * Kubeflow ReplicaSpecs {"replicas": n}; a Chief or Master: 1 counts as
+ * one more worker, and the plan's replicas then say "chief": 1) the plan
+ * has exactly W workers and P ps tasks: the stages are planned first, extra tasks go to the
  * stages with the fewest, then a placer places them; fewer than the plan
  * needs fails. Returns 0 with *plan (caller owns it): {planned: true,
  * plan_from, placement_by, replicas {worker, ps}, workers [{index, stage,

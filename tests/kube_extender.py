@@ -38,7 +38,10 @@ score (ties at random, as kube-scheduler's selectHost). It asserts:
      plan of exactly 6 and 4 tasks, and 2 workers (fewer than the 5 the
      job needs) is refused with the reason;
   7. a --state file that is not a state file stops the daemon at start,
-     with the file named.
+     with the file named;
+  8. a TFJob with a Chief (registered with tfReplicaSpecs Chief 1, Worker
+     4, PS 3): the chief pod (replica-type chief, job-role master) lands
+     as worker 0 of the plan, Kubeflow worker i as plan worker i + 1.
 
 Usage: kube_extender.py STRATA_BIN WORKDIR
 """
@@ -126,16 +129,18 @@ def registered_cluster():
     return {"types": TYPES, "zones": [{"name": z} for z in ZONES], "nodes": ns}
 
 
-def tfjob_pod(ns, job, role, index):
-    """A TFJob replica's pod as the training operator creates it."""
+def tfjob_pod(ns, job, role, index, has_chief=False):
+    """A TFJob replica's pod as the training operator creates it (the
+    replica type in lower case; job-role master on the chief, or on worker
+    0 of a job without one)."""
     labels = {"training.kubeflow.org/job-name": job,
               "training.kubeflow.org/operator-name": "tfjob-controller",
               "training.kubeflow.org/replica-type": role,
               "training.kubeflow.org/replica-index": str(index)}
-    if role == "worker" and index == 0:
+    if role == "chief" or (role == "worker" and index == 0 and not has_chief):
         labels["training.kubeflow.org/job-role"] = "master"
     tol = [V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")] \
-        if role == "worker" else None
+        if role in ("worker", "chief") else None
     return V1Pod(
         api_version="v1", kind="Pod",
         metadata=V1ObjectMeta(
@@ -393,6 +398,27 @@ def main():
             "options": {"plan_method": "greedy"}, "replicas": {"worker": 2, "ps": 3}})
         assert st == 422 and "needs 5 workers" in err["error"], (st, err)
         print("replicas: 6 workers and 4 ps planned; 2 workers refused:", err["error"])
+
+        # ---- 8. a TFJob with a Chief -------------------------------------------------------
+        st, _ = d.req("DELETE", "/v1/jobs/team-d/big")  # its ps slots back
+        assert st == 204
+        o = register(d, "team-e", "chiefly", {"Chief": {"replicas": 1},
+                                             "Worker": {"replicas": 4}, "PS": {"replicas": 3}})
+        pc = o["extender"]
+        assert pc["replicas"] == {"worker": 5, "ps": 3, "chief": 1}, pc["replicas"]
+        podse = [("chief", 0, tfjob_pod("team-e", "chiefly", "chief", 0, True))] + \
+                [("worker", i, tfjob_pod("team-e", "chiefly", "worker", i, True))
+                 for i in range(4)] + \
+                [("ps", i, tfjob_pod("team-e", "chiefly", "ps", i, True)) for i in range(3)]
+        got = place_all(d, podse)
+        # the plan's view: the chief is worker 0, Kubeflow worker i is worker i + 1
+        as_plan = {("worker", 0 if r == "chief" else i + 1) if r != "ps" else (r, i): n
+                   for (r, i), n in got.items()}
+        check_landing(pc, as_plan, "chief")
+        assert got[("chief", 0)] == pc["workers"][0]["node"], (got, pc["workers"][0])
+        print("chief: TFJob chief on %s (plan worker 0, %s); workers on %s" % (
+            got[("chief", 0)], pc["workers"][0]["type"],
+            ", ".join(got[("worker", i)] for i in range(4))))
     finally:
         d.stop()
 

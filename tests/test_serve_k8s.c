@@ -327,7 +327,7 @@ static void test_pass_through(void **state) {
     json_t *pods[] = {
         json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "web-1", "labels", "app", "web"),
         kubeflow_pod("unregistered", "worker", "0"),
-        kubeflow_pod("ctr", "chief", "0"),
+        kubeflow_pod("ctr", "evaluator", "0"),
         kubeflow_pod("ctr", "worker", "x"),
     };
     for (int i = 0; i < 4; i++) {
@@ -580,6 +580,111 @@ static void test_bad_args(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* A Kubeflow chief as the training operator labels it (replica-type
+ * "chief" for a TFJob's Chief, "master" for a PyTorchJob's Master, index
+ * 0, job-role master) is worker 0 of the plan when the job is registered
+ * with it in its replicas; the Kubeflow workers are then plan workers 1..W.
+ * Plans (the job of the file's head, [cpu, gpu], 2 workers at least):
+ *   PyTorchJob {Master: 1, Worker: 1}: workers 2 = the plan's own: master
+ *   -> worker 0 (cpu), Worker 0 -> worker 1 (gpu), Worker 1 not planned.
+ *   TFJob {Chief: 1, Worker: 2, PS: 2}: 3 workers, the extra one to the
+ *   stage with the fewest (a tie: stage 0): workers cpu, cpu, gpu; chief
+ *   -> cpu, Worker 0 -> plan worker 1 (cpu), Worker 1 -> plan worker 2 (gpu). */
+static json_t *with_role_label(json_t *pod) {
+    json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+    json_object_set_new(labels, "training.kubeflow.org/job-role", json_string("master"));
+    json_object_set_new(labels, "training.kubeflow.org/operator-name",
+                        json_string("pytorchjob-controller"));
+    return pod;
+}
+
+static void put_job_replicas(int port, const char *name, json_t *replicas, int want) {
+    sv_resp r;
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", name);
+    int st = sv_json_req(port, "PUT", path, json_pack("{s:o, s:o, s:o}", "cluster", cluster4(),
+                                                      "job", sv_two_layer_job(), "replicas",
+                                                      replicas), NULL, &r);
+    if (st != want) fail_msg("PUT %s: %d (wanted %d) %s", path, st, want, r.body);
+    sv_resp_free(&r);
+}
+
+static void expect_kept(int port, json_t *pod, const char *want) {
+    json_t *res = call(port, "filter", pod, node_list(), NULL);
+    char kept[256];
+    kept_items(res, kept, sizeof kept);
+    if (strcmp(kept, want)) fail_msg("kept %s, wanted %s: %s", kept, want,
+                                     json_dumps(res, JSON_COMPACT));
+    json_decref(res);
+}
+
+static void test_kubeflow_chief(void **state) {
+    (void)state;
+    sv_proc p = start();
+    put_job_replicas(p.port, "pt", json_pack("{s:{s:i}, s:{s:i}}", "Master", "replicas", 1,
+                                             "Worker", "replicas", 1), 201);
+    json_t *ext = state_of(p.port, "pt");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(ext, "replicas"),
+                                                        "chief")), 1);
+    assert_int_equal(json_array_size(json_object_get(ext, "workers")), 2);
+    expect_kept(p.port, with_role_label(kubeflow_pod("pt", "master", "0")), "cpu-a,cpu-b");
+    expect_kept(p.port, kubeflow_pod("pt", "worker", "0"), "gpu-a,gpu-b");
+    /* the chief scores its planned node, plan worker 0's */
+    json_t *list = call(p.port, "prioritize", with_role_label(kubeflow_pod("pt", "master", "0")),
+                        node_list(), NULL);
+    assert_int_equal(score_of(list, spot(ext, "workers", 0, "node")), 10);
+    json_decref(list);
+    json_decref(ext);
+    /* Worker 1 would be plan worker 2: refused, counted without the chief */
+    json_t *res = call(p.port, "filter", kubeflow_pod("pt", "worker", "1"), node_list(), NULL);
+    assert_non_null(strstr(json_string_value(json_object_get(
+                               json_object_get(res, "FailedAndUnresolvableNodes"), "cpu-a")),
+                           "worker 1 is not in its plan (the plan has 1 worker tasks besides "
+                           "the chief"));
+    json_decref(res);
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "DELETE", "/v1/jobs/pt", NULL, NULL, 0, &r), 204);
+    sv_resp_free(&r); /* its ps slots back (one per node) */
+
+    put_job_replicas(p.port, "tf", json_pack("{s:{s:i}, s:{s:i}, s:{s:i}}", "Chief", "replicas",
+                                             1, "Worker", "replicas", 2, "PS", "replicas", 2),
+                     201);
+    ext = state_of(p.port, "tf");
+    json_t *want = json_pack("{s:i, s:i, s:i}", "worker", 3, "ps", 2, "chief", 1);
+    assert_true(json_equal(json_object_get(ext, "replicas"), want));
+    json_decref(want);
+    assert_string_equal(spot(ext, "workers", 0, "type"), "cpu");
+    assert_string_equal(spot(ext, "workers", 1, "type"), "cpu");
+    assert_string_equal(spot(ext, "workers", 2, "type"), "gpu");
+    json_decref(ext);
+    expect_kept(p.port, kubeflow_pod("tf", "chief", "0"), "cpu-a,cpu-b");
+    expect_kept(p.port, kubeflow_pod("tf", "worker", "0"), "cpu-a,cpu-b");
+    expect_kept(p.port, kubeflow_pod("tf", "worker", "1"), "gpu-a,gpu-b");
+    expect_kept(p.port, kubeflow_pod("tf", "ps", "1"), "cpu-a,cpu-b,gpu-a,gpu-b");
+    /* a second chief index is refused */
+    res = call(p.port, "filter", kubeflow_pod("tf", "chief", "1"), node_list(), NULL);
+    assert_int_equal(json_object_size(json_object_get(res, "FailedAndUnresolvableNodes")), 6);
+    json_decref(res);
+    assert_int_equal(sv_http(p.port, "DELETE", "/v1/jobs/tf", NULL, NULL, 0, &r), 204);
+    sv_resp_free(&r);
+
+    /* A chief of a job registered without one: refused with the fix. */
+    put_job(p.port, "plain", cluster4());
+    res = call(p.port, "filter", kubeflow_pod("plain", "chief", "0"), node_list(), NULL);
+    assert_non_null(strstr(json_string_value(json_object_get(
+                               json_object_get(res, "FailedAndUnresolvableNodes"), "gpu-a")),
+                           "has a chief pod but was registered without one"));
+    json_decref(res);
+    /* Two chiefs, or a chief count other than 1, do not register. */
+    put_job_replicas(p.port, "two", json_pack("{s:{s:i}, s:{s:i}}", "Chief", "replicas", 2,
+                                              "Worker", "replicas", 2), 422);
+    put_job_replicas(p.port, "both", json_pack("{s:i, s:i, s:i}", "Chief", 1, "Master", 1,
+                                               "Worker", 2), 422);
+    assert_int_equal(sv_stop(&p), 0);
+    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job default/tf chief 0 -> cpu-",
+                                  "plan worker 0", NULL), 1);
+}
+
 /* One daemon, two listeners: the token listener registers jobs (/v1), the
  * extender listener (--extender-listen) answers kube-scheduler's verbs
  * without a token from the same registry, and refuses every /v1 path (and
@@ -671,6 +776,7 @@ int main(void) {
         cmocka_unit_test(test_catalogue_types),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_extender_listener),
+        cmocka_unit_test(test_kubeflow_chief),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
