@@ -7,7 +7,7 @@
  *                [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]
  *                [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]
  *                [--max-k8s-body-mb N] [--catalogue FILE]
- *                [--state FILE] [--extender-listen HOST:PORT]
+ *                [--state FILE] [--cluster FILE] [--extender-listen HOST:PORT]
  *
  * Starts service/server on HOST:PORT (default 127.0.0.1:7878; port 0 picks
  * a free one), prints "strata serve: listening on HOST:PORT" on stdout once
@@ -64,7 +64,7 @@
     "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
     "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
     "                    [--max-k8s-body-mb N] [--catalogue FILE]\n"                      \
-    "                    [--state FILE] [--max-cluster-nodes N]\n"                          \
+    "                    [--state FILE] [--max-cluster-nodes N] [--cluster FILE]\n"         \
     "                    [--extender-listen HOST:PORT]\n"                                  \
     "\n"                                                                                    \
     "  --extender-listen HOST:PORT  a second listener for kube-scheduler: /k8s/filter,\n"  \
@@ -76,6 +76,9 @@
     "                            plans and the units they take, across restarts and\n"   \
     "                            replicas (docs/serve.md); default: in memory only\n"     \
     "  --max-cluster-nodes N     nodes PUT /v1/cluster accepts (default 4096)\n"          \
+    "  --cluster FILE            put the cluster of FILE (a run config or a cluster file)\n" \
+    "                            as PUT /v1/cluster would, at start; it replaces a\n"     \
+    "                            different cluster of --state (occupancy kept)\n"         \
     "\n"                                                                                    \
     "limits (docs/reliability.md):\n"                                                       \
     "  --threads N               requests computing at once (default: the CPUs)\n"         \
@@ -207,6 +210,7 @@ int cmd_serve(int argc, char **argv) {
         {"state", required_argument, 0, 'F'},
         {"max-cluster-nodes", required_argument, 0, 'O'},
         {"extender-listen", required_argument, 0, 'E'},
+        {"cluster", required_argument, 0, 'G'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -222,7 +226,7 @@ int cmd_serve(int argc, char **argv) {
     int k8s_body_set = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:E:qh", opts,
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:E:G:qh", opts,
                             NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
@@ -294,6 +298,7 @@ int cmd_serve(int argc, char **argv) {
             cfg.max_cluster_nodes = (int)n;
             break;
         case 'E': cfg.extender_listen = optarg; break;
+        case 'G': cfg.cluster_path = optarg; break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;
         default: fprintf(stderr, SERVE_USAGE); return CLI_USAGE;

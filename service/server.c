@@ -938,6 +938,15 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         srv_free(s);
         return NULL;
     }
+    if (c->cluster_path) {
+        char msg[2200];
+        if (cluster_load_file(&s->env, c->cluster_path, msg, sizeof msg)) {
+            snprintf(err, errlen, "--cluster: %s", msg);
+            srv_free(s);
+            return NULL;
+        }
+        srv_log(s, "strata serve: --cluster %s", msg);
+    }
     s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms,
                        c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL};
     if (c->catalogue_path) {

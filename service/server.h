@@ -96,6 +96,8 @@ typedef struct {
     size_t jobs_max_bytes;   /* bytes the registered jobs' documents take (0: no bound) */
     const char *state_path;  /* the state file (service/store.h); NULL: in memory only */
     int max_cluster_nodes;   /* nodes PUT /v1/cluster accepts (0: the default) */
+    const char *cluster_path; /* NULL, or a config whose cluster is put at start, as PUT
+                                 /v1/cluster would (cluster_load_file) */
     long request_cpu_ms;     /* time one decision may take, whatever it asks (0: none) */
     size_t request_mem_bytes; /* a decode estimated to need more gets 422 (0: none) */
     srv_log_fn log;          /* NULL: no log */
@@ -122,9 +124,11 @@ typedef struct srv_server srv_server;
  * policy, no token, cache of 64 bodies / 64 MiB). */
 void srv_config_default(srv_config *c);
 
-/* srv_start loads the policy (when given), binds and starts serving.
- * Returns the server, or NULL with a message in err[errlen] (a policy that
- * does not load, an address that does not parse or bind). */
+/* srv_start loads the policy (when given), opens the state, puts the
+ * cluster of cluster_path (when given; logged), binds and starts serving.
+ * Returns the server, or NULL with a message in err[errlen] (a policy,
+ * state file or cluster file that does not load, an address that does not
+ * parse or bind). */
 srv_server *srv_start(const srv_config *c, char *err, size_t errlen);
 
 /* srv_port returns the port bound (useful with port 0). */
