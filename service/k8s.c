@@ -604,6 +604,15 @@ static int parse_replicas(const json_t *doc, int *w, int *p, int *chief, char *e
     return 1;
 }
 
+/* The worker and ps tasks of a plan. */
+static void plan_counts(const model_plan *pl, int *w, int *p) {
+    *w = *p = 0;
+    for (int s = 0; s < pl->n_stages; s++) {
+        *w += pl->stages[s].units;
+        *p += pl->stages[s].n_ps;
+    }
+}
+
 /* Gives the plan exactly w workers and p ps tasks (-1: keep the plan's):
  * the plan's counts are the least that reach R (k_s, g_s), so fewer fails;
  * each extra task goes to the stage with the fewest of its role (ties: the
@@ -707,17 +716,44 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
     }
     if (o.placement == PLACER_PLACE_NONE) o.placement = o.from_policy ? PLACER_PLACE_POLICY : PLACER_ZONE;
     int fixed = w >= 0 || p >= 0;
-    /* With fixed counts, the plan's stages come first, then a placer places
-     * exactly those tasks (the policy's own node head places its own counts). */
-    int placer = o.placement >= 0 ? o.placement : PLACER_ZONE;
-    if (fixed) o.placement = PLACER_PLACE_NONE;
     const model_job *job = &run->jobs[0];
     const model_cluster *cl = &run->cluster;
     o.cpu_ms = env->request_cpu_ms;
     o.mem_bytes = env->request_mem_bytes;
     decide_result d;
-    int rc = decide_run(job, cl, &o, o.from_policy ? pol : NULL, &d, err, errlen);
-    int out = -1;
+    int rc, out = -1;
+    char note[300] = "";
+    /* With fixed counts and the policy's node head asked for, the node head
+     * places when the plan it decodes has exactly those counts: it places
+     * the tasks of the plan it decodes, no others. */
+    if (fixed && o.from_policy && o.placement == PLACER_PLACE_POLICY) {
+        rc = decide_run(job, cl, &o, pol, &d, err, errlen);
+        if (rc == 0 && d.found && !d.why[0] && d.final->reason == MODEL_FEASIBLE &&
+            d.final->placed) {
+            int kw, kp;
+            plan_counts(d.final, &kw, &kp);
+            if ((w < 0 || w == kw) && (p < 0 || p == kp)) {
+                if (!(*plan = plan_json(cl, d.final, d.task_node, d.plan_from, d.placement_by)))
+                    snprintf(err, errlen, "out of memory");
+                else out = 0;
+                goto placed;
+            }
+            snprintf(note, sizeof note, "the policy decodes %d workers and %d ps tasks and its "
+                     "node head places those; the registered counts (%d, %d) differ, so the "
+                     "zone placer placed them", kw, kp, w >= 0 ? w : kw, p >= 0 ? p : kp);
+        } else if (rc == 0) {
+            snprintf(note, sizeof note, "the policy's node head placed no plan (%.150s); the "
+                     "zone placer placed the registered counts",
+                     d.why[0] ? d.why : d.final->why[0] ? d.final->why : "not placed");
+        }
+        decide_result_free(&d);
+        if (rc == RJ_NOMEM) goto done;
+    }
+    /* With fixed counts, the plan's stages come first, then a placer places
+     * exactly those tasks. */
+    int placer = o.placement >= 0 ? o.placement : PLACER_ZONE;
+    if (fixed) o.placement = PLACER_PLACE_NONE;
+    rc = decide_run(job, cl, &o, o.from_policy ? pol : NULL, &d, err, errlen);
     if (rc != 0) {
         /* err is set */
     } else if (!d.found || d.why[0] || d.plan->reason != MODEL_FEASIBLE) {
@@ -748,7 +784,10 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
         free(task_node);
         model_plan_free(placed);
     }
+placed:
     decide_result_free(&d);
+    if (out == 0 && note[0]) json_object_set_new(*plan, "placement_note", json_string(note));
+done:
     pslot_release(env->policy, pol);
     cfg_free(run);
     if (out == 0 && chief) /* worker 0 is the chief's; Kubeflow worker i is worker i + 1 */

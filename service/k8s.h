@@ -89,8 +89,10 @@ void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep);
  * Kubeflow ReplicaSpecs {"replicas": n}; a Chief or Master: 1 counts as
  * one more worker, and the plan's replicas then say "chief": 1) the plan
  * has exactly W workers and P ps tasks: the stages are planned first, extra tasks go to the
- * stages with the fewest, then a placer places them; fewer than the plan
- * needs fails. Returns 0 with *plan (caller owns it): {planned: true,
+ * stages with the fewest, then a placer places them (the policy's node
+ * head when it is asked for and the decoded plan has exactly those counts;
+ * else the zone placer, the plan's placement_note saying why); fewer than
+ * the plan needs fails. Returns 0 with *plan (caller owns it): {planned: true,
  * plan_from, placement_by, replicas {worker, ps}, workers [{index, stage,
  * type, node, zone}], ps [...], reason?} or, for a cluster without nodes,
  * {planned: false, reason}; or -1 with the reason in err (registration
