@@ -23,6 +23,56 @@
 #include "service/cluster.h"
 #include "solvers/placers.h"
 
+/* ---- the pods placed, for the bind verb ---------------------------------------------- */
+
+struct k8s_bindmem {
+    pthread_mutex_t mu;
+    json_t *pods; /* uid -> {key, role, index} */
+};
+
+k8s_bindmem *k8s_bindmem_create(void) {
+    k8s_bindmem *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->pods = json_object();
+    if (!m->pods) {
+        free(m);
+        return NULL;
+    }
+    pthread_mutex_init(&m->mu, NULL);
+    return m;
+}
+
+void k8s_bindmem_free(k8s_bindmem *m) {
+    if (!m) return;
+    json_decref(m->pods);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+/* Remembers that pod uid is task (role, index) of job key. */
+static void bindmem_put(k8s_bindmem *m, const char *uid, const char *key, const char *role,
+                        long index) {
+    if (!m || !uid || !*uid) return;
+    json_t *v = json_pack("{s:s, s:s, s:I}", "key", key, "role", role, "index",
+                          (json_int_t)index);
+    if (!v) return;
+    pthread_mutex_lock(&m->mu);
+    if (json_object_size(m->pods) >= K8S_BIND_MEMORY && !json_object_get(m->pods, uid))
+        json_object_clear(m->pods); /* bounded: a pod filtered long ago is bound by now */
+    json_object_set_new(m->pods, uid, v);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* The task pod uid was placed as (a new reference), or NULL. Forgets it. */
+static json_t *bindmem_take(k8s_bindmem *m, const char *uid) {
+    if (!m || !uid || !*uid) return NULL;
+    pthread_mutex_lock(&m->mu);
+    json_t *v = json_incref(json_object_get(m->pods, uid));
+    json_object_del(m->pods, uid);
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
 /* ---- per-job state ------------------------------------------------------------------ */
 
 /* One task's spot in a fixed plan. */
@@ -935,6 +985,8 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
             if (!role.is_ps && has_chief) snprintf(as, sizeof as, "; plan worker %ld", at);
             snprintf(pp->note, sizeof pp->note, "job %.90s %s %ld -> %.50s (stage %d, %.50s%s)",
                      role.key, r, role.index, pp->task.node, pp->task.stage, pp->task.type, as);
+            bindmem_put(env->binds, str_at(get_ci(a->pod, "metadata"), "uid"), role.key,
+                        role.is_ps ? "ps" : "worker", at);
         }
         /* Candidates' types and zones, read while the inventory is locked. */
         for (int i = 0; i < a->n; i++) {
@@ -1072,4 +1124,70 @@ void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep) 
     web_reply_json(rep, 200, list);
     snprintf(rep->note, sizeof rep->note, "%.250s", pp.note);
     args_free(&a);
+}
+
+void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep) {
+    char err[1024];
+    json_t *args = web_parse_json(req->body, req->body_len, err, sizeof err);
+    if (!args) {
+        web_reply_error(rep, 400, "%s", err);
+        return;
+    }
+    const char *name = json_string_value(get_ci(args, "PodName"));
+    const char *ns = json_string_value(get_ci(args, "PodNamespace"));
+    const char *uid = json_string_value(get_ci(args, "PodUID"));
+    const char *node = json_string_value(get_ci(args, "Node"));
+    char key[JOBS_KEY_MAX], msg[200];
+    if (!name || !*name || !node || !*node) {
+        web_reply_error(rep, 400, "ExtenderBindingArgs: PodName and Node are required strings");
+        json_decref(args);
+        return;
+    }
+    if (jobs_key(key, ns && *ns ? ns : "default", name, msg, sizeof msg)) {
+        web_reply_error(rep, 400, "PodNamespace/PodName: %s", msg);
+        json_decref(args);
+        return;
+    }
+    const char *why = NULL;
+    if (!env->kube)
+        why = "strata serve was started without --kube-api: it cannot bind (remove bindVerb "
+              "from the extender's configuration, or give --kube-api)";
+    else if (kapi_bind(env->kube, ns && *ns ? ns : "default", name, uid ? uid : "", node, err,
+                       sizeof err))
+        why = err;
+    json_t *task = why ? NULL : bindmem_take(env->binds, uid);
+    char rec[300] = "";
+    if (task) { /* a registered job's task: record where it runs */
+        const char *jk = str_at(task, "key"), *role = str_at(task, "role");
+        long idx = (long)json_integer_value(json_object_get(task, "index"));
+        char zone[MODEL_NAME_MAX] = "", serr[512];
+        jobs_entry *e = jobs_get(env->jobs, jk);
+        if (e) { /* the node's zone, from the job's inventory */
+            pthread_mutex_lock(&e->mu);
+            job_state *s = state_of(e);
+            int i = s ? inv_find(s, node) : -1;
+            const char *z = i >= 0 ? str_at(json_array_get(s->nodes, (size_t)i), "zone") : NULL;
+            snprintf(zone, sizeof zone, "%s", z ? z : "");
+            pthread_mutex_unlock(&e->mu);
+            jobs_release(env->jobs, e);
+        }
+        int got = env->state ? store_bind(env->state, jk, role, idx, node, zone, serr,
+                                          sizeof serr)
+                             : 0;
+        if (got < 0)
+            snprintf(rec, sizeof rec, "; not recorded: %.150s", serr);
+        else
+            snprintf(rec, sizeof rec, "; %s %.100s %s %ld %s", got ? "recorded" : "not recorded "
+                     "(no longer planned):", jk, role, idx, got ? "runs there" : "");
+        json_decref(task);
+    }
+    web_reply_json(rep, 200, json_pack("{s:s}", "Error", why ? why : ""));
+    char line[1200];
+    snprintf(line, sizeof line, "bind %.63s/%.63s -> %.63s: %.300s%s",
+             ns && *ns ? ns : "default", name, node, why ? why : "bound", rec);
+    size_t k = strlen(line); /* the log line's note holds its first 255 bytes */
+    if (k >= sizeof rep->note) k = sizeof rep->note - 1;
+    memcpy(rep->note, line, k);
+    rep->note[k] = '\0';
+    json_decref(args);
 }

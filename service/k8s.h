@@ -52,6 +52,7 @@
 #include "env/import.h"
 #include "service/decide.h"
 #include "service/jobs.h"
+#include "service/kubeapi.h"
 #include "service/policy_slot.h"
 #include "service/runjson.h"
 #include "service/store.h"
@@ -63,6 +64,15 @@
 /* Nodes one filter or prioritize call may list (a 5,000-node cluster and
  * room); each job's inventory stays bounded by limits.max_nodes. */
 #define K8S_MAX_CANDIDATES 16384
+
+/* The pods the extender has placed by a registered job's plan, by pod UID
+ * (metadata.uid): kube-scheduler's bind call names the pod but carries no
+ * labels, so k8s_bind finds the task there. Bounded (K8S_BIND_MEMORY
+ * pods; when full it starts afresh). Thread-safe. */
+typedef struct k8s_bindmem k8s_bindmem;
+#define K8S_BIND_MEMORY 4096
+k8s_bindmem *k8s_bindmem_create(void);
+void k8s_bindmem_free(k8s_bindmem *m); /* accepts NULL */
 
 /* What the extender's handlers share; owned by the server, which hands
  * them the policy slot, registry and limits of the /v1 endpoints. */
@@ -76,11 +86,22 @@ typedef struct {
     store *state;        /* the state file the registry is kept in sync with, or NULL */
     const imp_catalogue *catalogue; /* NULL, or instance types and GPU products
                                        (configs/catalogue/instances.yaml) */
+    const kapi_client *kube; /* NULL, or the API server the bind verb binds through */
+    k8s_bindmem *binds;      /* the pods placed, for the bind verb */
 } k8s_env;
 
 /* The handlers of POST /k8s/filter and POST /k8s/prioritize. */
 void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep);
 void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep);
+
+/* The handler of POST /k8s/bind (the extender's bindVerb): takes
+ * ExtenderBindingArgs {PodName, PodNamespace, PodUID, Node}, creates the
+ * pod's Binding through env->kube and answers ExtenderBindingResult
+ * {Error: ""}, or {Error: why} (HTTP 200 either way, as kube-scheduler
+ * reads it) when there is no --kube-api or the API server refuses. A bound
+ * pod of a registered job has its placement recorded where it was bound
+ * (store_bind): the occupancy then holds the node it runs on. */
+void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep);
 
 /* k8s_fix_plan makes the plan of a job document ({cluster, job, options,
  * replicas?}) on its registered nodes less what other jobs take (taken:

@@ -55,6 +55,7 @@
 
 #include "service/cluster.h"
 #include "service/k8s.h"
+#include "service/kubeapi.h"
 #include "service/metrics.h"
 
 #define SRV_HARD_BODY (64u << 20) /* beyond this, refused bodies are not even read */
@@ -90,6 +91,8 @@ struct srv_server {
     api_counters counters;
     k8s_env k8s;       /* the same policy, jobs and limits as env */
     imp_catalogue *catalogue; /* cfg.catalogue_path's, or NULL */
+    kapi_client *kube;        /* cfg.kube_api's, or NULL */
+    k8s_bindmem *binds;       /* the pods the extender placed, for /k8s/bind */
     atomic_int inflight;
     atomic_int draining;
     sem_t work;                  /* cfg.threads slots for the computing routes */
@@ -223,6 +226,7 @@ static metrics_route route_of(const char *path, const char **name) {
         {"/k8s/filter", METRICS_K8S_FILTER}, {"/k8s/prioritize", METRICS_K8S_PRIORITIZE},
         {"/healthz", METRICS_HEALTHZ},    {"/readyz", METRICS_READYZ},
         {"/metrics", METRICS_METRICS},    {"/v1/cluster", METRICS_CLUSTER},
+        {"/k8s/bind", METRICS_K8S_BIND},
     };
     *name = NULL;
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
@@ -245,7 +249,8 @@ static const char *allowed_methods(metrics_route r, int with_name) {
     case METRICS_COST:
     case METRICS_SOLVE:
     case METRICS_K8S_FILTER:
-    case METRICS_K8S_PRIORITIZE: return "POST";
+    case METRICS_K8S_PRIORITIZE:
+    case METRICS_K8S_BIND: return "POST";
     case METRICS_JOBS: return with_name ? "GET, HEAD, PUT, DELETE, POST" : "GET, HEAD";
     case METRICS_CLUSTER: return "GET, HEAD, PUT";
     case METRICS_HEALTHZ:
@@ -431,8 +436,8 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
         char p[128];
         printable(p, sizeof p, path);
         web_reply_error(rep, 403, "%s: the extender listener serves only POST /k8s/filter, "
-                        "POST /k8s/prioritize, /healthz and /readyz; /v1 and /metrics are on "
-                        "the main listener, with the token", p);
+                        "/k8s/prioritize and /k8s/bind, /healthz and /readyz; /v1 and /metrics "
+                        "are on the main listener, with the token", p);
         return;
     }
     if (rc->route == METRICS_OTHER) {
@@ -477,6 +482,7 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
     case METRICS_JOBS: api_jobs(&s->env, &req, name, rep); break;
     case METRICS_K8S_FILTER: k8s_filter(&s->k8s, &req, rep); break;
     case METRICS_K8S_PRIORITIZE: k8s_prioritize(&s->k8s, &req, rep); break;
+    case METRICS_K8S_BIND: k8s_bind(&s->k8s, &req, rep); break;
     case METRICS_HEALTHZ: handle_healthz(rep); break;
     case METRICS_READYZ: handle_readyz(s, rc->authed, rep); break;
     case METRICS_METRICS: handle_metrics(s, rep); break;
@@ -574,8 +580,8 @@ static int on_extender_listener(const srv_server *s, struct MHD_Connection *conn
 
 /* The routes the extender listener serves without a token. */
 static int extender_route(metrics_route r) {
-    return r == METRICS_K8S_FILTER || r == METRICS_K8S_PRIORITIZE || r == METRICS_HEALTHZ ||
-           r == METRICS_READYZ;
+    return r == METRICS_K8S_FILTER || r == METRICS_K8S_PRIORITIZE || r == METRICS_K8S_BIND ||
+           r == METRICS_HEALTHZ || r == METRICS_READYZ;
 }
 
 /* Whether a route computes (takes a work slot) rather than reports. */
@@ -948,7 +954,23 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         srv_log(s, "strata serve: --cluster %s", msg);
     }
     s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms,
-                       c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL};
+                       c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL, NULL,
+                       NULL};
+    s->binds = k8s_bindmem_create();
+    s->k8s.binds = s->binds;
+    if (c->kube_api) {
+        if (kapi_global_init()) {
+            snprintf(err, errlen, "--kube-api: libcurl does not initialise");
+            srv_free(s);
+            return NULL;
+        }
+        s->kube = kapi_create(c->kube_api, c->kube_token_file, c->kube_ca, 5000, err, errlen);
+        if (!s->kube) {
+            srv_free(s);
+            return NULL;
+        }
+        s->k8s.kube = s->kube;
+    }
     if (c->catalogue_path) {
         char msg[1024];
         s->catalogue = imp_catalogue_load(c->catalogue_path, msg, sizeof msg);
@@ -959,7 +981,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         }
         s->k8s.catalogue = s->catalogue;
     }
-    if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
+    if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache || !s->binds ||
         (c->policy_path && !s->policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");
         srv_free(s);
@@ -1045,6 +1067,8 @@ void srv_free(srv_server *s) {
     pslot_free(s->env.policy);
     metrics_free(s->m);
     imp_catalogue_free(s->catalogue);
+    kapi_free(s->kube);
+    k8s_bindmem_free(s->binds);
     free(s->policy_path);
     free(s->token);
     free(s);

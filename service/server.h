@@ -5,7 +5,7 @@
  *
  *   POST /v1/place /v1/cost /v1/solve    (service/api.h)
  *   GET /v1/jobs, PUT|GET|DELETE /v1/jobs/{namespace}/{name} (or /{name}: "default")
- *   POST /k8s/filter /k8s/prioritize     (service/k8s.h)
+ *   POST /k8s/filter /k8s/prioritize /k8s/bind (service/k8s.h)
  *   GET /healthz                          200 while the process serves
  *   GET /readyz                           200 once a policy is loaded, else 503
  *   GET /metrics                          Prometheus text (service/metrics.h)
@@ -40,7 +40,7 @@
  * "Authorization: Bearer TOKEN" (401 otherwise, compared in constant
  * time). With extender_listen, a second listener (the same registry,
  * policy, limits and connection budget) answers the extender's verbs and
- * the probes without a token, and 403 to every other path: kube-scheduler
+ * the probes without a token (/k8s/bind too), and 403 to every other path: kube-scheduler
  * reaches the extender there (on loopback, in its pod) while /v1 stays
  * behind the token on the main listener. Bodies over max_body bytes
  * (max_k8s_body for the extender's verbs) get 413; unknown paths 404,
@@ -88,6 +88,9 @@ typedef struct {
     size_t max_body;         /* bytes; larger bodies get 413 */
     size_t max_k8s_body;     /* bytes; the same for /k8s/filter and /k8s/prioritize */
     const char *catalogue_path; /* NULL, or the extender's instance catalogue */
+    const char *kube_api;    /* NULL, or the API server POST /k8s/bind binds through */
+    const char *kube_token_file; /* its bearer token's file (NULL: none) */
+    const char *kube_ca;     /* its CA bundle (NULL: the system's) */
     rj_limits limits;        /* layers, nodes, types per request */
     long max_budget_ms;      /* largest budget_ms a request may ask for */
     int cache_entries;       /* parsed bodies kept */

@@ -112,6 +112,9 @@ else:
         elif url != "http://%s/k8s" % ext:
             errors.append("extender urlPrefix %s is not the daemon's --extender-listen %s" %
                           (url, ext))
+        if embedded["extenders"][0].get("bindVerb") and not flag(cmd, "kube-api"):
+            errors.append("the extender has bindVerb but strata serve has no --kube-api to "
+                          "create Bindings through")
         listen = flag(cmd, "listen") or ""
         token = flag(cmd, "token-file")
         if not token:

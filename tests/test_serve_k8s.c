@@ -748,6 +748,12 @@ static void test_extender_listener(void **state) {
     }
     assert_int_equal(sv_http(p.ext_port, "GET", "/healthz", NULL, NULL, 0, &r), 200);
     sv_resp_free(&r);
+    /* the bind verb is the extender's too (no --kube-api here: it says so) */
+    const char *bind = "{\"PodName\": \"ctr-worker-1\", \"PodNamespace\": \"team-a\", "
+                       "\"PodUID\": \"u1\", \"Node\": \"gpu-a\"}";
+    assert_int_equal(sv_http(p.ext_port, "POST", "/k8s/bind", NULL, bind, strlen(bind), &r), 200);
+    assert_non_null(strstr(r.body, "started without --kube-api"));
+    sv_resp_free(&r);
     /* the refused DELETE deleted nothing; the main listener's does */
     assert_int_equal(sv_http(p.port, "GET", "/v1/jobs/team-a/ctr", auth, NULL, 0, &r), 200);
     sv_resp_free(&r);
