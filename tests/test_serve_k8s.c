@@ -711,7 +711,7 @@ static void test_extender_listener(void **state) {
      * registered on the other listener places worker 1 on the gpu nodes. */
     json_t *pod = kubeflow_pod("ctr", "worker", "1");
     json_object_set_new(json_object_get(pod, "metadata"), "namespace", json_string("team-a"));
-    json_t *args_j = json_pack("{s:O, s:o, s:n}", "Pod", pod, "Nodes", node_list(), "NodeNames");
+    json_t *args_j = json_pack("{s:o, s:o, s:n}", "Pod", pod, "Nodes", node_list(), "NodeNames");
     assert_int_equal(sv_json_req(p.ext_port, "POST", "/k8s/filter", json_incref(args_j), NULL,
                                  &r), 200);
     json_t *res = sv_body_json(&r);
