@@ -10,9 +10,11 @@
  * `strata solve --method policy`, the daemon and `strata eval`.
  *
  * Ownership: agent_policy_load returns a policy the caller frees with
- * agent_policy_free (NULL accepted). A loaded policy is read-only while
- * decoding: any number of threads may call agent_policy_decode on the same
- * policy at once, each with its own agent_decode_result.
+ * agent_policy_free (NULL accepted). Decoding reads the weights only: any
+ * number of threads may call agent_policy_decode on the same policy at
+ * once, each with its own agent_decode_result. (Each decode borrows a
+ * workspace from the policy's idle list, under a lock, and gives it back:
+ * a decode's answer never depends on the decodes before it.)
  */
 #ifndef STRATA_AGENT_POLICY_H
 #define STRATA_AGENT_POLICY_H

@@ -198,10 +198,83 @@ static void test_memo_shipped(void **state) {
     nn_params_free(p);
 }
 
+/* decode_once decodes job on cl with pol (greedy or sampling 24, the node
+ * head placing) into the caller's buffers; returns agent_policy_decode's
+ * status. */
+static int decode_once(const agent_policy *pol, const model_job *job, const model_cluster *cl, int sample,
+                       int *assign, int *task_node, model_plan *plan, int *used) {
+    char err[2048];
+    agent_decode_opts o = {sample ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, sample ? 24 : 1, 5,
+                           PLACER_PLACE_POLICY, 0, NULL, NULL};
+    agent_decode_result r = {assign, task_node, plan, 0, 0, 0};
+    int st = agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err);
+    assert_true(st >= 0);
+    *used = r.samples_used;
+    return st;
+}
+
+/* One loaded policy decoding a sequence of different jobs (its rollouts
+ * reused from decode to decode, grown and shrunk) answers each as a
+ * freshly loaded policy does. */
+static void test_policy_reuse(void **state) {
+    (void)state;
+    const char *src = getenv("STRATA_SRC");
+    char ckpt[1024], conf[1024], err[2048];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/general.h5", src ? src : ".");
+    snprintf(conf, sizeof conf, "%s/bench/wrk/place.yaml", src ? src : ".");
+    agent_policy *kept = agent_policy_load(ckpt, err, sizeof err);
+    if (!kept) fail_msg("%s", err);
+    cfg_run *run = run_load(conf, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    model_job *job = &run->jobs[0];
+    const model_cluster *cl = &run->cluster;
+    int L0 = job->n_layers, cap = agent_policy_max_tasks(job, cl);
+    double R0 = job->min_throughput;
+    /* layers, target scale, sampling */
+    static const struct { int L; double r; int sample; } seq[] = {
+        {32, 1.0, 0}, {9, 2.0, 0}, {32, 1.0, 1}, {20, 0.5, 0}, {32, 1.0, 0}, {3, 1.0, 1}, {32, 3.0, 0}};
+    int *a1 = malloc((size_t)L0 * sizeof *a1), *a2 = malloc((size_t)L0 * sizeof *a2);
+    int *t1 = malloc((size_t)cap * sizeof *t1), *t2 = malloc((size_t)cap * sizeof *t2);
+    model_plan *p1 = model_plan_create(L0), *p2 = model_plan_create(L0);
+    int feasible = 0;
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+        job->n_layers = seq[i].L;
+        job->min_throughput = R0 * seq[i].r;
+        agent_policy *fresh = agent_policy_load(ckpt, err, sizeof err);
+        if (!fresh) fail_msg("%s", err);
+        int u1 = 0, u2 = 0;
+        memset(t1, 0xff, (size_t)cap * sizeof *t1);
+        memset(t2, 0xff, (size_t)cap * sizeof *t2);
+        int s1 = decode_once(kept, job, cl, seq[i].sample, a1, t1, p1, &u1);
+        int s2 = decode_once(fresh, job, cl, seq[i].sample, a2, t2, p2, &u2);
+        agent_policy_free(fresh);
+        assert_int_equal(s1, s2);
+        assert_int_equal(u1, u2);
+        assert_string_equal(p1->why, p2->why);
+        if (s1 != 0) continue;
+        feasible++;
+        assert_memory_equal(a1, a2, (size_t)job->n_layers * sizeof *a1);
+        assert_memory_equal(t1, t2, (size_t)cap * sizeof *t1);
+        assert_memory_equal(&p1->cost, &p2->cost, sizeof p1->cost);
+        assert_memory_equal(&p1->throughput, &p2->throughput, sizeof p1->throughput);
+    }
+    assert_true(feasible >= 3);
+    job->n_layers = L0;
+    free(a1);
+    free(a2);
+    free(t1);
+    free(t2);
+    model_plan_free(p1);
+    model_plan_free(p2);
+    cfg_free(run);
+    agent_policy_free(kept);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memo_random),
         cmocka_unit_test(test_memo_shipped),
+        cmocka_unit_test(test_policy_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
