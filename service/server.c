@@ -58,6 +58,7 @@
 #include "service/metrics.h"
 
 #define SRV_HARD_BODY (64u << 20) /* beyond this, refused bodies are not even read */
+#define SERVER_CLUSTERS_KEPT 8 /* clusters of /v1/place bodies kept by their bytes (api.h) */
 
 /* A connection's state, for the reaper. */
 enum { CT_READING, CT_WORKING, CT_IDLE };
@@ -318,6 +319,7 @@ static void handle_metrics(srv_server *s, web_reply *rep) {
     rc_stats(s->env.cache, &x.cache_hits, &x.cache_misses, &x.cache_entries);
     x.memo_hits = atomic_load(&s->counters.memo_hits);
     x.memo_misses = atomic_load(&s->counters.memo_misses);
+    rc_stats(s->env.clusters, &x.cluster_hits, &x.cluster_misses, NULL);
     size_t len = 0;
     char *page = metrics_render(s->m, &x, &len);
     if (!page) {
@@ -835,6 +837,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     s->env.policy = pslot_create();
     s->env.jobs = jobs_create(c->max_jobs, c->jobs_max_bytes);
     s->env.cache = rc_create(c->cache_entries, c->cache_bytes);
+    s->env.clusters = rc_create(SERVER_CLUSTERS_KEPT, c->cache_bytes);
     s->env.limits = c->limits;
     s->env.max_budget_ms = c->max_budget_ms;
     s->env.request_cpu_ms = c->request_cpu_ms;
@@ -866,7 +869,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         }
         s->k8s.catalogue = s->catalogue;
     }
-    if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
+    if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache || !s->env.clusters ||
         (c->policy_path && !s->policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");
         srv_free(s);
@@ -968,6 +971,7 @@ void srv_free(srv_server *s) {
     pthread_cond_destroy(&s->reaper_cv);
     pthread_mutex_destroy(&s->conn_lock);
     rc_free(s->env.cache);
+    rc_free(s->env.clusters);
     jobs_free(s->env.jobs);
     store_close(s->env.state);
     pslot_free(s->env.policy);
