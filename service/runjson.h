@@ -65,6 +65,7 @@ int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
 /* rj_load_run_on is rj_load_run for a request whose cluster was loaded
  * before (by rj_load_run, from a value equal to this request's): the run
  * gets a copy of cl (borrowed), and only the job (and model) are read. */
+#define RJ_LOAD_RUN_ON 1 /* for bench/bench_request.c, which also builds on older trees */
 int rj_load_run_on(const model_cluster *cl, const json_t *job, const json_t *model,
                    const rj_limits *lim, cfg_run **run, char *err, size_t errlen);
 
