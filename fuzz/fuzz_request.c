@@ -9,7 +9,7 @@
  *              3 PUT /v1/jobs/fz (then GET and DELETE it)
  *              4 POST /k8s/filter  5 POST /k8s/prioritize
  *
- * The environment is the daemon's (parse cache, jobs registry, no policy:
+ * The environment is the daemon's (parse cache, cluster cache, jobs registry, no policy:
  * /v1/place then needs a plan_method) with budget_ms capped at 50 ms so
  * that no input can hold a run for long; a job "tiny" is registered at
  * start so that extender payloads naming it reach the planner. The checks
@@ -86,13 +86,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     env.policy = pslot_create();
     env.jobs = jobs_create(JOBS_DEFAULT_MAX, JOBS_DEFAULT_MAX_BYTES);
     env.cache = rc_create(64, 64u << 20);
+    env.clusters = rc_create(8, 64u << 20); /* bodies repeating a cluster read only the rest */
     env.limits.max_layers = RJ_DEFAULT_MAX_LAYERS;
     env.limits.max_nodes = RJ_DEFAULT_MAX_NODES;
     env.limits.max_types = RJ_DEFAULT_MAX_TYPES;
     env.max_budget_ms = 50;
     char serr[256];
     env.state = store_open(NULL, serr, sizeof serr); /* in memory */
-    if (!env.policy || !env.jobs || !env.cache || !env.state) abort();
+    if (!env.policy || !env.jobs || !env.cache || !env.clusters || !env.state) abort();
     k8s = (k8s_env){env.policy, env.jobs, env.limits, env.max_budget_ms, 0, 0, env.state};
     web_request req = {"PUT", "/v1/jobs/tiny", TINY_JOB, sizeof TINY_JOB - 1, web_now_ns()};
     web_reply rep;
