@@ -287,6 +287,10 @@ size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
     size_t bytes = TB * (AGENT_FG * f + K * AGENT_FT * f + AGENT_FT * f + K + sizeof(int) +
                          K * f + sizeof(int));
     bytes += T * AGENT_FL * f * 2 + B * (K > Kn ? K : Kn) * f;
+    /* the look-ahead's stage memo (agent/rollout.c: at most 2^18 stages of
+     * 16 bytes and a byte each) */
+    size_t stages = K * T * T;
+    bytes += (stages <= ((size_t)1 << 18) ? stages : 0) * 17;
     /* one environment per episode: its plan and its task table */
     size_t tasks = (size_t)agent_policy_max_tasks(job, cl);
     bytes += B * (T * 64 + tasks * 16 + Kn * 64);

@@ -217,7 +217,7 @@ static int per_episode_alloc(agent_rollout *r, int B) {
  * figures (model_stage_fill), so that all the two-stage completions of a
  * step cost O(T^2 L) arithmetic, not O(T^2 L) plan evaluations. */
 #define LA_CAP 4.0
-#define LA_MEMO_MAX ((size_t)1 << 18) /* stages the memo holds at most (4.3 MB) */
+#define LA_MEMO_MAX ((size_t)1 << 18) /* stages the memo holds at most (4.25 MiB) */
 #define LA_MAX_TWO_STAGE_TYPES 16
 
 typedef struct la_stage {
