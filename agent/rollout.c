@@ -245,8 +245,8 @@ static la_stage la_fill(const model_job *job, const model_cluster *cl, const dou
  * completions "t2 on j+1..L-1" as the step before, and the open run's
  * "u on f..j" as every step since f. The memo is filled by whichever step
  * asks first, with the very same arithmetic, so a look-ahead is the same
- * with or without it. Not thread-safe: on only when the run's look-ahead
- * runs on one thread (setup). */
+ * with or without it. Not thread-safe: agent_rollout_run turns it on only
+ * when the run's look-ahead runs on one thread. */
 static la_stage la_get(agent_rollout *r, int g, const model_job *job, const model_cluster *cl,
                        const double *ps, int L, int ty, int first, int last) {
     if (!r->la_memo_on) return la_fill(job, cl, ps, L, ty, first, last);
