@@ -58,8 +58,11 @@ static int unexpected(jscan *s, const char *q, const char *want) {
     return jscan_fail(s, AT(q), "%s expected near %s", want, b);
 }
 
+/* JSON's whitespace: ' ', '\t', '\n', '\r' (all below '!'). */
 static inline const char *skip_ws(const char *p, const char *end) {
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+    while (p < end && (unsigned char)*p <= ' ' &&
+           (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
     return p;
 }
 
@@ -142,7 +145,8 @@ static const char *escape(jscan *s, const char *q, const char *open) {
 /* Scans the string whose opening quote is at q; returns the byte after its
  * closing quote, or NULL with the error set. *esc |= 1 when it holds an
  * escape. */
-static const char *string_end(jscan *s, const char *q, int *esc) {
+static inline __attribute__((always_inline)) const char *string_end(jscan *s, const char *q,
+                                                                     int *esc) {
     const char *open = q, *end = s->end;
     q++;
     for (;;) {
@@ -549,10 +553,23 @@ static uint32_t key_hash(const char *p, size_t n) {
     return h;
 }
 
+/* Objects of fewer keys than this compare them one by one; from this many
+ * on, they are hashed. */
+#define KEYS_LINEAR 16
+
+/* Puts every key held into the (cleared) slots. */
+static void hash_all(jscan_keys *k) {
+    for (size_t i = 0; i < k->n; i++) {
+        size_t j = key_hash(k->keys[i].p, k->keys[i].len) & (k->nslot - 1);
+        while (k->slot[j]) j = (j + 1) & (k->nslot - 1);
+        k->slot[j] = (uint32_t)i + 1;
+    }
+}
+
 /* Clears the object's keys; the room stays, and only the slots taken are
  * cleared, so that a small object after a large one costs little. */
 void jscan_keys_reset(jscan_keys *k) {
-    for (size_t i = 0; i < k->n; i++) {
+    for (size_t i = 0; k->n >= KEYS_LINEAR && i < k->n; i++) {
         size_t j = key_hash(k->keys[i].p, k->keys[i].len) & (k->nslot - 1);
         while (k->slot[j] != (uint32_t)i + 1) j = (j + 1) & (k->nslot - 1);
         k->slot[j] = 0;
@@ -581,11 +598,7 @@ static int keys_grow(jscan_keys *k) {
     k->slot = slot;
     k->nslot = 2 * cap;
     k->cap = cap;
-    for (size_t i = 0; i < k->n; i++) { /* rehash */
-        size_t j = key_hash(k->keys[i].p, k->keys[i].len) & (k->nslot - 1);
-        while (k->slot[j]) j = (j + 1) & (k->nslot - 1);
-        k->slot[j] = (uint32_t)i + 1;
-    }
+    if (k->n >= KEYS_LINEAR) hash_all(k);
     return 0;
 }
 
@@ -600,6 +613,17 @@ int jscan_keys_add(jscan_keys *k, const jscan_str *key) {
         d.len = jscan_decode(key, copy, key->len + 1);
         d.p = copy;
         d.esc = 0;
+    }
+    if (k->n < KEYS_LINEAR) { /* a few keys: compared one by one */
+        for (size_t i = 0; i < k->n; i++)
+            if (k->keys[i].len == d.len && !memcmp(k->keys[i].p, d.p, d.len)) {
+                free(copy);
+                return 1;
+            }
+        k->keys[k->n] = d;
+        k->own[k->n] = copy;
+        if (++k->n == KEYS_LINEAR) hash_all(k);
+        return 0;
     }
     size_t j = key_hash(d.p, d.len) & (k->nslot - 1);
     for (; k->slot[j]; j = (j + 1) & (k->nslot - 1)) {

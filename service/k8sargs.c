@@ -26,8 +26,8 @@ enum { KEYS_TOP, KEYS_NODES, KEYS_ITEM, KEYS_META, KEYS_FLAT, KEYS_N };
 typedef struct {
     jscan s;
     jscan_keys keys[KEYS_N]; /* one per walked level */
-    char *arena;          /* decoded strings: room for the body's length */
-    size_t used;
+    char *arena;          /* decoded strings, at offsets (grows) */
+    size_t used, room;
     int max_items;
     int nomem;
 } reader;
@@ -137,8 +137,16 @@ static long long take_string(reader *r) {
     if (jscan_peek(s) != '"') return take_value(r, NULL) ? -1 : 0;
     jscan_str str;
     if (jscan_string(s, &str)) return -1;
+    if (r->room - r->used < str.len + 1) { /* decoded, a string is never longer */
+        size_t room = r->room ? 2 * r->room : 65536;
+        while (room - r->used < str.len + 1) room *= 2;
+        char *b = realloc(r->arena, room);
+        if (!b) return nomem(r);
+        r->arena = b;
+        r->room = room;
+    }
     size_t at = r->used;
-    size_t n = jscan_decode(&str, r->arena + at, str.len + 1); /* never longer than raw */
+    size_t n = jscan_decode(&str, r->arena + at, str.len + 1);
     r->used += n + 1;
     return (long long)at + 1;
 }
@@ -151,18 +159,13 @@ static int key_seen(reader *r, jscan_keys *keys, const jscan_str *k) {
     return 0;
 }
 
-/* Internal: offsets into the arena until the end of the read. */
-typedef struct {
-    long long name, rv;
-} node_strings;
-
 /* metadata: name, resourceVersion, labels, annotations. */
-static int read_meta(reader *r, ka_node *n, node_strings *ns) {
+static int read_meta(reader *r, ka_node *n) {
     jscan *s = &r->s;
     if (jscan_peek(s) != '{') return take_value(r, NULL); /* not read: no metadata */
     if (jscan_enter(s, '{')) return -1;
     n->has_md = 1;
-    ns->name = ns->rv = 0;
+    n->name_at = n->rv_at = 0;
     memset(&n->labels, 0, sizeof n->labels);
     memset(&n->annotations, 0, sizeof n->annotations);
     jscan_keys *keys = &r->keys[KEYS_META];
@@ -174,10 +177,10 @@ static int read_meta(reader *r, ka_node *n, node_strings *ns) {
         long long at = 0;
         if (jscan_equals(&k, "name")) {
             if ((at = take_string(r)) < 0) return -1;
-            ns->name = at;
+            n->name_at = (size_t)at;
         } else if (jscan_equals(&k, "resourceVersion")) {
             if ((at = take_string(r)) < 0) return -1;
-            ns->rv = at;
+            n->rv_at = (size_t)at;
         } else if (jscan_equals(&k, "labels")) {
             if (take_flat(r, &n->labels, &r->keys[KEYS_FLAT])) return -1;
         } else if (jscan_equals(&k, "annotations")) {
@@ -211,10 +214,9 @@ static int read_status(reader *r, ka_node *n) {
 }
 
 /* One element of items: what strata reads of it into *n. */
-static int read_node(reader *r, ka_node *n, node_strings *ns) {
+static int read_node(reader *r, ka_node *n) {
     jscan *s = &r->s;
     memset(n, 0, sizeof *n);
-    ns->name = ns->rv = 0;
     int c = jscan_peek(s);
     n->raw.p = s->p;
     if (c != '{') {
@@ -226,7 +228,6 @@ static int read_node(reader *r, ka_node *n, node_strings *ns) {
     if (jscan_enter(s, '{')) return -1;
     /* metadata exactly, else the first key equal to it ignoring case */
     ka_node ci;
-    node_strings ci_ns = {0, 0};
     int have_exact = 0, have_ci = 0;
     memset(&ci, 0, sizeof ci);
     jscan_keys *keys = &r->keys[KEYS_ITEM];
@@ -237,10 +238,10 @@ static int read_node(reader *r, ka_node *n, node_strings *ns) {
         if (key_seen(r, keys, &k)) return -1;
         if (jscan_equals(&k, "metadata")) {
             have_exact = 1;
-            if (read_meta(r, n, ns)) return -1;
+            if (read_meta(r, n)) return -1;
         } else if (!have_exact && !have_ci && jscan_iequals(&k, "metadata")) {
             have_ci = 1;
-            if (read_meta(r, &ci, &ci_ns)) return -1;
+            if (read_meta(r, &ci)) return -1;
         } else if (jscan_equals(&k, "status")) {
             if (read_status(r, n)) return -1;
         } else if (jscan_skip(s)) {
@@ -254,7 +255,8 @@ static int read_node(reader *r, ka_node *n, node_strings *ns) {
         n->has_md = ci.has_md;
         n->labels = ci.labels;
         n->annotations = ci.annotations;
-        *ns = ci_ns;
+        n->name_at = ci.name_at;
+        n->rv_at = ci.rv_at;
     }
     n->raw.len = (size_t)(s->p - n->raw.p);
     return 0;
@@ -271,40 +273,26 @@ static int read_items(reader *r, nodes_read *out) {
         return (out->items_value = load_value(r)) ? 0 : -1;
     }
     if (jscan_enter(s, '[')) return -1;
-    node_strings *ns = NULL;
-    int rc, i, ns_cap = 0;
+    int rc, i;
     for (i = 0; (rc = jscan_element(s, i)) > 0; i++) {
         if (i >= r->max_items) { /* counted and validated, not kept */
-            if (jscan_skip(s)) goto fail;
+            if (jscan_skip(s)) return -1;
             continue;
         }
         if (i >= out->cap) {
             int cap = out->cap ? 2 * out->cap : 64;
             if (cap > r->max_items) cap = r->max_items;
             ka_node *nodes = realloc(out->nodes, (size_t)cap * sizeof *nodes);
-            node_strings *nss = realloc(ns, (size_t)cap * sizeof *nss);
-            if (nodes) out->nodes = nodes;
-            if (nss) ns = nss;
-            if (!nodes || !nss) {
-                nomem(r);
-                goto fail;
-            }
-            out->cap = ns_cap = cap;
+            if (!nodes) return nomem(r);
+            out->nodes = nodes;
+            out->cap = cap;
         }
         out->n = i; /* the nodes before this one are complete */
-        if (read_node(r, &out->nodes[i], &ns[i])) goto fail;
+        if (read_node(r, &out->nodes[i])) return -1;
     }
-    if (rc < 0) goto fail;
+    if (rc < 0) return -1;
     out->n = i;
-    for (int j = 0; j < i && j < ns_cap; j++) { /* the arena is complete: pointers now */
-        out->nodes[j].name = ns[j].name ? r->arena + ns[j].name - 1 : NULL;
-        out->nodes[j].rv = ns[j].rv ? r->arena + ns[j].rv - 1 : NULL;
-    }
-    free(ns);
     return 0;
-fail:
-    free(ns);
-    return -1;
 }
 
 /* Nodes: a NodeList object (items read), else any value. */
@@ -379,12 +367,6 @@ int ka_read(const char *body, size_t len, int max_items, ka_args *a, char *err,
         set_err(&r, err, errlen);
         return KA_BAD;
     }
-    r.arena = malloc(len + 1); /* decoded strings are never longer than the body */
-    if (!r.arena) {
-        snprintf(err, errlen, "out of memory");
-        return KA_NOMEM;
-    }
-    a->arena = r.arena;
     json_t *pod_ci = NULL, *names_ci = NULL;
     int pod_exact = 0, names_exact = 0;
     nodes_read nodes, nodes_ci;
@@ -424,6 +406,7 @@ done:
         nodes_clear(&nodes);
         nodes_clear(&nodes_ci);
         for (int j = 0; j < KEYS_N; j++) jscan_keys_free(&r.keys[j]);
+        free(r.arena);
         return r.nomem ? KA_NOMEM : KA_BAD;
     }
     for (int j = 0; j < KEYS_N; j++) jscan_keys_free(&r.keys[j]);
@@ -443,6 +426,12 @@ done:
         a->kept = use->n < use->cap ? use->n : use->cap;
         a->nodes = use->nodes;
         memset(use, 0, sizeof *use);
+    }
+    a->arena = r.arena; /* complete: the nodes' strings can point into it */
+    for (int j = 0; j < a->kept; j++) {
+        ka_node *n = &a->nodes[j];
+        n->name = n->name_at ? a->arena + n->name_at - 1 : NULL;
+        n->rv = n->rv_at ? a->arena + n->rv_at - 1 : NULL;
     }
     nodes_clear(&nodes);
     nodes_clear(&nodes_ci);

@@ -48,6 +48,7 @@ typedef struct {
     int has_status;        /* 1 when "status" is an object */
     ka_slice allocatable;  /* status.allocatable (any value) */
     json_t *slim;          /* ka_node_json's answer, kept */
+    size_t name_at, rv_at; /* internal: offsets + 1 of name and rv in the arena, 0 for none */
 } ka_node;
 
 /* The ExtenderArgs of one call. Ownership: everything here belongs to the
