@@ -81,6 +81,11 @@ static void test_agrees_with_jansson(void **state) {
         agree(cases[i].text, strlen(cases[i].text), cases[i].ok);
     agree("[1]\0", 4, 0); /* a NUL after the value */
     agree("[\"a\0b\"]", 7, 0);
+    /* jansson takes a NUL after a number or literal for the end of its
+     * buffer and accepts "[true\0]"; a NUL is never JSON: refused */
+    jscan s;
+    assert_int_equal(jscan_check(&s, "[true\0]", 7), -1);
+    assert_int_equal(jscan_check(&s, "1\0", 2), -1);
     /* jansson's depth: a value inside 2,047 containers is the deepest */
     size_t n = 2100;
     char *deep = malloc(2 * n + 8);
