@@ -40,7 +40,8 @@ typedef struct {
     json_t *registered;   /* object: names of the registered cluster's nodes -> true */
     json_t *seen;         /* object: node name -> metadata.resourceVersion last derived */
     json_t *refused;      /* object: node name -> [resourceVersion, why] of a node that
-                             derive_node refused (at most K8S_MAX_CANDIDATES names) */
+                             derive_node refused (at most K8S_REFUSED_PER_NODE *
+                             limits.max_nodes names) */
     uint64_t inv_version; /* +1 whenever the inventory changes */
 } job_state;
 
@@ -504,7 +505,8 @@ static void update_inventory(const k8s_env *env, jobs_entry *e, job_state *s, ex
             if (!item) snprintf(c->why, sizeof c->why, "out of memory");
             if (!n) {
                 json_object_del(s->seen, c->name);
-                if (item && rv && (no || json_object_size(s->refused) < K8S_MAX_CANDIDATES))
+                if (item && rv && (no || json_object_size(s->refused) <
+                                             (size_t)K8S_REFUSED_PER_NODE * (size_t)max_nodes))
                     json_object_set_new(s->refused, c->name, json_pack("[s,s]", rv, c->why));
                 continue;
             }

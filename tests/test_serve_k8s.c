@@ -659,6 +659,43 @@ static void test_refused_by_version(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* The refused nodes a job remembers are bounded (K8S_REFUSED_PER_NODE
+ * times --max-nodes): with --max-nodes 4 (the registered cluster's four
+ * nodes fill the inventory), 16. Eighteen nodes refused at
+ * resourceVersion 1 and shown again at 1 with labels that now fit: the 16
+ * remembered keep their first reason, the other two are read again (and
+ * refused now for the full inventory). */
+static void test_refused_bounded(void **state) {
+    (void)state;
+    const char *extra[] = {"--max-nodes", "4", NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "k8s-bound", extra), 0);
+    put_job(p.port, "ctr", cluster4());
+    for (int round = 0; round < 2; round++) {
+        json_t *items = json_array();
+        for (int i = 1; i <= 18; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "r%d", i);
+            json_t *n = node(name, round ? "gpu" : "m5.large", "a", "4", NULL, NULL);
+            json_object_set_new(json_object_get(n, "metadata"), "resourceVersion",
+                                json_string("1"));
+            json_array_append_new(items, n);
+        }
+        json_t *res = call(p.port, "filter", kubeflow_pod("ctr", "worker", "1"),
+                           json_pack("{s:o}", "items", items), NULL);
+        for (int i = 1; i <= 18; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "r%d", i);
+            const char *why = failed_why(res, name);
+            assert_non_null(why);
+            if (round == 0 || i <= 16) assert_non_null(strstr(why, "instance type \"m5.large\""));
+            else assert_non_null(strstr(why, "already knows"));
+        }
+        json_decref(res);
+    }
+    assert_int_equal(sv_stop(&p), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kubeflow_nodes_form),
@@ -671,6 +708,7 @@ int main(void) {
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_nodes_passed_back),
         cmocka_unit_test(test_refused_by_version),
+        cmocka_unit_test(test_refused_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
