@@ -107,6 +107,14 @@ static int take_value(reader *r, ka_slice *out) {
     return 0;
 }
 
+/* Fails on a duplicate key k, naming it (decoded, cut to 60 bytes). */
+static int duplicate(reader *r, const jscan_str *k) {
+    char name[61];
+    jscan_decode(k, name, sizeof name);
+    return jscan_fail(&r->s, (size_t)(k->p - 1 - r->s.base), "duplicate object key \"%s\"",
+                      name);
+}
+
 /* An object whose members strata reads one by one (labels, annotations,
  * allocatable): walked with its own duplicate check, each member's value
  * validated by take_value. Any other value goes to take_value whole. */
@@ -121,7 +129,7 @@ static int take_flat(reader *r, ka_slice *out, jscan_keys *keys) {
     for (i = 0; (rc = jscan_member(s, &k, i)) > 0; i++) {
         int d = jscan_keys_add(keys, &k);
         if (d < 0) return nomem(r);
-        if (d > 0) return jscan_fail(s, (size_t)(k.p - 1 - s->base), "duplicate object key");
+        if (d > 0) return duplicate(r, &k);
         if (jscan_peek(s) == '"' ? jscan_skip(s) : take_value(r, NULL)) return -1;
     }
     if (rc < 0) return -1;
@@ -155,7 +163,7 @@ static long long take_string(reader *r) {
 static int key_seen(reader *r, jscan_keys *keys, const jscan_str *k) {
     int d = jscan_keys_add(keys, k);
     if (d < 0) return nomem(r);
-    if (d > 0) return jscan_fail(&r->s, (size_t)(k->p - 1 - r->s.base), "duplicate object key");
+    if (d > 0) return duplicate(r, k);
     return 0;
 }
 

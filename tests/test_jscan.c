@@ -299,11 +299,11 @@ static void test_refusals(void **state) {
         {"{\"Pod\": {}, \"Nodes\": {\"items\": [{\"status\": {\"images\": [[]]]}}]}}",
          "',' or '}' expected near ']'"},
         {"{\"Pod\": {}, \"Nodes\": {\"items\": [{\"spec\": \"a\\qb\"}]}}", "invalid escape"},
-        {"{\"Pod\": {}, \"Pod\": {}}", "line 1, column 13: duplicate object key"},
+        {"{\"Pod\": {}, \"Pod\": {}}", "line 1, column 13: duplicate object key \"Pod\""},
         {"{\"Pod\": {\"a\": 1, \"a\": 2}, \"NodeNames\": []}", "duplicate object key"},
         {"{\"Pod\": {}, \"Nodes\": {\"items\": [], \"items\": []}}", "duplicate object key"},
         {"{\"Pod\": {}, \"Nodes\": {\"items\": [{\"metadata\": {\"labels\": {\"x\": \"1\", "
-         "\"\\u0078\": \"2\"}}}]}}", "duplicate object key"},
+         "\"\\u0078\": \"2\"}}}]}}", "duplicate object key \"x\""},
         {"{\"Pod\": {}, \"Nodes\": {\"items\": [{\"metadata\": {\"annotations\": {\"x\": "
          "{\"y\": 1, \"y\": 2}}}}]}}", "duplicate object key"},
         {"{\"Pod\": {}, \"Nodes\": {\"items\": [{\"status\": {\"allocatable\": {}, "
