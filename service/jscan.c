@@ -563,17 +563,14 @@ static void hash_all(jscan_keys *k) {
         size_t j = key_hash(k->keys[i].p, k->keys[i].len) & (k->nslot - 1);
         while (k->slot[j]) j = (j + 1) & (k->nslot - 1);
         k->slot[j] = (uint32_t)i + 1;
+        k->at[i] = (uint32_t)j;
     }
 }
 
 /* Clears the object's keys; the room stays, and only the slots taken are
  * cleared, so that a small object after a large one costs little. */
 void jscan_keys_reset(jscan_keys *k) {
-    for (size_t i = 0; k->n >= KEYS_LINEAR && i < k->n; i++) {
-        size_t j = key_hash(k->keys[i].p, k->keys[i].len) & (k->nslot - 1);
-        while (k->slot[j] != (uint32_t)i + 1) j = (j + 1) & (k->nslot - 1);
-        k->slot[j] = 0;
-    }
+    for (size_t i = 0; k->n >= KEYS_LINEAR && i < k->n; i++) k->slot[k->at[i]] = 0;
     for (size_t i = 0; i < k->n; i++) {
         free(k->own[i]);
         k->own[i] = NULL;
@@ -588,8 +585,10 @@ static int keys_grow(jscan_keys *k) {
     if (keys) k->keys = keys;
     char **own = realloc(k->own, cap * sizeof *own);
     if (own) k->own = own;
+    uint32_t *at = realloc(k->at, cap * sizeof *at);
+    if (at) k->at = at;
     uint32_t *slot = calloc(2 * cap, sizeof *slot);
-    if (!keys || !own || !slot) {
+    if (!keys || !own || !at || !slot) {
         free(slot);
         return -1;
     }
@@ -634,6 +633,7 @@ int jscan_keys_add(jscan_keys *k, const jscan_str *key) {
         }
     }
     k->slot[j] = (uint32_t)k->n + 1;
+    k->at[k->n] = (uint32_t)j;
     k->keys[k->n] = d;
     k->own[k->n] = copy;
     k->n++;
@@ -646,5 +646,6 @@ void jscan_keys_free(jscan_keys *k) {
     free(k->keys);
     free(k->own);
     free(k->slot);
+    free(k->at);
     memset(k, 0, sizeof *k);
 }

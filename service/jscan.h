@@ -110,12 +110,15 @@ int jscan_check(jscan *s, const char *text, size_t len);
 
 /* The keys of one object, to refuse a duplicate as jansson's
  * JSON_REJECT_DUPLICATES does (keys compared decoded). Zero-initialise,
- * jscan_keys_reset before each object, jscan_keys_free at the end. */
+ * jscan_keys_reset before each object, jscan_keys_free at the end. The
+ * bytes of the keys added must stay valid until the next reset (escaped
+ * keys are copied). */
 typedef struct {
     size_t n, cap;        /* keys held; room */
     jscan_str *keys;      /* [cap]: decoded when escaped (then owned: p in own) */
     char **own;           /* [cap]: the decoded copies, or NULL */
     uint32_t *slot;       /* [nslot] index + 1 of the key there, 0 when free */
+    uint32_t *at;         /* [cap]: the slot each key took (objects of many keys) */
     size_t nslot;
 } jscan_keys;
 
