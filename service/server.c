@@ -132,6 +132,11 @@ typedef struct {
  * one per thread). */
 #define BIG_BUF (64u << 10)
 
+/* From HUGE_BUF bytes on, a body buffer asks for transparent huge pages
+ * (where the system gives them on madvise): a 74 MB Nodes-form body then
+ * takes some 40 page faults instead of 18,000, a third of its system time. */
+#define HUGE_BUF (4u << 20)
+
 /* Resizes buffer b (of cap bytes, may be NULL) to ncap bytes keeping its
  * first len bytes. Returns the new buffer, or NULL (b untouched). */
 static char *buf_resize(char *b, size_t cap, size_t len, size_t ncap) {
@@ -142,10 +147,13 @@ static char *buf_resize(char *b, size_t cap, size_t len, size_t ncap) {
     }
     if (b && cap >= BIG_BUF) {
         n = mremap(b, cap, ncap, MREMAP_MAYMOVE);
-        return n == MAP_FAILED ? NULL : n;
+        if (n == MAP_FAILED) return NULL;
+        if (ncap >= HUGE_BUF) madvise(n, ncap, MADV_HUGEPAGE);
+        return n;
     }
     n = mmap(NULL, ncap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (n == MAP_FAILED) return NULL;
+    if (ncap >= HUGE_BUF) madvise(n, ncap, MADV_HUGEPAGE);
     if (len) memcpy(n, b, len);
     free(b);
     return n;
@@ -876,7 +884,8 @@ static struct MHD_Daemon *start_listener(srv_server *s, const char *text, const 
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, hard,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->cfg.max_conns_per_ip,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256, MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256u << 10), MHD_OPTION_END);
     if (!d) {
         snprintf(err, errlen, "%s: cannot listen on %s (address in use, or not an address of "
                  "this machine?)", opt, text);

@@ -44,6 +44,12 @@ void web_reply_json(web_reply *r, int status, json_t *obj) {
     r->content_type = NULL;
 }
 
+void web_reply_take(web_reply *r, int status, char *body, size_t len) {
+    set_body(r, body, len);
+    r->status = status;
+    r->content_type = NULL;
+}
+
 /* Replaces, in place, every byte of s that does not belong to a well-formed
  * UTF-8 sequence with '?'. Messages quote the client's text and are cut to
  * fit their buffers, which can split a character: JSON needs valid UTF-8. */

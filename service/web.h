@@ -52,6 +52,10 @@ uint64_t web_now_ns(void);
  * reply becomes a 500. */
 void web_reply_json(web_reply *r, int status, json_t *obj);
 
+/* web_reply_take sets status and the body to body[len], a JSON document
+ * the caller made (malloc'd, NUL-terminated; the reply owns it now). */
+void web_reply_take(web_reply *r, int status, char *body, size_t len);
+
 /* web_reply_error sets status and the body {"error": message}; the message
  * is printf-formatted, its control bytes escaped (web_escape_controls),
  * and also kept (shortened) in r->note for the log. */
