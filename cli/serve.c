@@ -1,6 +1,6 @@
 /* serve.c -- `strata serve`: run the placement daemon.
  *
- *   strata serve [--policy FILE.h5] [--listen HOST:PORT] [--threads N]
+ *   strata serve [--policy FILE.h5] [--sim-policy CKPT.h5] [--listen HOST:PORT] [--threads N]
  *                [--token-file F] [--max-layers N] [--max-nodes N]
  *                [--max-budget-ms N] [--max-conns N] [--max-conns-per-ip N]
  *                [--request-deadline-ms N] [--idle-timeout-s N]
@@ -22,8 +22,8 @@
  * and acts, so no work happens in a signal handler. The server's threads
  * start with the signals blocked, so that they are not interrupted.
  *
- *   SIGHUP           load the --policy file again; requests in flight finish
- *                    on the old policy; a file that fails to load leaves the
+ *   SIGHUP           load the --policy and --sim-policy files again; requests
+ *                    in flight finish on the old policy; a file that fails to load leaves the
  *                    old one serving and the log says why
  *   SIGTERM, SIGINT  stop accepting, let requests in flight finish, exit 0;
  *                    the process is gone --shutdown-ms (25 s) after the
@@ -59,7 +59,8 @@
 #include "service/server.h"
 
 #define SERVE_USAGE                                                                          \
-    "usage: strata serve [--policy FILE.h5] [--listen HOST:PORT] [--threads N]\n"            \
+    "usage: strata serve [--policy FILE.h5] [--sim-policy CKPT.h5] [--listen HOST:PORT]\n"  \
+    "                    [--threads N]\n"                                                  \
     "                    [--token-file F] [--max-layers N] [--max-nodes N]\n"                \
     "                    [--max-budget-ms N] [--max-conns N] [--max-conns-per-ip N]\n"  \
     "                    [--request-deadline-ms N] [--idle-timeout-s N]\n"                 \
@@ -70,6 +71,9 @@
     "                    [--extender-listen HOST:PORT]\n"                                  \
     "                    [--kube-api URL [--kube-token-file F] [--kube-ca F]]\n"          \
     "\n"                                                                                    \
+    "  --sim-policy CKPT.h5      the shared-cluster policy (strata train with mode: sim)\n" \
+    "                            for /v1/place with options.on \"free\" and\n"            \
+    "                            \"plan_method\": \"cluster-policy\" (docs/serve.md)\n"   \
     "  --extender-listen HOST:PORT  a second listener for kube-scheduler: /k8s/filter,\n"  \
     "                            /k8s/prioritize, /k8s/bind and the probes, no token;\n"   \
     "                            every other path gets 403 there (keep it on loopback)\n" \
@@ -198,6 +202,7 @@ static void *watchdog_main(void *v) {
 int cmd_serve(int argc, char **argv) {
     static const struct option opts[] = {
         {"policy", required_argument, 0, 'p'},
+        {"sim-policy", required_argument, 0, 'P'},
         {"listen", required_argument, 0, 'l'},
         {"threads", required_argument, 0, 't'},
         {"token-file", required_argument, 0, 'T'},
@@ -237,10 +242,11 @@ int cmd_serve(int argc, char **argv) {
     int k8s_body_set = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:E:G:A:X:Y:qh", opts,
+    while ((c = getopt_long(argc, argv, "p:P:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:E:G:A:X:Y:qh", opts,
                             NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
+        case 'P': cfg.sim_policy_path = optarg; break;
         case 'l': cfg.listen = optarg; break;
         case 't':
             if (cli_parse_int("--threads", optarg, 1, 256, &n)) return CLI_USAGE;
@@ -387,9 +393,11 @@ int cmd_serve(int argc, char **argv) {
     const char *colon = strrchr(cfg.listen, ':');
     snprintf(where, sizeof where, "%.*s:%d", (int)(colon ? colon - cfg.listen : 0), cfg.listen,
              srv_port(s));
-    srv_log(s, "strata serve: listening on %s, %d threads, %s%s", where, cfg.threads,
+    srv_log(s, "strata serve: listening on %s, %d threads, %s%s%s%s", where, cfg.threads,
             cfg.policy_path ? "policy " : "no policy (readyz 503; /v1/place needs plan_method)",
-            cfg.policy_path ? cfg.policy_path : "");
+            cfg.policy_path ? cfg.policy_path : "",
+            cfg.sim_policy_path ? ", sim policy " : "",
+            cfg.sim_policy_path ? cfg.sim_policy_path : "");
     if (cfg.extender_listen) {
         char ext[160];
         const char *ec = strrchr(cfg.extender_listen, ':');
@@ -412,7 +420,10 @@ int cmd_serve(int argc, char **argv) {
         int sig = b;
         if (sig == SIGHUP) {
             if (srv_reload(s, err, sizeof err) == 0)
-                srv_log(s, "strata serve: SIGHUP: reloaded %s", cfg.policy_path);
+                srv_log(s, "strata serve: SIGHUP: reloaded %s%s%s",
+                        cfg.policy_path ? cfg.policy_path : "",
+                        cfg.policy_path && cfg.sim_policy_path ? " and " : "",
+                        cfg.sim_policy_path ? cfg.sim_policy_path : "");
             else
                 srv_log(s, "strata serve: SIGHUP: reload failed, the old policy keeps serving: %s",
                         err);

@@ -189,6 +189,12 @@ static int place_from_root(const api_env *env, json_t *root, const model_cluster
                (rc = decide_opts_parse(opts, b->run->cluster.n_nodes > 0, env->max_budget_ms,
                                        &b->opts, err, errlen)))
         goto fail;
+    if (!online && b->opts.cluster_policy) {
+        snprintf(err, errlen, "options.plan_method: \"" CLP_METHOD "\" decides on the daemon's "
+                 "cluster and occupancy: send options.on \"free\" (and no cluster)");
+        rc = RJ_BAD;
+        goto fail;
+    }
     json_decref(opts);
     *out = b;
     return RJ_OK;
@@ -394,11 +400,11 @@ static json_t *taken_plan(const model_cluster *cl, const model_plan *p, const in
  * last units are serialised: the second decides on what the first left
  * and gets 409 with the reason when its job no longer fits. */
 static void place_online(const api_env *env, const place_body *b, const pslot_entry *pol,
-                         const web_request *req, web_reply *rep) {
+                         const clp_entry *cp, const web_request *req, web_reply *rep) {
     char err[2048] = "";
-    int commit = b->commit[0] != '\0', status = 0, decided = 0, feasible = 0;
+    int commit = b->commit[0] != '\0', status = 0, decided = 0, feasible = 0, n_running = 0;
     json_t *cl = NULL, *taken = NULL, *nodes = NULL, *doc = NULL, *o = NULL, *plan = NULL;
-    cfg_run *run = NULL;
+    cfg_run *run = NULL, *full = NULL;
     decide_result d;
     memset(&d, 0, sizeof d);
     if (store_begin(env->state, err, sizeof err)) {
@@ -437,6 +443,15 @@ static void place_online(const api_env *env, const place_body *b, const pslot_en
         status = 400;
         goto done;
     }
+    /* the shared-cluster policy also sees the cluster as configured and how
+     * many jobs hold units (service/clpolicy.h) */
+    if (b->opts.cluster_policy &&
+        (!(full = decide_load_registered(&lim, doc, json_object_get(cl, "nodes"), NULL, err,
+                                         sizeof err)) ||
+         (n_running = store_n_holding(env->state, err, sizeof err)) < 0)) {
+        status = full ? 503 : 400;
+        goto done;
+    }
     if (!commit) { /* a plain decision reads the occupancy, then lets go */
         store_end(env->state, 0, NULL, 0);
         begun = 0;
@@ -446,8 +461,11 @@ static void place_online(const api_env *env, const place_body *b, const pslot_en
     dop.mem_bytes = env->request_mem_bytes;
     dop.cancelled = req->gone;
     dop.cancel_ud = req->gone_ud;
-    int rc = decide_run(&run->jobs[0], &run->cluster, &dop, b->opts.from_policy ? pol : NULL, &d,
-                        err, sizeof err);
+    int rc = b->opts.cluster_policy
+                 ? decide_cluster_policy(&run->jobs[0], &full->cluster, &run->cluster, n_running,
+                                         &dop, cp->net, &d, err, sizeof err)
+                 : decide_run(&run->jobs[0], &run->cluster, &dop,
+                              b->opts.from_policy ? pol : NULL, &d, err, sizeof err);
     decided = 1;
     if (rc != RJ_OK) {
         status = http_status(rc);
@@ -462,7 +480,24 @@ static void place_online(const api_env *env, const place_body *b, const pslot_en
         status = 500;
         goto done;
     }
+    if (b->opts.cluster_policy) {
+        json_object_set_new(o, "decision", json_string(d.wait ? "wait" : d.found ? "start"
+                                                                                : "none"));
+        json_object_set_new(o, "cluster_policy",
+                            json_pack("{s:s, s:I, s:I, s:i, s:i, s:f, s:f, s:s?, s:o?}", "file",
+                                      cp->path, "step", (json_int_t)cp->step, "generation",
+                                      (json_int_t)cp->generation, "candidates", d.clp.n_cands,
+                                      "running_jobs", n_running, "p_wait", d.clp.p_wait,
+                                      "p_chosen", d.clp.p_chosen, "kind",
+                                      d.found ? clp_kind_name(d.clp.kind) : NULL, "target",
+                                      d.found ? json_real(d.clp.target) : NULL));
+    }
     if (commit) {
+        if (d.wait) {
+            snprintf(err, sizeof err, "commit: job %s: %.1500s", b->commit, d.why);
+            status = 409;
+            goto done;
+        }
         if (!feasible || !d.final->placed) {
             snprintf(err, sizeof err, "commit: job %s does not fit on the free units: %.1500s",
                      b->commit, d.why[0] ? d.why : d.final ? d.final->why : "no plan");
@@ -501,6 +536,7 @@ done:
     json_decref(taken);
     json_decref(cl);
     cfg_free(run);
+    cfg_free(full);
 }
 
 void api_place(const api_env *env, const web_request *req, web_reply *rep) {
@@ -516,7 +552,14 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         return;
     }
     if (!b->run) { /* on the daemon's free units */
-        place_online(env, b, pol, req, rep);
+        const clp_entry *cp = b->opts.cluster_policy ? clp_acquire(env->sim_policy) : NULL;
+        if (b->opts.cluster_policy && !cp)
+            web_reply_error(rep, 503, "no shared-cluster policy loaded: start the daemon with "
+                            "--sim-policy CKPT (strata train configs/train/sim-philly.yaml "
+                            "writes one)");
+        else
+            place_online(env, b, pol, cp, req, rep);
+        clp_release(env->sim_policy, cp);
         pslot_release(env->policy, pol);
         rc_release(env->cache, ref);
         return;

@@ -54,6 +54,7 @@ typedef struct {
 /* What the handlers share; owned by the server. */
 typedef struct {
     pslot *policy;         /* the current policy, may hold none */
+    clp_slot *sim_policy;  /* the shared-cluster policy (--sim-policy), may hold none */
     jobs_registry *jobs;   /* registered jobs */
     rc_cache *cache;       /* parsed bodies */
     rc_cache *clusters;    /* clusters read from /v1/place bodies, by the bytes of

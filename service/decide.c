@@ -84,15 +84,16 @@ int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, 
     o->budget_ms = (long)budget;
     if (decode) o->fallback = 0; /* what was asked for is answered */
     if (plan_method && strcmp(plan_method, "policy") != 0) {
-        int m = solve_method_parse(plan_method);
+        int m = strcmp(plan_method, CLP_METHOD) ? solve_method_parse(plan_method) : 0;
         if (m < 0) {
             char names[256];
             decide_method_names(names, sizeof names);
-            snprintf(err, errlen, "options.plan_method: unknown method \"%.60s\" (policy, %s)",
-                     plan_method, names);
+            snprintf(err, errlen, "options.plan_method: unknown method \"%.60s\" (policy, "
+                     CLP_METHOD ", %s)", plan_method, names);
             return -1;
         }
         o->from_policy = 0;
+        o->cluster_policy = !strcmp(plan_method, CLP_METHOD);
         o->plan_method = (solve_method)m;
         o->fallback = 0;
         if (decode || samples > 0) {
@@ -138,6 +139,9 @@ void decide_result_free(decide_result *d) {
 
 #define DECIDE_MAX_TASKS (1 << 22) /* task_node buffers beyond this are refused */
 
+static int place_found(const model_job *job, const model_cluster *cl, int placement,
+                       uint64_t seed, decide_result *d, char *err, size_t errlen);
+
 /* Plans with solver `method` and places by `placement` into d's buffers
  * (sized for job; task_node grown to the plan's tasks). Returns RJ_OK
  * (d->found 0 and d->why when no plan), RJ_BAD for a solver error, or
@@ -178,6 +182,15 @@ static int solve_and_place(const model_job *job, const model_cluster *cl, solve_
     solve_result_free(res);
     d->found = 1;
     model_eval(job, cl, d->assign, d->plan);
+    return place_found(job, cl, placement, seed, d, err, errlen);
+}
+
+/* Places d->plan (found, scored by model_eval on cl) by `placement` into
+ * d's buffers (task_node grown to the plan's tasks): d->final becomes the
+ * placed plan, or d->why says why it could not be placed. Returns RJ_OK or
+ * RJ_NOMEM. */
+static int place_found(const model_job *job, const model_cluster *cl, int placement,
+                       uint64_t seed, decide_result *d, char *err, size_t errlen) {
     if (placement == PLACER_PLACE_NONE || d->plan->reason != MODEL_FEASIBLE) return 0;
     int tasks = place_task_count(d->plan);
     if (tasks > DECIDE_MAX_TASKS) {
@@ -246,6 +259,11 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
                const pslot_entry *pol, decide_result *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     int L = job->n_layers;
+    if (o->cluster_policy) {
+        snprintf(err, errlen, "options.plan_method: \"" CLP_METHOD "\" decides on the daemon's "
+                 "free units only: POST /v1/place with options.on \"free\"");
+        return RJ_BAD;
+    }
     /* The policy writes tasks while it decodes: its own bound sizes the
      * buffer. The solver path sizes it once the plan is known. */
     int cap = o->from_policy && pol ? agent_policy_max_tasks(job, cl) : 0;
@@ -375,4 +393,36 @@ cfg_run *decide_load_registered(const rj_limits *lim, const json_t *doc, const j
     rj_load_run(copy, json_object_get(doc, "job"), NULL, lim, &run, err, errlen);
     json_decref(copy);
     return run;
+}
+
+/* ---- the shared-cluster policy ---------------------------------------------- */
+
+int decide_cluster_policy(const model_job *job, const model_cluster *full,
+                          const model_cluster *freec, int n_running, const decide_opts *o,
+                          const spol_net *net, decide_result *d, char *err, size_t errlen) {
+    memset(d, 0, sizeof *d);
+    int L = job->n_layers > 0 ? job->n_layers : 1;
+    d->assign = malloc((size_t)L * sizeof *d->assign);
+    d->task_node = malloc(sizeof *d->task_node);
+    d->plan = model_plan_create(L);
+    d->placed = model_plan_create(L);
+    if (!d->assign || !d->task_node || !d->plan || !d->placed) {
+        snprintf(err, errlen, "out of memory");
+        return RJ_NOMEM;
+    }
+    d->final = d->plan;
+    snprintf(d->plan_from, sizeof d->plan_from, "%s", CLP_METHOD);
+    if (clp_decide(net, job, full, freec, n_running, d->assign, &d->clp, err, errlen))
+        return strstr(err, "out of memory") ? RJ_NOMEM : RJ_BAD;
+    if (d->clp.wait || d->clp.n_cands == 0) {
+        d->wait = d->clp.wait;
+        snprintf(d->why, sizeof d->why, "%s", d->clp.why);
+        return RJ_OK;
+    }
+    /* the plan as the policy provisioned it: for its target, on the free units */
+    model_job at = *job;
+    if (d->clp.target > at.min_throughput) at.min_throughput = d->clp.target;
+    d->found = 1;
+    model_eval(&at, freec, d->assign, d->plan);
+    return place_found(&at, freec, o->placement, o->seed, d, err, errlen);
 }

@@ -23,6 +23,7 @@
 #include "agent/policy.h"
 #include "env/config.h"
 #include "env/model.h"
+#include "service/clpolicy.h"
 #include "service/policy_slot.h"
 #include "service/runjson.h"
 #include "solvers/placers.h"
@@ -35,6 +36,8 @@
 /* The decision options of /v1/place (and of a registered job). */
 typedef struct {
     int from_policy;          /* 1: the loaded policy plans; 0: plan_method */
+    int cluster_policy;       /* 1: plan_method "cluster-policy", the shared-cluster
+                                 policy (decide_cluster_policy; from_policy 0) */
     solve_method plan_method; /* when !from_policy */
     int placement;            /* where the tasks go: a placer_placement (solvers/placers.h) */
     agent_decode_kind decode; /* greedy or sample */
@@ -79,6 +82,8 @@ typedef struct {
                              ("exact (greedy decode infeasible)") */
     char placement_by[24]; /* "policy", a placer name, or "" when not placed */
     char why[1024];       /* when !found or the placement failed: why */
+    int wait;             /* cluster-policy: 1 when the policy waits (found 0) */
+    clp_decision clp;     /* cluster-policy: what it decided */
 } decide_result;
 
 /* decide_run plans job on cl by o, with the policy pol when o->from_policy
@@ -99,6 +104,18 @@ typedef struct {
 int decide_run(const model_job *job, const model_cluster *cl, const decide_opts *o,
                const pslot_entry *pol, decide_result *d, char *err, size_t errlen);
 void decide_result_free(decide_result *d);
+
+/* decide_cluster_policy decides for job by the shared-cluster policy net
+ * (o->cluster_policy): full is the cluster as configured, freec its free
+ * units (the same types; its nodes are the ones tasks may go to) and
+ * n_running the jobs holding units (clpolicy.h). A chosen plan is scored
+ * on freec at the target it was provisioned for and placed by
+ * o->placement, as a solver's plan is; a wait gives d->found 0, d->wait 1
+ * and the reason in d->why. Returns RJ_OK, or RJ_BAD / RJ_NOMEM with err.
+ * Free d with decide_result_free. */
+int decide_cluster_policy(const model_job *job, const model_cluster *full,
+                          const model_cluster *freec, int n_running, const decide_opts *o,
+                          const spol_net *net, decide_result *d, char *err, size_t errlen);
 
 /* decide_load_registered builds the run of a registered job document with
  * the given nodes and zones in place of the document's cluster nodes and

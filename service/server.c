@@ -79,6 +79,7 @@ typedef struct conn_track {
 struct srv_server {
     srv_config cfg;
     char *policy_path; /* owned copy */
+    char *sim_policy_path; /* owned copy, or NULL */
     char *token;       /* owned copy, or NULL */
     size_t token_len;
     struct MHD_Daemon *mhd;
@@ -928,12 +929,14 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     if (s->cfg.idle_timeout_s < 1) s->cfg.idle_timeout_s = 1;
     s->work_ok = sem_init(&s->work, 0, (unsigned)s->cfg.threads) == 0;
     if (c->policy_path) s->policy_path = strdup(c->policy_path);
+    if (c->sim_policy_path) s->sim_policy_path = strdup(c->sim_policy_path);
     if (c->token) {
         s->token = strdup(c->token);
         s->token_len = s->token ? strlen(s->token) : 0;
     }
     s->m = metrics_create();
     s->env.policy = pslot_create();
+    s->env.sim_policy = clp_slot_create();
     s->env.jobs = jobs_create(c->max_jobs, c->jobs_max_bytes);
     s->env.cache = rc_create(c->cache_entries, c->cache_bytes);
     s->env.clusters = rc_create(SERVER_CLUSTERS_KEPT, c->cache_bytes);
@@ -993,9 +996,9 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         }
         s->k8s.catalogue = s->catalogue;
     }
-    if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
-        !s->env.clusters || !s->binds ||
-        (c->policy_path && !s->policy_path) || (c->token && !s->token)) {
+    if (!s->work_ok || !s->m || !s->env.policy || !s->env.sim_policy || !s->env.jobs ||
+        !s->env.cache || !s->env.clusters || !s->binds || (c->policy_path && !s->policy_path) ||
+        (c->sim_policy_path && !s->sim_policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");
         srv_free(s);
         return NULL;
@@ -1004,6 +1007,14 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         char msg[1024];
         if (pslot_load(s->env.policy, s->policy_path, msg, sizeof msg) < 0) {
             snprintf(err, errlen, "--policy: %s", msg);
+            srv_free(s);
+            return NULL;
+        }
+    }
+    if (s->sim_policy_path) {
+        char msg[1024];
+        if (clp_slot_load(s->env.sim_policy, s->sim_policy_path, msg, sizeof msg) < 0) {
+            snprintf(err, errlen, "--sim-policy: %s", msg);
             srv_free(s);
             return NULL;
         }
@@ -1031,11 +1042,22 @@ int srv_port(const srv_server *s) { return s->port; }
 int srv_extender_port(const srv_server *s) { return s->ext_mhd ? s->ext_port : 0; }
 
 int srv_reload(srv_server *s, char *err, size_t errlen) {
-    if (!s->policy_path) {
-        snprintf(err, errlen, "no --policy was given: nothing to reload");
+    if (!s->policy_path && !s->sim_policy_path) {
+        snprintf(err, errlen, "no --policy was given (nor --sim-policy): nothing to reload");
         return -1;
     }
-    return pslot_load(s->env.policy, s->policy_path, err, errlen);
+    int rc = 0;
+    err[0] = '\0';
+    if (s->policy_path) rc = pslot_load(s->env.policy, s->policy_path, err, errlen);
+    if (s->sim_policy_path) {
+        char msg[1024];
+        if (clp_slot_load(s->env.sim_policy, s->sim_policy_path, msg, sizeof msg) < 0) {
+            size_t used = strlen(err);
+            snprintf(err + used, errlen - used, "%s--sim-policy: %s", used ? "; " : "", msg);
+            rc = -1;
+        }
+    }
+    return rc;
 }
 
 int srv_drain(srv_server *s, int timeout_ms) {
@@ -1079,11 +1101,13 @@ void srv_free(srv_server *s) {
     jobs_free(s->env.jobs);
     store_close(s->env.state);
     pslot_free(s->env.policy);
+    clp_slot_free(s->env.sim_policy);
     metrics_free(s->m);
     imp_catalogue_free(s->catalogue);
     kapi_free(s->kube);
     k8s_bindmem_free(s->binds);
     free(s->policy_path);
+    free(s->sim_policy_path);
     free(s->token);
     free(s);
 }

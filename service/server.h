@@ -45,12 +45,13 @@
  * behind the token on the main listener. Bodies over max_body bytes
  * (max_k8s_body for the extender's verbs) get 413; unknown paths 404,
  * wrong methods 405 with Allow; requests can never name a file to read (the only
- * file the daemon reads after start is its own --policy, on reload). One
+ * files the daemon reads after start are its own --policy and --sim-policy,
+ * on reload). One
  * log line per request goes to the log callback:
  *
  *   2025-01-31T12:00:00.123Z 127.0.0.1 POST /v1/place 200 12006 2210 0.412ms [note]
  *
- * Lifecycle: srv_reload loads the policy file again (requests in flight
+ * Lifecycle: srv_reload loads the policy files again (requests in flight
  * finish on the old one; a bad file leaves the old one serving);
  * srv_drain stops accepting connections and waits for the requests in
  * flight; srv_free stops the threads. Signals are the caller's (cli/serve.c
@@ -84,6 +85,8 @@ typedef struct {
     int idle_timeout_s;      /* a connection silent this long is closed */
     size_t body_budget;      /* bytes of request bodies held at once, all connections */
     const char *policy_path; /* NULL: start without a policy */
+    const char *sim_policy_path; /* NULL, or the shared-cluster policy's checkpoint
+                                    (service/clpolicy.h; plan_method "cluster-policy") */
     const char *token;       /* NULL: no authentication */
     size_t max_body;         /* bytes; larger bodies get 413 */
     size_t max_k8s_body;     /* bytes; the same for /k8s/filter and /k8s/prioritize */
@@ -141,8 +144,9 @@ int srv_port(const srv_server *s);
  * is none. */
 int srv_extender_port(const srv_server *s);
 
-/* srv_reload loads the policy file again. Returns 0 (the new policy
- * serves), or -1 with why in err (the old one keeps serving). */
+/* srv_reload loads the policy file and the sim policy file (those given)
+ * again. Returns 0 (the new ones serve), or -1 with why in err (a file that
+ * fails keeps its old network serving; the other is still reloaded). */
 int srv_reload(srv_server *s, char *err, size_t errlen);
 
 /* srv_drain stops accepting connections, answers "Connection: close" from

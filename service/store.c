@@ -173,6 +173,21 @@ int store_end(store *s, int commit, char *err, size_t errlen) {
     return rc;
 }
 
+int store_n_holding(store *s, char *err, size_t errlen) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT COUNT(DISTINCT job) FROM placements WHERE units > 0 OR ps > 0",
+                           -1, &st, NULL) != SQLITE_OK) {
+        fail(s, err, errlen, "cannot read the placements");
+        return -1;
+    }
+    int n = -1;
+    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
+    else fail(s, err, errlen, "cannot read the placements");
+    sqlite3_finalize(st);
+    return n;
+}
+
 json_t *store_taken(store *s, const char *key, char *err, size_t errlen) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db,

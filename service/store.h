@@ -53,13 +53,19 @@ const char *store_path(const store *s);
  * (BEGIN IMMEDIATE, waiting up to 10 s for another writer) and the store's
  * mutex; store_end commits (commit 1) or rolls back and releases both.
  * Both return 0, or -1 with a message in err. Between them, only
- * store_taken and store_put_job may be called by the holder. */
+ * store_taken, store_n_holding and store_put_job may be called by the
+ * holder. */
 int store_begin(store *s, char *err, size_t errlen);
 int store_end(store *s, int commit, char *err, size_t errlen);
 
 /* store_taken returns {node: {"units": u, "ps": p}}: what the plans of the
  * jobs other than key take on each node (caller owns it), or NULL with err. */
 json_t *store_taken(store *s, const char *key, char *err, size_t errlen);
+
+/* store_n_holding returns how many jobs take units (the running jobs of
+ * the shared-cluster policy's view, service/clpolicy.h), or -1 with err.
+ * Called by the holder, like store_taken. */
+int store_n_holding(store *s, char *err, size_t errlen);
 
 /* store_put_job writes (replacing) the job key with its document and its
  * fixed plan (k8s.h's plan object: its "workers" and "ps" arrays become
