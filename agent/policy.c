@@ -19,9 +19,13 @@
 #include "agent/trainconf.h"
 #include "base/clock.h"
 #include "env/place.h"
+#include "solvers/solve.h"
 
 #define DECODE_CHUNK 64 /* samples per batched rollout while sampling */
 #define DECODE_RUNS 64  /* greedy decoding passes when backtracking out of dead ends */
+#define ANCHOR_BUDGET_MS 10000L /* the exact solver's budget for an anchor plan */
+#define ANCHOR_EVALS 20000L   /* the genetic search's, when exact gives none */
+#define ANCHOR_RUNS 8         /* backtracking passes per anchored prefix */
 
 struct agent_policy {
     char path[1024];
@@ -83,6 +87,42 @@ int agent_policy_max_tasks(const model_job *job, const model_cluster *cl) {
     double ps = job->n_layers + ceil(w / shard);
     double total = (double)units + ps;
     return total > 1e9 ? 1000000000 : (int)total;
+}
+
+/* anchored_decode is the policy's way out of a dead end: a feasible plan
+ * from the exact solver (budget_ms, or ANCHOR_BUDGET_MS when <= 0; when it
+ * is refused or stopped without a plan, the genetic search) anchors
+ * agent_decode_anchored. Returns
+ * its status, with *runs its passes, *k the layers taken from the anchor and
+ * *method the solver that gave it; 1 (no plan) when no solver found one --
+ * for exact's proof of infeasibility, rightly so. */
+static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                           int placement, long budget_ms, int *assign, int *runs, int *k, int *method, char *err,
+                           size_t errlen) {
+    *runs = 0;
+    solve_result *sr = solve_result_create(in->job->n_layers);
+    if (!sr) {
+        snprintf(err, errlen, "decode: out of memory");
+        return -1;
+    }
+    solve_opts so;
+    solve_opts_default(&so);
+    so.budget_ms = budget_ms > 0 ? budget_ms : ANCHOR_BUDGET_MS;
+    int st = solve_run(in->job, in->cl, &so, sr);
+    if (st != 0 && !sr->infeasible) {
+        so.method = SOLVE_GENETIC;
+        so.max_evals = ANCHOR_EVALS;
+        st = solve_run(in->job, in->cl, &so, sr);
+    }
+    if (st == 0) {
+        *method = (int)so.method;
+        st = agent_decode_anchored(ro, p, in, placement, 4.0, sr->assign, ANCHOR_RUNS, assign, runs,
+                                   k, err, errlen);
+    } else {
+        st = 1;
+    }
+    solve_result_free(sr);
+    return st;
 }
 
 int agent_policy_decode(const agent_policy *pol, const model_job *job, const model_cluster *cl,
@@ -194,15 +234,30 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         int st = scratch ? agent_decode_greedy(ro, pol->p, &in, placement, 4.0, budget, scratch, &runs, err,
                                                errlen)
                          : -1;
+        used += runs;
+        if (st == 1 && !found && scratch) {
+            /* a dead end the backtracking did not get out of: anchor the
+             * decode on a solver's feasible plan, if one exists */
+            int k = 0;
+            /* within what is left of the caller's budget, if it has one */
+            long left = 0;
+            if (opts->budget_ms > 0) {
+                left = opts->budget_ms - (long)((clock_now_s() - t0) * 1e3);
+                if (left < 1) left = 1;
+            }
+            st = anchored_decode(ro, pol->p, &in, placement, left, scratch, &runs, &k, &res->anchor_method,
+                                 err, errlen);
+            used += runs;
+            if (st == 0) res->anchored = k;
+        }
         if (!scratch) snprintf(err, errlen, "decode: out of memory");
-        free(scratch);
         if (st < 0)
             rc = -1;
         else if (st == 0)
             KEEP_EPISODE(0);
         else
             reason = MODEL_ERR_CAPACITY;
-        used += runs;
+        free(scratch);
     }
 #undef KEEP_EPISODE
     agent_rollout_free(ro);

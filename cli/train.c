@@ -301,7 +301,7 @@ static void compare(agent_trainer *t, const char *policy, double secs) {
                                .seed = 1,
                                .placement = PLACER_PLACE_NONE,
                                .budget_ms = 0};
-        agent_decode_result r = {as, NULL, plan, 0, 0, 0};
+        agent_decode_result r = {.assign = as, .task_node = NULL, .plan = plan};
         snprintf(label, sizeof label, "general policy, %s", k ? "best of 16" : "greedy");
         if (agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err) == 0)
             printf("  %-34s %14.6g %+11.2f%%\n", label, plan->cost, 100 * (plan->cost / exact - 1));
@@ -466,7 +466,7 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
                            .seed = seed,
                            .placement = PLACER_PLACE_NONE,
                            .budget_ms = budget_ms <= 0 ? 0 : budget_ms > INT_MAX ? INT_MAX : (int)budget_ms};
-    agent_decode_result res = {assign, NULL, plan, 0, 0, 0};
+    agent_decode_result res = {.assign = assign, .task_node = NULL, .plan = plan};
     double t0 = clock_now_s();
     int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
     double secs = clock_now_s() - t0;
@@ -496,6 +496,11 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
         json_object_set_new(o2, "evaluations", json_integer(res.samples_used));
         json_object_set_new(o2, "decoding", json_string(decoding));
         json_object_set_new(o2, "samples", json_integer(res.samples_used));
+        if (res.anchored) { /* only then: the answers of plans the policy decoded alone are unchanged */
+            json_object_set_new(o2, "anchored_layers", json_integer(res.anchored));
+            json_object_set_new(o2, "anchor_method",
+                                json_string(solve_method_name((solve_method)res.anchor_method)));
+        }
         json_t *po = json_object();
         json_object_set_new(po, "path", json_string(agent_policy_path(pol)));
         json_object_set_new(po, "step", json_integer(agent_policy_step(pol)));
@@ -507,6 +512,9 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
             report_plan_table(stdout, job, cl, plan);
         else
             printf("no feasible plan: %s\n", plan->why);
+        if (res.anchored)
+            printf("dead end: the first %d of %d layers are %s's plan, the rest decoded by the policy\n",
+                   res.anchored, job->n_layers, solve_method_name((solve_method)res.anchor_method));
         printf("method: policy (%s, %d decoded%s), not proven optimal\npolicy: %s, step %lld, weights %s\n"
                "wall time: %.3f s\n",
                decoding, res.samples_used, res.stopped ? ", stopped by the budget" : "",
