@@ -3,7 +3,7 @@
  *   strata train CONFIG [--resume CKPT | --overwrite] [--seconds N] [--steps N]
  *                [--stop-at N] [--out DIR] [--threads N] [--json] [--quiet]
  *   strata train --search FILE [--overwrite] [--seconds N] [--steps N]
- *                [--samples N] [--seed S] [--polish] [--out DIR] [--json]
+ *                [--samples N] [--seed S] [--no-polish] [--out DIR] [--json]
  *                [--quiet] [--compare [--policy CKPT]]
  *
  * CONFIG is a train config (agent/trainconf.h, docs/agent.md); --search
@@ -49,10 +49,12 @@ static void train_usage(FILE *f) {
             "usage: strata train CONFIG [--resume CKPT | --overwrite] [--seconds N] [--steps N] [--stop-at N] "
             "[--out DIR] [--threads N] [--json] [--quiet]\n"
             "       strata train --search FILE [--overwrite] [--seconds N] [--steps N] [--samples N] [--seed S] "
-            "[--polish] [--out DIR] [--json] [--quiet] [--compare [--policy CKPT]]\n"
+            "[--no-polish] [--out DIR] [--json] [--quiet] [--compare [--policy CKPT]]\n"
             "  --resume CKPT  continue the run saved in CKPT (its files in the folder are updated)\n"
             "  --overwrite    start afresh even if the folder holds metrics.csv, last.h5 or best.h5\n"
-            "                 of an earlier run (they are replaced); without it such a run is refused\n");
+            "                 of an earlier run (they are replaced); without it such a run is refused\n"
+            "  --no-polish    search: no segment-move polish of the best samples (on by default;\n"
+            "                 --polish, the former opt-in, is still accepted)\n");
 }
 
 /* earlier_run: 1 with a message in err when folder `out` holds a file of
@@ -211,7 +213,7 @@ static int report_search(agent_trainer *t, const agent_trainconf *tc, int as_jso
         if (found && isfinite(exact))
             printf("; exact optimum $%.6g, gap %.3f%%", exact, 100 * (plan->cost / exact - 1));
         printf("\nbest from: %s", from);
-        if (sampled && strcmp(from, "sampled") && isfinite(exact))
+        if (sampled && !strncmp(from, "reference:", 10) && isfinite(exact))
             printf(" (best sample $%.6g, gap %.3f%%)", sampled_cost, 100 * (sampled_cost / exact - 1));
         printf("\ncheckpoint: %s\n", agent_train_file(t, "best.h5"));
         print_times(stdout, agent_train_timing(t));
@@ -321,6 +323,7 @@ int cmd_train(int argc, char **argv) {
         {"threads", required_argument, 0, 't'}, {"search", required_argument, 0, 'S'},
         {"samples", required_argument, 0, 'k'}, {"seed", required_argument, 0, 'e'},
         {"polish", no_argument, 0, 'p'},       {"json", no_argument, 0, 'J'},
+        {"no-polish", no_argument, 0, 'N'},
         {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
         {"stop-at", required_argument, 0, 'x'},
         {"compare", no_argument, 0, 'c'},      {"policy", required_argument, 0, 'P'},
@@ -331,7 +334,7 @@ int cmd_train(int argc, char **argv) {
     double seconds = -1, steps = -1, threads = -1, samples = -1, seed = -1, stop_at = -1;
     int as_json = 0, quiet = 0, polish = 0, do_compare = 0, overwrite = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "r:s:n:o:t:S:k:e:x:cP:pwJqh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:s:n:o:t:S:k:e:x:cP:pNwJqh", opts, NULL)) != -1) {
         switch (c) {
         case 'r': resume = optarg; break;
         case 's': if (parse_num("--seconds", optarg, 0, &seconds)) return CLI_USAGE; break;
@@ -343,6 +346,7 @@ int cmd_train(int argc, char **argv) {
         case 'e': if (parse_num("--seed", optarg, 0, &seed)) return CLI_USAGE; break;
         case 'x': if (parse_num("--stop-at", optarg, 1, &stop_at)) return CLI_USAGE; break;
         case 'p': polish = 1; break;
+        case 'N': polish = -1; break;
         case 'w': overwrite = 1; break;
         case 'c': do_compare = 1; break;
         case 'P': policy = optarg; break;
@@ -378,7 +382,7 @@ int cmd_train(int argc, char **argv) {
     if (threads >= 0) tc->threads = (int)threads;
     if (samples > 0) tc->samples = (int)samples;
     if (seed >= 0) tc->seed = (int)fmin(seed, 2147483647.0);
-    if (polish) tc->polish = 1;
+    if (polish) tc->polish = polish > 0;
     if (out) snprintf(tc->out, sizeof tc->out, "%s", out);
     if (search && !out) snprintf(tc->out, sizeof tc->out, "runs/search");
     /* rank 0 looks (before it writes there) and tells the others, so that
