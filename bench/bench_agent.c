@@ -64,6 +64,7 @@ static int bench_search(const char *src) {
             return 1;
         }
         tc->threads = 2;
+        tc->polish = 0; /* the learning alone, as docs/agent.md's table was measured */
         snprintf(tc->out, sizeof tc->out, "bench-agent-search");
         agent_trainer *t = agent_train_create(tc, NULL, err, sizeof err);
         if (!t) {
