@@ -92,10 +92,10 @@ int agent_policy_max_tasks(const model_job *job, const model_cluster *cl) {
 /* anchored_decode is the policy's way out of a dead end: a feasible plan
  * from the exact solver (budget_ms, or ANCHOR_BUDGET_MS when <= 0; when it
  * is refused or stopped without a plan, the genetic search) anchors
- * agent_decode_anchored. Returns
- * its status, with *runs its passes, *k the layers taken from the anchor and
- * *method the solver that gave it; 1 (no plan) when no solver found one --
- * for exact's proof of infeasibility, rightly so. */
+ * agent_decode_anchored. Returns its status, with *runs its passes, *k the
+ * layers taken from the anchor and *method the solver that gave it; 1 (no
+ * plan) when no solver found one -- after exact's proof of infeasibility,
+ * rightly so. */
 static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_instance *in,
                            int placement, long budget_ms, int *assign, int *runs, int *k, int *method, char *err,
                            size_t errlen) {
@@ -174,6 +174,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     agent_instance in = {job, cl, 1.0};
     double t0 = clock_now_s(), best = INFINITY;
     res->stopped = res->cancelled = 0;
+    res->anchored = res->anchor_method = 0;
     int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0;
     /* KEEP_EPISODE(b) copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \

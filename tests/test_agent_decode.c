@@ -242,6 +242,7 @@ static void test_no_plan(void **state) {
     agent_decode_result res = {.assign = assign, .task_node = NULL, .plan = plan};
     agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = 1,
                            .placement = PLACER_PLACE_NONE};
+    res.anchored = 7; /* a result reused from an anchored decode is reset */
     int rc = agent_policy_decode(pol, &run->jobs[0], &run->cluster, &o, &res, err, sizeof err);
     assert_true(rc > 0);
     assert_int_equal(res.anchored, 0);
