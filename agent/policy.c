@@ -23,7 +23,9 @@
 
 #define DECODE_CHUNK 64 /* samples per batched rollout while sampling */
 #define DECODE_RUNS 64  /* greedy decoding passes when backtracking out of dead ends */
-#define ANCHOR_BUDGET_MS 10000L /* the exact solver's budget for an anchor plan */
+#define ANCHOR_BUDGET_MS 60000L /* the exact solver's budget for an anchor plan when the
+                                   caller has none (q8's exact budget: at 10 s a loaded
+                                   machine ran out on a 60-layer job) */
 #define ANCHOR_EVALS 20000L   /* the genetic search's, when exact gives none */
 #define ANCHOR_RUNS 8         /* backtracking passes per anchored prefix */
 
@@ -94,12 +96,13 @@ int agent_policy_max_tasks(const model_job *job, const model_cluster *cl) {
  * is refused or stopped without a plan, the genetic search) anchors
  * agent_decode_anchored. Returns its status, with *runs its passes, *k the
  * layers taken from the anchor and *method the solver that gave it; 1 (no
- * plan) when no solver found one -- after exact's proof of infeasibility,
- * rightly so. */
+ * plan) when no solver found one, with *no_anchor 2 after exact's proof
+ * that none exists, 1 when the budget ran out first (else 0). */
 static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_instance *in,
-                           int placement, long budget_ms, int *assign, int *runs, int *k, int *method, char *err,
-                           size_t errlen) {
+                           int placement, long budget_ms, int *assign, int *runs, int *k, int *method,
+                           int *no_anchor, char *err, size_t errlen) {
     *runs = 0;
+    *no_anchor = 0;
     solve_result *sr = solve_result_create(in->job->n_layers);
     if (!sr) {
         snprintf(err, errlen, "decode: out of memory");
@@ -120,6 +123,7 @@ static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_in
                                    k, err, errlen);
     } else {
         st = 1;
+        *no_anchor = sr->infeasible ? 2 : 1;
     }
     solve_result_free(sr);
     return st;
@@ -175,7 +179,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     double t0 = clock_now_s(), best = INFINITY;
     res->stopped = res->cancelled = 0;
     res->anchored = res->anchor_method = 0;
-    int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0;
+    int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0, no_anchor = 0;
     /* KEEP_EPISODE(b) copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \
     do {                                                                                         \
@@ -247,7 +251,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                 if (left < 1) left = 1;
             }
             st = anchored_decode(ro, pol->p, &in, placement, left, scratch, &runs, &k, &res->anchor_method,
-                                 err, errlen);
+                                 &no_anchor, err, errlen);
             used += runs;
             if (st == 0) res->anchored = k;
         }
@@ -272,8 +276,11 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         pl->bad_stage = pl->bad_type = -1;
         pl->throughput = pl->time = pl->cost = pl->unit_price = 0;
         pl->placed = 0;
-        snprintf(pl->why, sizeof pl->why, "the policy found no feasible %s in %d decoded plan%s",
-                 reason == MODEL_ERR_PLACEMENT ? "placement" : "plan", used, used == 1 ? "" : "s");
+        snprintf(pl->why, sizeof pl->why, "the policy found no feasible %s in %d decoded plan%s%s",
+                 reason == MODEL_ERR_PLACEMENT ? "placement" : "plan", used, used == 1 ? "" : "s",
+                 no_anchor == 2   ? ", and the exact solver proved that none exists"
+                 : no_anchor == 1 ? ", and no solver found a plan to anchor on within the budget"
+                                  : "");
         return reason;
     }
     int st = model_eval(job, cl, res->assign, res->plan);

@@ -247,6 +247,7 @@ static void test_no_plan(void **state) {
     assert_true(rc > 0);
     assert_int_equal(res.anchored, 0);
     assert_non_null(strstr(plan->why, "no feasible plan"));
+    assert_non_null(strstr(plan->why, "the exact solver proved that none exists"));
     model_plan_free(plan);
     agent_policy_free(pol);
     cfg_free(run);
