@@ -1,12 +1,13 @@
 /* bench_sim.c -- strata simulate at scale: a 1,000-job trace on a 500-node
  * cluster, every heuristic (docs/simulate.md copies its table).
  *
- *   bench_sim [SRC_DIR] [JOBS] [LOAD] [SEED]
+ *   bench_sim [SRC_DIR] [JOBS] [LOAD] [SEED] [PRESET]
  *
  * Writes a cluster of the five types of configs/clusters/aws-mixed.yaml
  * with 100 nodes each (4 units a GPU node, 2 a CPU node: 1,800 units) to a
- * temporary file, draws a trace from the Philly statistics on the shipped
- * models (defaults: 1,000 jobs, load 0.8, seed 1; sim/trace.h), and plays
+ * temporary file, draws a trace from the statistics of PRESET (philly,
+ * helios or pai; sim/trace.h) on the shipped models (defaults: 1,000 jobs,
+ * load 0.8, seed 1, philly), and plays
  * it with each method, printing a Markdown table: wall seconds (set-up,
  * plan cache and run), jobs done, mean and p95 completion time, cost. The
  * goal is under a minute per method. Exit status 1 when a method fails or
@@ -40,6 +41,15 @@ int main(int argc, char **argv) {
     int jobs = argc > 2 ? atoi(argv[2]) : 1000;
     double load = argc > 3 ? atof(argv[3]) : 0.8;
     unsigned long seed = argc > 4 ? strtoul(argv[4], NULL, 10) : 1;
+    const char *preset_name = argc > 5 ? argv[5] : "philly";
+    int preset = -1;
+    for (int i = 0; i < SIM_N_PRESETS; i++)
+        if (!strcmp(preset_name, sim_preset_get((sim_preset)i)->name)) preset = i;
+    if (preset < 0) {
+        fprintf(stderr, "bench_sim: PRESET: expected one of %s, got '%s'\n", SIM_PRESET_CHOICES,
+                preset_name);
+        return 1;
+    }
     char cluster[] = "/tmp/bench-sim-XXXXXX.yaml";
     int fd = mkstemps(cluster, 5);
     if (fd < 0) {
@@ -67,6 +77,7 @@ int main(int argc, char **argv) {
     g.load = load;
     g.seed = seed;
     g.arrivals = SIM_ARRIVE_POISSON;
+    g.preset = (sim_preset)preset;
     const char *models[] = {"resnet50", "vgg16", "bert-base", "gpt2-small", "ctr-dlrm"};
     g.n_models = 5;
     for (int i = 0; i < 5; i++)
@@ -82,9 +93,9 @@ int main(int argc, char **argv) {
     const model_cluster *cl = &t->models[0].run->cluster;
     long units = 0;
     for (int ty = 0; ty < cl->n_types; ty++) units += cl->types[ty].count;
-    printf("%d jobs (Philly statistics, load %.2f, seed %lu) on %d nodes, %ld units; trace drawn "
-           "and models loaded in %.2f s\n\n", t->n_jobs, load, seed, cl->n_nodes, units,
-           clock_now_s() - t0);
+    printf("%d jobs (%s statistics, load %.2f, seed %lu) on %d nodes, %ld units; trace drawn "
+           "and models loaded in %.2f s\n\n", t->n_jobs, preset_name, load, seed, cl->n_nodes,
+           units, clock_now_s() - t0);
     printf("| method | wall s | done | JCT mean | JCT p95 | queue mean | cost |\n"
            "|---|---:|---:|---:|---:|---:|---:|\n");
     int n, status = 0;

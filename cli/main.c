@@ -25,7 +25,7 @@ static const command commands[] = {
     {"manifest", cmd_manifest, "manifest FILE [--method M | --policy CKPT] [--placement P] [--kind jobset|volcano|tfjob|pytorchjob|auto] [--out F] [--command ...]   Kubernetes YAML that runs the plan"},
     {"serve", cmd_serve, "serve [--policy FILE.h5] [--listen HOST:PORT] [--threads N] [--token-file F]   run the placement daemon"},
     {"eval", cmd_eval, "eval CONFIG [--out DIR] [--jobs N] [--no-times] [--quiet]   evaluation runs: results.csv, summary.md, plots"},
-    {"simulate", cmd_simulate, "simulate CONFIG [--method M]... [--out DIR] [--json] [--generate N --load L --seed S] [--write-trace FILE]   a shared cluster over time"},
+    {"simulate", cmd_simulate, "simulate CONFIG [--method M]... [--out DIR] [--json] [--generate N --load L --seed S --preset P] [--write-trace FILE]   a shared cluster over time"},
     {"train", cmd_train, "train CONFIG [--resume CKPT | --overwrite] [--seconds N] [--json] | train --search FILE [--seconds N] [--json]   train the placement policy"},
 };
 

@@ -3,6 +3,7 @@
  *   strata place FILE --method spread|pack|aggregate|zone|best|all
  *                [--assign T1,T2,...|T | --plan-method M2] [--job NAME]
  *                [--seed N] [--json]
+ *   strata place FILE --method policy --policy CKPT [--job NAME] [--seed N] [--json]
  *
  * The plan is the one given by --assign, or the one the plan solver
  * --plan-method finds (default exact). Every task of it is placed by the
@@ -12,7 +13,10 @@
  * with its node. A placement that cannot keep throughput' >= R is shown
  * with the stage that falls short, and the exit status is 1. `--method all`
  * prints one row per method instead. A job carrying measurements is first
- * fitted (solvers/fit.h) and its reports say so.
+ * fitted (solvers/fit.h) and its reports say so. `--method policy` decodes
+ * the plan and its placement with a trained policy (greedy: its layer head,
+ * then its node head), as the daemon does for a job registered with the
+ * policy loaded; the same report follows.
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -22,6 +26,7 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "agent/policy.h"
 #include "cli/report.h"
 #include "env/config.h"
 #include "env/place.h"
@@ -32,7 +37,8 @@
 
 #define PLACE_USAGE                                                                    \
     "usage: strata place FILE --method spread|pack|aggregate|zone|best|all\n"          \
-    "                    [--assign T1,T2,...|T | --plan-method M] [--job NAME] [--seed N] [--json]\n"
+    "                    [--assign T1,T2,...|T | --plan-method M] [--job NAME] [--seed N] [--json]\n" \
+    "       strata place FILE --method policy --policy CKPT [--job NAME] [--seed N] [--json]\n"
 
 static const char *status_word(int rc) {
     switch (rc) {
@@ -114,6 +120,63 @@ static int compare_all(const model_job *job, const model_cluster *cl, const mode
     return any_ok ? CLI_OK : CLI_FAIL;
 }
 
+/* `--method policy`: the policy's greedy decode with its node head places
+ * the plan it decodes. Prints the report; returns the exit status (0, 1
+ * when the decode finds no feasible placement, 2 on a checkpoint that
+ * does not load). */
+static int place_with_policy(const model_job *job, const model_cluster *cl, const char *ckpt,
+                             uint64_t seed, int as_json) {
+    char err[2048];
+    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
+    if (!pol) {
+        fprintf(stderr, "strata: --policy: %s\n", err);
+        return CLI_USAGE;
+    }
+    int status = CLI_FAIL;
+    int cap = agent_policy_max_tasks(job, cl);
+    int *assign = malloc((size_t)job->n_layers * sizeof *assign);
+    int *task_node = cap >= 0 ? malloc((size_t)(cap + 1) * sizeof *task_node) : NULL;
+    model_plan *plan = model_plan_create(job->n_layers);
+    if (!assign || !task_node || !plan) {
+        fprintf(stderr, "strata: out of memory\n");
+        goto done;
+    }
+    agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = seed,
+                           .placement = PLACER_PLACE_POLICY};
+    agent_decode_result res = {.assign = assign, .task_node = task_node, .plan = plan};
+    int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "strata: %s\n", err);
+        status = CLI_USAGE;
+        goto done;
+    }
+    if (rc != 0 || !plan->placed) {
+        fprintf(stderr, "strata: the policy's decode found no feasible placement: %s\n",
+                plan->why);
+        goto done;
+    }
+    if (as_json) {
+        json_t *j = render_plan_json(job, cl, plan);
+        json_object_set_new(j, "plan_from", json_string("policy"));
+        json_object_set_new(j, "method", json_string("policy"));
+        json_object_set_new(j, "meets_target", json_true());
+        json_object_set_new(j, "tasks", tasks_json(cl, plan, task_node));
+        report_json_print(stdout, j);
+    } else {
+        printf("plan from policy, placement by policy (its node head; %s, step %lld)\n",
+               agent_policy_path(pol), (long long)agent_policy_step(pol));
+        report_plan_table(stdout, job, cl, plan);
+        print_tasks(job, cl, plan, task_node);
+    }
+    status = CLI_OK;
+done:
+    free(assign);
+    free(task_node);
+    model_plan_free(plan);
+    agent_policy_free(pol);
+    return status;
+}
+
 int cmd_place(int argc, char **argv) {
     static const struct option opts[] = {
         {"method", required_argument, 0, 'm'},
@@ -122,14 +185,16 @@ int cmd_place(int argc, char **argv) {
         {"job", required_argument, 0, 'j'},
         {"seed", required_argument, 0, 's'},
         {"json", no_argument, 0, 'J'},
+        {"policy", required_argument, 0, 'p'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *method_text = NULL, *assign_text = NULL, *plan_text = NULL, *job_name = NULL;
+    const char *policy = NULL;
     unsigned long long seed = 1;
     int as_json = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:a:P:j:s:Jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:a:P:j:s:Jp:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': method_text = optarg; break;
         case 'a': assign_text = optarg; break;
@@ -142,6 +207,7 @@ int cmd_place(int argc, char **argv) {
             break;
         }
         case 'J': as_json = 1; break;
+        case 'p': policy = optarg; break;
         case 'h': printf(PLACE_USAGE); return CLI_OK;
         default: fprintf(stderr, PLACE_USAGE); return CLI_USAGE;
         }
@@ -150,11 +216,16 @@ int cmd_place(int argc, char **argv) {
         fprintf(stderr, PLACE_USAGE);
         return CLI_USAGE;
     }
-    int all = !strcmp(method_text, "all");
-    int method = all ? 0 : placer_method_parse(method_text);
+    int all = !strcmp(method_text, "all"), by_policy = !strcmp(method_text, "policy");
+    if (by_policy != (policy != NULL) || (by_policy && (assign_text || plan_text))) {
+        fprintf(stderr, "strata place: --method policy needs --policy CKPT (and --policy needs "
+                "--method policy; the policy plans, so no --assign or --plan-method)\n");
+        return CLI_USAGE;
+    }
+    int method = all || by_policy ? 0 : placer_method_parse(method_text);
     if (method < 0) {
         fprintf(stderr, "strata: --method: unknown placement method '%s' (spread, pack, "
-                        "aggregate, zone, best, all)\n", method_text);
+                        "aggregate, zone, best, all, policy)\n", method_text);
         return CLI_USAGE;
     }
     int plan_method = solve_method_parse(plan_text ? plan_text : "exact");
@@ -176,6 +247,10 @@ int cmd_place(int argc, char **argv) {
     if (cl->n_nodes == 0) {
         fprintf(stderr, "strata: %s: the cluster lists no nodes to place tasks on\n",
                 run->path);
+        goto done;
+    }
+    if (by_policy) {
+        status = place_with_policy(job, cl, policy, seed, as_json);
         goto done;
     }
     assign = malloc((size_t)job->n_layers * sizeof *assign);

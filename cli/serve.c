@@ -7,12 +7,15 @@
  *                [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]
  *                [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]
  *                [--max-k8s-body-mb N] [--catalogue FILE]
- *                [--state FILE]
+ *                [--state FILE] [--cluster FILE] [--extender-listen HOST:PORT]
+ *                [--kube-api URL [--kube-token-file F] [--kube-ca F]]
  *
  * Starts service/server on HOST:PORT (default 127.0.0.1:7878; port 0 picks
  * a free one), prints "strata serve: listening on HOST:PORT" on stdout once
  * it accepts connections, and logs one line per request on stderr (not
- * with --quiet). Signals are handled here, in the main thread: the signal
+ * with --quiet). With --extender-listen it also prints "strata serve:
+ * extender on HOST:PORT" (the same write), the listener kube-scheduler
+ * calls without a token (service/server.h). Signals are handled here, in the main thread: the signal
  * handler only writes the signal's number into a pipe (the one thing it
  * may safely do, whichever thread the kernel picks: libraries such as
  * OpenBLAS start threads of their own), and the main thread reads the pipe
@@ -52,6 +55,7 @@
 #include "base/file.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "service/kubeapi.h"
 #include "service/server.h"
 
 #define SERVE_USAGE                                                                          \
@@ -62,14 +66,27 @@
     "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
     "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
     "                    [--max-k8s-body-mb N] [--catalogue FILE]\n"                      \
-    "                    [--state FILE] [--max-cluster-nodes N]\n"                          \
+    "                    [--state FILE] [--max-cluster-nodes N] [--cluster FILE]\n"         \
+    "                    [--extender-listen HOST:PORT]\n"                                  \
+    "                    [--kube-api URL [--kube-token-file F] [--kube-ca F]]\n"          \
     "\n"                                                                                    \
+    "  --extender-listen HOST:PORT  a second listener for kube-scheduler: /k8s/filter,\n"  \
+    "                            /k8s/prioritize, /k8s/bind and the probes, no token;\n"   \
+    "                            every other path gets 403 there (keep it on loopback)\n" \
+    "  --kube-api URL            the API server POST /k8s/bind (the extender's bindVerb)\n" \
+    "                            creates Bindings through; in a pod:\n"                   \
+    "                            https://kubernetes.default.svc\n"                        \
+    "  --kube-token-file F, --kube-ca F  its bearer token and CA bundle (defaults with\n"  \
+    "                            --kube-api: the service account's, when present)\n"     \
     "  --catalogue FILE          instance types and GPU products the extender types\n"    \
     "                            nodes by (configs/catalogue/instances.yaml)\n"            \
     "  --state FILE              SQLite file keeping the registered jobs, their fixed\n"   \
     "                            plans and the units they take, across restarts and\n"   \
     "                            replicas (docs/serve.md); default: in memory only\n"     \
     "  --max-cluster-nodes N     nodes PUT /v1/cluster accepts (default 4096)\n"          \
+    "  --cluster FILE            put the cluster of FILE (a run config or a cluster file)\n" \
+    "                            as PUT /v1/cluster would, at start; it replaces a\n"     \
+    "                            different cluster of --state (occupancy kept)\n"         \
     "\n"                                                                                    \
     "limits (docs/reliability.md):\n"                                                       \
     "  --threads N               requests computing at once (default: the CPUs)\n"         \
@@ -200,6 +217,11 @@ int cmd_serve(int argc, char **argv) {
         {"catalogue", required_argument, 0, 'c'},
         {"state", required_argument, 0, 'F'},
         {"max-cluster-nodes", required_argument, 0, 'O'},
+        {"extender-listen", required_argument, 0, 'E'},
+        {"cluster", required_argument, 0, 'G'},
+        {"kube-api", required_argument, 0, 'A'},
+        {"kube-token-file", required_argument, 0, 'X'},
+        {"kube-ca", required_argument, 0, 'Y'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -215,7 +237,7 @@ int cmd_serve(int argc, char **argv) {
     int k8s_body_set = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:qh", opts,
+    while ((c = getopt_long(argc, argv, "p:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:E:G:A:X:Y:qh", opts,
                             NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
@@ -286,6 +308,11 @@ int cmd_serve(int argc, char **argv) {
                 return CLI_USAGE;
             cfg.max_cluster_nodes = (int)n;
             break;
+        case 'E': cfg.extender_listen = optarg; break;
+        case 'G': cfg.cluster_path = optarg; break;
+        case 'A': cfg.kube_api = optarg; break;
+        case 'X': cfg.kube_token_file = optarg; break;
+        case 'Y': cfg.kube_ca = optarg; break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;
         default: fprintf(stderr, SERVE_USAGE); return CLI_USAGE;
@@ -294,6 +321,15 @@ int cmd_serve(int argc, char **argv) {
     if (optind != argc) {
         fprintf(stderr, SERVE_USAGE);
         return CLI_USAGE;
+    }
+    if ((cfg.kube_token_file || cfg.kube_ca) && !cfg.kube_api) {
+        fprintf(stderr, "strata serve: --kube-token-file and --kube-ca go with --kube-api\n");
+        return CLI_USAGE;
+    }
+    if (cfg.kube_api) { /* in a pod, the service account's files */
+        if (!cfg.kube_token_file && access(KAPI_SA_TOKEN, R_OK) == 0)
+            cfg.kube_token_file = KAPI_SA_TOKEN;
+        if (!cfg.kube_ca && access(KAPI_SA_CA, R_OK) == 0) cfg.kube_ca = KAPI_SA_CA;
     }
     /* A smaller body budget lowers the default Nodes-form limit with it; an
      * explicit --max-k8s-body-mb over the budget could never be held. */
@@ -354,7 +390,17 @@ int cmd_serve(int argc, char **argv) {
     srv_log(s, "strata serve: listening on %s, %d threads, %s%s", where, cfg.threads,
             cfg.policy_path ? "policy " : "no policy (readyz 503; /v1/place needs plan_method)",
             cfg.policy_path ? cfg.policy_path : "");
-    printf("strata serve: listening on %s\n", where);
+    if (cfg.extender_listen) {
+        char ext[160];
+        const char *ec = strrchr(cfg.extender_listen, ':');
+        snprintf(ext, sizeof ext, "%.*s:%d", (int)(ec ? ec - cfg.extender_listen : 0),
+                 cfg.extender_listen, srv_extender_port(s));
+        srv_log(s, "strata serve: extender verbs on %s, without the token", ext);
+        /* one write: a reader of the first line finds the second with it */
+        printf("strata serve: listening on %s\nstrata serve: extender on %s\n", where, ext);
+    } else {
+        printf("strata serve: listening on %s\n", where);
+    }
     fflush(stdout);
 
     int status = CLI_OK;

@@ -2,11 +2,11 @@
  *
  *   strata simulate CONFIG [--method M]... [--out DIR] [--json] [--quiet]
  *                   [--generate N] [--load L] [--seed S] [--arrivals poisson|bursty]
- *                   [--write-trace FILE]
+ *                   [--preset philly|helios|pai] [--write-trace FILE]
  *
  * Loads the simulate config (sim/trace.h), takes its trace file or draws a
  * trace with its generator (--generate N, or a config without trace:;
- * --load, --seed and --arrivals override the generate: section), plays it
+ * --load, --seed, --arrivals and --preset override the generate: section), plays it
  * with every method asked for (--method, repeatable; default the config's
  * methods:, else all) and prints a summary per method, or with --json one
  * object with each method's summary, occupancy curve and every job's
@@ -39,7 +39,7 @@
 #define SIM_USAGE                                                                             \
     "usage: strata simulate CONFIG [--method M]... [--out DIR] [--json] [--quiet]\n"          \
     "                       [--generate N] [--load L] [--seed S] [--arrivals poisson|bursty]\n" \
-    "                       [--write-trace FILE]\n"
+    "                       [--preset philly|helios|pai] [--write-trace FILE]\n"
 #define ERRLEN 4096
 
 static const char *STATE_NAMES[] = {"pending", "waiting", "running", "done", "rejected", "starved"};
@@ -376,7 +376,8 @@ int cmd_simulate(int argc, char **argv) {
         {"json", no_argument, 0, 'J'},           {"quiet", no_argument, 0, 'q'},
         {"generate", required_argument, 0, 'g'}, {"load", required_argument, 0, 'l'},
         {"seed", required_argument, 0, 's'},     {"arrivals", required_argument, 0, 'a'},
-        {"write-trace", required_argument, 0, 'w'}, {"help", no_argument, 0, 'h'},
+        {"write-trace", required_argument, 0, 'w'}, {"preset", required_argument, 0, 'p'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *out_dir = NULL, *write_trace = NULL;
@@ -384,9 +385,9 @@ int cmd_simulate(int argc, char **argv) {
     int n_names = 0, as_json = 0, quiet = 0, c;
     long long gen_jobs = 0, seed = -1;
     double load = 0;
-    int arrivals = -1;
+    int arrivals = -1, preset = -1;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:o:Jqg:l:s:a:w:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:o:Jqg:l:s:a:w:p:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm':
             if (!sim_method_find(optarg)) {
@@ -425,6 +426,15 @@ int cmd_simulate(int argc, char **argv) {
             }
             break;
         case 'w': write_trace = optarg; break;
+        case 'p':
+            for (int i = 0; i < SIM_N_PRESETS; i++)
+                if (!strcmp(optarg, sim_preset_get((sim_preset)i)->name)) preset = i;
+            if (preset < 0) {
+                fprintf(stderr, "strata: --preset: expected one of %s, got '%s'\n",
+                        SIM_PRESET_CHOICES, optarg);
+                return CLI_USAGE;
+            }
+            break;
         case 'h': fputs(SIM_USAGE, stdout); return CLI_OK;
         default: fputs(SIM_USAGE, stderr); return CLI_USAGE;
         }
@@ -439,7 +449,8 @@ int cmd_simulate(int argc, char **argv) {
         fprintf(stderr, "strata: %s\n", err);
         return CLI_USAGE;
     }
-    int generate = gen_jobs > 0 || !sp.trace[0] || load > 0 || seed >= 0 || arrivals >= 0;
+    int generate =
+        gen_jobs > 0 || !sp.trace[0] || load > 0 || seed >= 0 || arrivals >= 0 || preset >= 0;
     sim_trace *t = NULL;
     if (generate) {
         if (!sp.has_gen) {
@@ -452,6 +463,7 @@ int cmd_simulate(int argc, char **argv) {
         if (load > 0) g.load = load;
         if (seed >= 0) g.seed = (uint64_t)seed;
         if (arrivals >= 0) g.arrivals = (sim_arrivals)arrivals;
+        if (preset >= 0) g.preset = (sim_preset)preset;
         t = sim_trace_generate(&g, sp.cluster, ".", err, sizeof err);
     } else {
         t = sim_trace_load(sp.trace, sp.cluster, err, sizeof err);

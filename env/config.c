@@ -42,6 +42,7 @@ typedef struct {
 typedef struct {
     cfg_ctx c;
     int no_include;        /* refuse include: (buffers) */
+    int cluster_only;      /* job: and jobs: may be absent (cfg_load_cluster) */
     cfg_origin top[N_TOP]; /* objective, cluster, job, jobs across files */
     int objective;         /* value of the objective key, when seen */
 } run_ctx;
@@ -655,7 +656,8 @@ static cfg_run *build_run(run_ctx *r, const char *path)
                  "missing required key (neither this file nor its includes give it)");
         return NULL;
     }
-    if (r->top[TOP_JOB].file < 0 && r->top[TOP_JOBS].file < 0) {
+    int no_jobs = r->top[TOP_JOB].file < 0 && r->top[TOP_JOBS].file < 0;
+    if (no_jobs && !r->cluster_only) {
         cfg_fail(c, root, "job",
                  "missing required key: give job: (one job) or jobs: (a list), here or in an "
                  "included file");
@@ -670,17 +672,20 @@ static cfg_run *build_run(run_ctx *r, const char *path)
     run->objective = r->top[TOP_OBJECTIVE].file >= 0 ? (cfg_objective)r->objective
                                                      : CFG_OBJECTIVE_COST;
     c->cur = r->top[TOP_CLUSTER].file;
-    if (build_cluster(c, r->top[TOP_CLUSTER].val, &run->cluster) || build_jobs(r, run)) {
+    if (build_cluster(c, r->top[TOP_CLUSTER].val, &run->cluster) ||
+        (!no_jobs && build_jobs(r, run))) {
         cfg_free(run);
         return NULL;
     }
     return run;
 }
 
-cfg_run *cfg_load(const char *path, char *err, size_t errlen)
+/* load_file is cfg_load, or cfg_load_cluster with cluster_only. */
+static cfg_run *load_file(const char *path, int cluster_only, char *err, size_t errlen)
 {
     run_ctx r;
     run_ctx_init(&r, err, errlen);
+    r.cluster_only = cluster_only;
     cfg_run *run = NULL;
     if (!path) {
         cfg_say(&r.c, "(null): cannot open: no file name");
@@ -691,6 +696,16 @@ cfg_run *cfg_load(const char *path, char *err, size_t errlen)
         run = build_run(&r, path);
     cfg_ctx_free(&r.c);
     return run;
+}
+
+cfg_run *cfg_load(const char *path, char *err, size_t errlen)
+{
+    return load_file(path, 0, err, errlen);
+}
+
+cfg_run *cfg_load_cluster(const char *path, char *err, size_t errlen)
+{
+    return load_file(path, 1, err, errlen);
 }
 
 /* load_in_memory loads a run that has no file behind it, from text[len]

@@ -41,6 +41,12 @@ typedef struct {
  * "file:line:col: key.path: message" in err[errlen]. */
 cfg_run *cfg_load(const char *path, char *err, size_t errlen);
 
+/* cfg_load_cluster is cfg_load for a file whose cluster is what is wanted:
+ * `job:` and `jobs:` may be absent (a cluster file of configs/clusters/,
+ * or what `strata import-nodes` writes); the run then has n_jobs 0 and
+ * jobs NULL. Jobs that are there are loaded and checked as cfg_load does. */
+cfg_run *cfg_load_cluster(const char *path, char *err, size_t errlen);
+
 /* cfg_load_buffer is cfg_load on text held in memory (YAML or JSON); name is
  * used in messages in place of a file name. `include:` is refused here so
  * that a request can never name a file to read. */

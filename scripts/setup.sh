@@ -18,6 +18,7 @@ PACKAGES=(
   libmicrohttpd-dev          # the placement daemon
   libjansson-dev             # JSON in the daemon and --json output
   libsqlite3-dev             # the daemon's state file (serve --state): jobs, fixed plans, placements
+  libcurl4-openssl-dev       # the extender's bindVerb: the pod's Binding through the API server (HTTPS)
   libcmocka-dev              # unit tests
   libglpk-dev                # ILP for the exact solver
   libopenmpi-dev openmpi-bin # training across machines

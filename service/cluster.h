@@ -31,4 +31,13 @@ json_t *cluster_free_nodes(const json_t *nodes, const json_t *taken);
  * load, 413 past env->max_cluster_nodes nodes). */
 void cluster_handle(const api_env *env, const web_request *req, web_reply *rep);
 
+/* cluster_load_file puts the cluster of the config file at path (a run
+ * config or a cluster file: cfg_load_cluster) into env's state, as PUT
+ * /v1/cluster would, checked the same way (strata serve --cluster). A
+ * state file that already holds that very cluster is left untouched; one
+ * that holds another has it replaced (the file named at start wins, as a
+ * PUT would; occupancy is kept). Returns 0 with what happened in msg (for
+ * the log), or -1 with the reason, naming the file, in msg. */
+int cluster_load_file(const api_env *env, const char *path, char *msg, size_t msglen);
+
 #endif

@@ -23,6 +23,56 @@
 #include "service/cluster.h"
 #include "solvers/placers.h"
 
+/* ---- the pods placed, for the bind verb ---------------------------------------------- */
+
+struct k8s_bindmem {
+    pthread_mutex_t mu;
+    json_t *pods; /* uid -> {key, role, index} */
+};
+
+k8s_bindmem *k8s_bindmem_create(void) {
+    k8s_bindmem *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->pods = json_object();
+    if (!m->pods) {
+        free(m);
+        return NULL;
+    }
+    pthread_mutex_init(&m->mu, NULL);
+    return m;
+}
+
+void k8s_bindmem_free(k8s_bindmem *m) {
+    if (!m) return;
+    json_decref(m->pods);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+/* Remembers that pod uid is task (role, index) of job key. */
+static void bindmem_put(k8s_bindmem *m, const char *uid, const char *key, const char *role,
+                        long index) {
+    if (!m || !uid || !*uid) return;
+    json_t *v = json_pack("{s:s, s:s, s:I}", "key", key, "role", role, "index",
+                          (json_int_t)index);
+    if (!v) return;
+    pthread_mutex_lock(&m->mu);
+    if (json_object_size(m->pods) >= K8S_BIND_MEMORY && !json_object_get(m->pods, uid))
+        json_object_clear(m->pods); /* bounded: a pod filtered long ago is bound by now */
+    json_object_set_new(m->pods, uid, v);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* The task pod uid was placed as (a new reference), or NULL. Forgets it. */
+static json_t *bindmem_take(k8s_bindmem *m, const char *uid) {
+    if (!m || !uid || !*uid) return NULL;
+    pthread_mutex_lock(&m->mu);
+    json_t *v = json_incref(json_object_get(m->pods, uid));
+    json_object_del(m->pods, uid);
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
 /* ---- per-job state ------------------------------------------------------------------ */
 
 /* One task's spot in a fixed plan. */
@@ -111,6 +161,7 @@ typedef struct {
     char key[JOBS_KEY_MAX]; /* "namespace/job" */
     char job[JOBS_NAME_MAX];
     int is_ps;
+    int is_chief;     /* a Kubeflow Chief or Master replica (worker 0 of the plan) */
     long index;
     /* a pod of `strata manifest` carries its plan (manifest 1): */
     int manifest;
@@ -222,12 +273,18 @@ static void identify(const json_t *pod, pod_role *r) {
         return;
     }
     snprintf(r->job, sizeof r->job, "%s", job);
-    if (!role || (strcasecmp(role, "ps") && strcasecmp(role, "worker"))) {
-        snprintf(r->why, sizeof r->why, "%s role \"%.40s\" of job %s is not ps or worker", source,
-                 role ? role : "(none)", r->key);
+    /* the training operator writes the replica type in lower case: chief
+     * (TFJob Chief), master (TFJob Master, PyTorchJob Master) */
+    int chief = !strcmp(source, "kubeflow") && role &&
+                (!strcasecmp(role, "chief") || !strcasecmp(role, "master"));
+    if (!role || (strcasecmp(role, "ps") && strcasecmp(role, "worker") && !chief)) {
+        snprintf(r->why, sizeof r->why, "%s role \"%.40s\" of job %s is not ps, worker%s",
+                 source, role ? role : "(none)", r->key,
+                 !strcmp(source, "kubeflow") ? ", chief or master" : "");
         return;
     }
     r->is_ps = !strcasecmp(role, "ps");
+    r->is_chief = chief;
     if (parse_index(index, &r->index)) {
         snprintf(r->why, sizeof r->why, "%s %s of job %s has no usable index (\"%.20s\")",
                  source, role, r->key, index ? index : "");
@@ -552,12 +609,17 @@ static json_t *inventory_zones(const json_t *doc, json_t *nodes) {
 /* ---- the plan, fixed at registration ----------------------------------------------------- */
 
 /* Reads the registered replica counts: doc.replicas {worker|Worker: W,
- * ps|PS: P}, each a count or a Kubeflow ReplicaSpec {"replicas": n} (so
- * that a TFJob's tfReplicaSpecs can be sent as they are). Returns 0 when
- * there are none, 1 with *w and *p (-1: that role not given), -1 with err. */
-static int parse_replicas(const json_t *doc, int *w, int *p, char *err, size_t errlen) {
+ * ps|PS: P, Chief|Master: 1}, each a count or a Kubeflow ReplicaSpec
+ * {"replicas": n} (so that a TFJob's tfReplicaSpecs or a PyTorchJob's
+ * pytorchReplicaSpecs can be sent as they are). A chief is one more
+ * worker: worker 0 of the plan, the Kubeflow workers then being workers 1
+ * to W. Returns 0 when there are none, 1 with *w (chief included) and *p
+ * (-1: that role not given) and *chief (0 or 1), -1 with err. */
+static int parse_replicas(const json_t *doc, int *w, int *p, int *chief, char *err,
+                          size_t errlen) {
     const json_t *reps = json_object_get(doc, "replicas");
     *w = *p = -1;
+    *chief = 0;
     if (!reps || json_is_null(reps)) return 0;
     if (!json_is_object(reps)) {
         snprintf(err, errlen, "replicas: expected an object {\"worker\": W, \"ps\": P}");
@@ -565,10 +627,14 @@ static int parse_replicas(const json_t *doc, int *w, int *p, char *err, size_t e
     }
     const char *k;
     json_t *v;
+    int workers = -1;
     json_object_foreach((json_t *)reps, k, v) {
-        int *at = !strcasecmp(k, "worker") ? w : !strcasecmp(k, "ps") ? p : NULL;
+        int is_chief = !strcasecmp(k, "chief") || !strcasecmp(k, "master");
+        int *at = !strcasecmp(k, "worker") ? &workers : !strcasecmp(k, "ps") ? p
+                  : is_chief ? chief : NULL;
         if (!at) {
-            snprintf(err, errlen, "replicas.%.40s: strata plans ps and worker tasks only", k);
+            snprintf(err, errlen, "replicas.%.40s: strata plans ps, worker and chief (Chief or "
+                     "Master) tasks only", k);
             return -1;
         }
         const json_t *n = json_is_object(v) ? json_object_get(v, "replicas") : v;
@@ -577,9 +643,24 @@ static int parse_replicas(const json_t *doc, int *w, int *p, char *err, size_t e
                      json_is_object(v) ? " in its \"replicas\"" : "");
             return -1;
         }
+        if (is_chief && (json_integer_value(n) != 1 || *chief)) {
+            snprintf(err, errlen, "replicas.%.40s: a job has one chief (Chief or Master), "
+                     "with replicas 1", k);
+            return -1;
+        }
         *at = (int)json_integer_value(n);
     }
+    if (workers >= 0 || *chief) *w = (workers >= 0 ? workers : 0) + *chief;
     return 1;
+}
+
+/* The worker and ps tasks of a plan. */
+static void plan_counts(const model_plan *pl, int *w, int *p) {
+    *w = *p = 0;
+    for (int s = 0; s < pl->n_stages; s++) {
+        *w += pl->stages[s].units;
+        *p += pl->stages[s].n_ps;
+    }
 }
 
 /* Gives the plan exactly w workers and p ps tasks (-1: keep the plan's):
@@ -647,8 +728,8 @@ static json_t *plan_json(const model_cluster *cl, const model_plan *p, const int
 int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, json_t **plan,
                  char *err, size_t errlen) {
     *plan = NULL;
-    int w, p;
-    if (parse_replicas(doc, &w, &p, err, errlen) < 0) return -1;
+    int w, p, chief;
+    if (parse_replicas(doc, &w, &p, &chief, err, errlen) < 0) return -1;
     const json_t *reg = json_object_get(json_object_get(doc, "cluster"), "nodes");
     if (json_array_size(reg) == 0) {
         if (w >= 0 || p >= 0) {
@@ -685,17 +766,44 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
     }
     if (o.placement == PLACER_PLACE_NONE) o.placement = o.from_policy ? PLACER_PLACE_POLICY : PLACER_ZONE;
     int fixed = w >= 0 || p >= 0;
-    /* With fixed counts, the plan's stages come first, then a placer places
-     * exactly those tasks (the policy's own node head places its own counts). */
-    int placer = o.placement >= 0 ? o.placement : PLACER_ZONE;
-    if (fixed) o.placement = PLACER_PLACE_NONE;
     const model_job *job = &run->jobs[0];
     const model_cluster *cl = &run->cluster;
     o.cpu_ms = env->request_cpu_ms;
     o.mem_bytes = env->request_mem_bytes;
     decide_result d;
-    int rc = decide_run(job, cl, &o, o.from_policy ? pol : NULL, &d, err, errlen);
-    int out = -1;
+    int rc, out = -1;
+    char note[300] = "";
+    /* With fixed counts and the policy's node head asked for, the node head
+     * places when the plan it decodes has exactly those counts: it places
+     * the tasks of the plan it decodes, no others. */
+    if (fixed && o.from_policy && o.placement == PLACER_PLACE_POLICY) {
+        rc = decide_run(job, cl, &o, pol, &d, err, errlen);
+        if (rc == 0 && d.found && !d.why[0] && d.final->reason == MODEL_FEASIBLE &&
+            d.final->placed) {
+            int kw, kp;
+            plan_counts(d.final, &kw, &kp);
+            if ((w < 0 || w == kw) && (p < 0 || p == kp)) {
+                if (!(*plan = plan_json(cl, d.final, d.task_node, d.plan_from, d.placement_by)))
+                    snprintf(err, errlen, "out of memory");
+                else out = 0;
+                goto placed;
+            }
+            snprintf(note, sizeof note, "the policy decodes %d workers and %d ps tasks and its "
+                     "node head places those; the registered counts (%d, %d) differ, so the "
+                     "zone placer placed them", kw, kp, w >= 0 ? w : kw, p >= 0 ? p : kp);
+        } else if (rc == 0) {
+            snprintf(note, sizeof note, "the policy's node head placed no plan (%.150s); the "
+                     "zone placer placed the registered counts",
+                     d.why[0] ? d.why : d.final->why[0] ? d.final->why : "not placed");
+        }
+        decide_result_free(&d);
+        if (rc == RJ_NOMEM) goto done;
+    }
+    /* With fixed counts, the plan's stages come first, then a placer places
+     * exactly those tasks. */
+    int placer = o.placement >= 0 ? o.placement : PLACER_ZONE;
+    if (fixed) o.placement = PLACER_PLACE_NONE;
+    rc = decide_run(job, cl, &o, o.from_policy ? pol : NULL, &d, err, errlen);
     if (rc != 0) {
         /* err is set */
     } else if (!d.found || d.why[0] || d.plan->reason != MODEL_FEASIBLE) {
@@ -726,9 +834,14 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
         free(task_node);
         model_plan_free(placed);
     }
+placed:
     decide_result_free(&d);
+    if (out == 0 && note[0]) json_object_set_new(*plan, "placement_note", json_string(note));
+done:
     pslot_release(env->policy, pol);
     cfg_free(run);
+    if (out == 0 && chief) /* worker 0 is the chief's; Kubeflow worker i is worker i + 1 */
+        json_object_set_new(json_object_get(*plan, "replicas"), "chief", json_integer(1));
     if (out < 0 && !fixed && rc != RJ_NOMEM) {
         /* registered all the same: its pods are refused with the reason */
         *plan = json_pack("{s:b, s:s}", "planned", 0, "reason", err);
@@ -812,7 +925,7 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
         snprintf(pp->note, sizeof pp->note, "pass: %.240s", role.why);
         return;
     }
-    const char *r = role.is_ps ? "ps" : "worker";
+    const char *r = role.is_ps ? "ps" : role.is_chief ? "chief" : "worker";
     pp->is_ps = role.is_ps;
     if (role.manifest) {
         pp->planned = pp->manifest = 1;
@@ -842,19 +955,38 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
         update_inventory(env, e, s, a);
         const json_t *plan = e->plan;
         int n = (int)json_array_size(json_object_get(plan, role.is_ps ? "ps" : "workers"));
+        /* A job registered with a chief (replicas Chief or Master): the
+         * chief is worker 0 of the plan, Kubeflow worker i is worker i + 1. */
+        int has_chief = json_integer_value(json_object_get(json_object_get(plan, "replicas"),
+                                                           "chief")) == 1;
+        long at = role.is_ps ? role.index : role.is_chief ? 0 : role.index + has_chief;
         if (!json_is_true(json_object_get(plan, "planned"))) {
             pp->refused = 1;
             snprintf(pp->note, sizeof pp->note, "strata: job %.100s has no plan: %.120s", role.key,
                      str_at(plan, "reason") ? str_at(plan, "reason") : "not planned");
-        } else if (spot_of(plan, role.is_ps, role.index, &pp->task)) {
+        } else if (role.is_chief && !has_chief) {
+            pp->refused = 1;
+            snprintf(pp->note, sizeof pp->note, "strata: job %.100s has a chief pod but was "
+                     "registered without one: register it with replicas naming Chief (or "
+                     "Master): 1, and the chief is worker 0 of the plan", role.key);
+        } else if (role.is_chief && role.index != 0) {
+            pp->refused = 1;
+            snprintf(pp->note, sizeof pp->note, "strata: job %.100s chief %ld: a job has one "
+                     "chief, index 0", role.key, role.index);
+        } else if (spot_of(plan, role.is_ps, at, &pp->task)) {
             pp->refused = 1;
             snprintf(pp->note, sizeof pp->note, "strata: job %.100s %s %ld is not in its plan "
-                     "(the plan has %d %s tasks; register the job again to replan)", role.key, r,
-                     role.index, n, r);
+                     "(the plan has %d %s tasks%s; register the job again to replan)", role.key,
+                     r, role.index, n - (!role.is_ps && has_chief), r,
+                     !role.is_ps && has_chief ? " besides the chief" : "");
         } else {
             pp->planned = 1;
-            snprintf(pp->note, sizeof pp->note, "job %.100s %s %ld -> %.63s (stage %d, %.63s)",
-                     role.key, r, role.index, pp->task.node, pp->task.stage, pp->task.type);
+            char as[32] = "";
+            if (!role.is_ps && has_chief) snprintf(as, sizeof as, "; plan worker %ld", at);
+            snprintf(pp->note, sizeof pp->note, "job %.90s %s %ld -> %.50s (stage %d, %.50s%s)",
+                     role.key, r, role.index, pp->task.node, pp->task.stage, pp->task.type, as);
+            bindmem_put(env->binds, str_at(get_ci(a->pod, "metadata"), "uid"), role.key,
+                        role.is_ps ? "ps" : "worker", at);
         }
         /* Candidates' types and zones, read while the inventory is locked. */
         for (int i = 0; i < a->n; i++) {
@@ -873,7 +1005,7 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
             json_t *x;
             json_array_foreach(json_object_get(e->plan, "workers"), w, x) {
                 const char *nd = str_at(x, "node");
-                if (!busy || !nd || (long)w == role.index) continue;
+                if (!busy || !nd || (long)w == at) continue;
                 json_t *v = json_object_get(busy, nd);
                 json_object_set_new(busy, nd, json_integer(v ? json_integer_value(v) + 1 : 1));
             }
@@ -992,4 +1124,70 @@ void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep) 
     web_reply_json(rep, 200, list);
     snprintf(rep->note, sizeof rep->note, "%.250s", pp.note);
     args_free(&a);
+}
+
+void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep) {
+    char err[1024];
+    json_t *args = web_parse_json(req->body, req->body_len, err, sizeof err);
+    if (!args) {
+        web_reply_error(rep, 400, "%s", err);
+        return;
+    }
+    const char *name = json_string_value(get_ci(args, "PodName"));
+    const char *ns = json_string_value(get_ci(args, "PodNamespace"));
+    const char *uid = json_string_value(get_ci(args, "PodUID"));
+    const char *node = json_string_value(get_ci(args, "Node"));
+    char key[JOBS_KEY_MAX], msg[200];
+    if (!name || !*name || !node || !*node) {
+        web_reply_error(rep, 400, "ExtenderBindingArgs: PodName and Node are required strings");
+        json_decref(args);
+        return;
+    }
+    if (jobs_key(key, ns && *ns ? ns : "default", name, msg, sizeof msg)) {
+        web_reply_error(rep, 400, "PodNamespace/PodName: %s", msg);
+        json_decref(args);
+        return;
+    }
+    const char *why = NULL;
+    if (!env->kube)
+        why = "strata serve was started without --kube-api: it cannot bind (remove bindVerb "
+              "from the extender's configuration, or give --kube-api)";
+    else if (kapi_bind(env->kube, ns && *ns ? ns : "default", name, uid ? uid : "", node, err,
+                       sizeof err))
+        why = err;
+    json_t *task = why ? NULL : bindmem_take(env->binds, uid);
+    char rec[300] = "";
+    if (task) { /* a registered job's task: record where it runs */
+        const char *jk = str_at(task, "key"), *role = str_at(task, "role");
+        long idx = (long)json_integer_value(json_object_get(task, "index"));
+        char zone[MODEL_NAME_MAX] = "", serr[512];
+        jobs_entry *e = jobs_get(env->jobs, jk);
+        if (e) { /* the node's zone, from the job's inventory */
+            pthread_mutex_lock(&e->mu);
+            job_state *s = state_of(e);
+            int i = s ? inv_find(s, node) : -1;
+            const char *z = i >= 0 ? str_at(json_array_get(s->nodes, (size_t)i), "zone") : NULL;
+            snprintf(zone, sizeof zone, "%s", z ? z : "");
+            pthread_mutex_unlock(&e->mu);
+            jobs_release(env->jobs, e);
+        }
+        int got = env->state ? store_bind(env->state, jk, role, idx, node, zone, serr,
+                                          sizeof serr)
+                             : 0;
+        if (got < 0)
+            snprintf(rec, sizeof rec, "; not recorded: %.150s", serr);
+        else
+            snprintf(rec, sizeof rec, "; %s %.100s %s %ld %s", got ? "recorded" : "not recorded "
+                     "(no longer planned):", jk, role, idx, got ? "runs there" : "");
+        json_decref(task);
+    }
+    web_reply_json(rep, 200, json_pack("{s:s}", "Error", why ? why : ""));
+    char line[1200];
+    snprintf(line, sizeof line, "bind %.63s/%.63s -> %.63s: %.300s%s",
+             ns && *ns ? ns : "default", name, node, why ? why : "bound", rec);
+    size_t k = strlen(line); /* the log line's note holds its first 255 bytes */
+    if (k >= sizeof rep->note) k = sizeof rep->note - 1;
+    memcpy(rep->note, line, k);
+    rep->note[k] = '\0';
+    json_decref(args);
 }

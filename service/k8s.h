@@ -10,9 +10,10 @@
  *
  * A training pod is recognised by strata's own labels (strata.io/job,
  * written by `strata manifest`), or by the Kubeflow training-operator
- * labels (training.kubeflow.org/job-name, .../replica-type ps|worker,
- * .../replica-index) or Volcano's (volcano.sh/job-name, volcano.sh/task-spec
- * ps|worker, the index from volcano.sh/task-index or the pod name's "-N").
+ * labels (training.kubeflow.org/job-name, .../replica-type
+ * ps|worker|chief|master, .../replica-index) or Volcano's
+ * (volcano.sh/job-name, volcano.sh/task-spec ps|worker, the index from
+ * volcano.sh/task-index or the pod name's "-N").
  *
  * A strata pod carries its own plan (type, zone, planned node, task index
  * in its labels and annotations; docs/serve.md has the contract) and is
@@ -24,9 +25,12 @@
  * (PUT /v1/jobs/{namespace}/{name}). Its plan was fixed at registration
  * (k8s_fix_plan) and never changes until the job is registered again:
  * worker i is the i-th worker of the plan in stage order, ps j the j-th ps
- * task. Nodes are read by import-nodes' reader (imp_node_read: types from
- * the instance-type label, else the GKE or NVIDIA GPU product label, else
- * the catalogue's type for either; zones from topology.kubernetes.io/zone;
+ * task; a Kubeflow chief (replica-type chief or master) of a job registered
+ * with one (replicas Chief or Master: 1) is worker 0, and that job's
+ * Kubeflow worker i is worker i + 1. Nodes are read by import-nodes'
+ * reader (imp_node_read: types from the instance-type label, else the
+ * GKE or NVIDIA GPU product label, else the catalogue's type for either;
+ * zones from topology.kubernetes.io/zone;
  * units from allocatable GPUs, or allocatable cpu over the catalogue's
  * unit_cpus; figures from strata.io annotations or the registered
  * cluster's nodes). Filter keeps the nodes of the worker's stage type that
@@ -48,6 +52,7 @@
 #include "env/import.h"
 #include "service/decide.h"
 #include "service/jobs.h"
+#include "service/kubeapi.h"
 #include "service/policy_slot.h"
 #include "service/runjson.h"
 #include "service/store.h"
@@ -59,6 +64,15 @@
 /* Nodes one filter or prioritize call may list (a 5,000-node cluster and
  * room); each job's inventory stays bounded by limits.max_nodes. */
 #define K8S_MAX_CANDIDATES 16384
+
+/* The pods the extender has placed by a registered job's plan, by pod UID
+ * (metadata.uid): kube-scheduler's bind call names the pod but carries no
+ * labels, so k8s_bind finds the task there. Bounded (K8S_BIND_MEMORY
+ * pods; when full it starts afresh). Thread-safe. */
+typedef struct k8s_bindmem k8s_bindmem;
+#define K8S_BIND_MEMORY 4096
+k8s_bindmem *k8s_bindmem_create(void);
+void k8s_bindmem_free(k8s_bindmem *m); /* accepts NULL */
 
 /* What the extender's handlers share; owned by the server, which hands
  * them the policy slot, registry and limits of the /v1 endpoints. */
@@ -72,20 +86,34 @@ typedef struct {
     store *state;        /* the state file the registry is kept in sync with, or NULL */
     const imp_catalogue *catalogue; /* NULL, or instance types and GPU products
                                        (configs/catalogue/instances.yaml) */
+    const kapi_client *kube; /* NULL, or the API server the bind verb binds through */
+    k8s_bindmem *binds;      /* the pods placed, for the bind verb */
 } k8s_env;
 
 /* The handlers of POST /k8s/filter and POST /k8s/prioritize. */
 void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep);
 void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep);
 
+/* The handler of POST /k8s/bind (the extender's bindVerb): takes
+ * ExtenderBindingArgs {PodName, PodNamespace, PodUID, Node}, creates the
+ * pod's Binding through env->kube and answers ExtenderBindingResult
+ * {Error: ""}, or {Error: why} (HTTP 200 either way, as kube-scheduler
+ * reads it) when there is no --kube-api or the API server refuses. A bound
+ * pod of a registered job has its placement recorded where it was bound
+ * (store_bind): the occupancy then holds the node it runs on. */
+void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep);
+
 /* k8s_fix_plan makes the plan of a job document ({cluster, job, options,
  * replicas?}) on its registered nodes less what other jobs take (taken:
  * {node: {units, ps}}, may be NULL), with the loaded policy or the
  * options' plan_method and placer. With replicas {worker: W, ps: P} (or
- * Kubeflow ReplicaSpecs {"replicas": n}) the plan has exactly W workers
- * and P ps tasks: the stages are planned first, extra tasks go to the
- * stages with the fewest, then a placer places them; fewer than the plan
- * needs fails. Returns 0 with *plan (caller owns it): {planned: true,
+ * Kubeflow ReplicaSpecs {"replicas": n}; a Chief or Master: 1 counts as
+ * one more worker, and the plan's replicas then say "chief": 1) the plan
+ * has exactly W workers and P ps tasks: the stages are planned first, extra tasks go to the
+ * stages with the fewest, then a placer places them (the policy's node
+ * head when it is asked for and the decoded plan has exactly those counts;
+ * else the zone placer, the plan's placement_note saying why); fewer than
+ * the plan needs fails. Returns 0 with *plan (caller owns it): {planned: true,
  * plan_from, placement_by, replicas {worker, ps}, workers [{index, stage,
  * type, node, zone}], ps [...], reason?} or, for a cluster without nodes,
  * {planned: false, reason}; or -1 with the reason in err (registration

@@ -20,7 +20,7 @@ static const double BOUNDS[] = {0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.
 
 static const char *const LABELS[METRICS_N_ROUTES] = {
     "/v1/place", "/v1/cost", "/v1/solve", "/v1/jobs", "/k8s/filter",
-    "/k8s/prioritize", "/healthz", "/readyz", "/metrics", "/v1/cluster", "other",
+    "/k8s/prioritize", "/healthz", "/readyz", "/metrics", "/v1/cluster", "/k8s/bind", "other",
 };
 
 struct metrics {

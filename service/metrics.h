@@ -31,6 +31,7 @@ typedef enum {
     METRICS_READYZ,      /* /readyz */
     METRICS_METRICS,     /* /metrics */
     METRICS_CLUSTER,     /* /v1/cluster */
+    METRICS_K8S_BIND,    /* /k8s/bind */
     METRICS_OTHER,       /* anything else (404s) */
     METRICS_N_ROUTES
 } metrics_route;

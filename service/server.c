@@ -55,6 +55,7 @@
 
 #include "service/cluster.h"
 #include "service/k8s.h"
+#include "service/kubeapi.h"
 #include "service/metrics.h"
 
 #define SRV_HARD_BODY (64u << 20) /* beyond this, refused bodies are not even read */
@@ -82,11 +83,16 @@ struct srv_server {
     struct MHD_Daemon *mhd;
     int listen_fd;     /* after quiesce: ours to close after stopping */
     int port;
+    struct MHD_Daemon *ext_mhd; /* the extender listener (cfg.extender_listen), or NULL */
+    int ext_listen_fd; /* after quiesce, as listen_fd */
+    int ext_port;
     metrics *m;
     api_env env;
     api_counters counters;
     k8s_env k8s;       /* the same policy, jobs and limits as env */
     imp_catalogue *catalogue; /* cfg.catalogue_path's, or NULL */
+    kapi_client *kube;        /* cfg.kube_api's, or NULL */
+    k8s_bindmem *binds;       /* the pods the extender placed, for /k8s/bind */
     atomic_int inflight;
     atomic_int draining;
     sem_t work;                  /* cfg.threads slots for the computing routes */
@@ -111,6 +117,7 @@ typedef struct {
     int busy;          /* the body budget was spent: discarded, 503 */
     int bad_length;    /* conflicting or malformed Content-Length: 400 */
     int authed;        /* the token matched (or none is set), probes included */
+    int ext_refused;   /* a path the extender listener does not serve: 403 */
     char *body;
     size_t len, cap;
     size_t received;   /* body bytes received, kept or not */
@@ -219,6 +226,7 @@ static metrics_route route_of(const char *path, const char **name) {
         {"/k8s/filter", METRICS_K8S_FILTER}, {"/k8s/prioritize", METRICS_K8S_PRIORITIZE},
         {"/healthz", METRICS_HEALTHZ},    {"/readyz", METRICS_READYZ},
         {"/metrics", METRICS_METRICS},    {"/v1/cluster", METRICS_CLUSTER},
+        {"/k8s/bind", METRICS_K8S_BIND},
     };
     *name = NULL;
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
@@ -241,7 +249,8 @@ static const char *allowed_methods(metrics_route r, int with_name) {
     case METRICS_COST:
     case METRICS_SOLVE:
     case METRICS_K8S_FILTER:
-    case METRICS_K8S_PRIORITIZE: return "POST";
+    case METRICS_K8S_PRIORITIZE:
+    case METRICS_K8S_BIND: return "POST";
     case METRICS_JOBS: return with_name ? "GET, HEAD, PUT, DELETE, POST" : "GET, HEAD";
     case METRICS_CLUSTER: return "GET, HEAD, PUT";
     case METRICS_HEALTHZ:
@@ -423,6 +432,14 @@ static int client_gone(void *ud) {
 static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char *path,
                      const char *name, web_reply *rep) {
     const char *allow = allowed_methods(rc->route, name != NULL);
+    if (rc->ext_refused) {
+        char p[128];
+        printable(p, sizeof p, path);
+        web_reply_error(rep, 403, "%s: the extender listener serves only POST /k8s/filter, "
+                        "/k8s/prioritize and /k8s/bind, /healthz and /readyz; /v1 and /metrics "
+                        "are on the main listener, with the token", p);
+        return;
+    }
     if (rc->route == METRICS_OTHER) {
         char p[128];
         printable(p, sizeof p, path);
@@ -465,6 +482,7 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
     case METRICS_JOBS: api_jobs(&s->env, &req, name, rep); break;
     case METRICS_K8S_FILTER: k8s_filter(&s->k8s, &req, rep); break;
     case METRICS_K8S_PRIORITIZE: k8s_prioritize(&s->k8s, &req, rep); break;
+    case METRICS_K8S_BIND: k8s_bind(&s->k8s, &req, rep); break;
     case METRICS_HEALTHZ: handle_healthz(rep); break;
     case METRICS_READYZ: handle_readyz(s, rc->authed, rep); break;
     case METRICS_METRICS: handle_metrics(s, rep); break;
@@ -554,6 +572,18 @@ static void track_set(conn_track *ct, int state) {
     atomic_store(&ct->state, state);
 }
 
+/* Whether conn came in on the extender listener. */
+static int on_extender_listener(const srv_server *s, struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+    return ci && ci->daemon == s->ext_mhd;
+}
+
+/* The routes the extender listener serves without a token. */
+static int extender_route(metrics_route r) {
+    return r == METRICS_K8S_FILTER || r == METRICS_K8S_PRIORITIZE || r == METRICS_K8S_BIND ||
+           r == METRICS_HEALTHZ || r == METRICS_READYZ;
+}
+
 /* Whether a route computes (takes a work slot) rather than reports. */
 static int route_works(metrics_route r) {
     return r != METRICS_HEALTHZ && r != METRICS_READYZ && r != METRICS_METRICS &&
@@ -581,6 +611,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         rc->auth_ok = rc->route == METRICS_HEALTHZ || rc->route == METRICS_READYZ ||
                       token_ok(s, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                               MHD_HTTP_HEADER_AUTHORIZATION));
+        if (s->ext_mhd && on_extender_listener(s, conn)) {
+            /* kube-scheduler sends no token: the extender's verbs and the
+             * probes are open here, everything else is refused (its body
+             * discarded, as an unauthorised one is) */
+            int open = extender_route(rc->route);
+            rc->auth_ok = open;
+            rc->ext_refused = !open;
+        }
         rc->authed = rc->auth_ok && token_ok(s, MHD_lookup_connection_value(
                                          conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
         length_scan ls;
@@ -624,7 +662,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     track_set(track_of(conn), CT_WORKING);
     web_reply rep;
     memset(&rep, 0, sizeof rep);
-    int slot = route_works(rc->route) && rc->auth_ok && !rc->too_big && !rc->busy;
+    int slot = route_works(rc->route) && rc->auth_ok && !rc->too_big && !rc->busy &&
+               !rc->ext_refused;
     if (slot)
         while (sem_wait(&s->work) < 0 && errno == EINTR) {
         }
@@ -803,6 +842,56 @@ bad:
     return -1;
 }
 
+/* Starts one libmicrohttpd daemon on the address text ("HOST:PORT"; opt
+ * names the option in messages) with the server's callbacks; *port gets
+ * the port bound. Returns the daemon, or NULL with err. Both listeners
+ * share the connection list, limits and work slots: one budget. */
+static struct MHD_Daemon *start_listener(srv_server *s, const char *text, const char *opt,
+                                         int *port, char *err, size_t errlen) {
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int v6;
+    if (parse_listen(text, &ss, &sl, &v6, err, errlen)) {
+        if (strncmp(err, opt, strlen(opt))) { /* name the option it came from */
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", err);
+            snprintf(err, errlen, "%s%s", opt, strchr(msg, ':') ? strchr(msg, ':') : msg);
+        }
+        return NULL;
+    }
+    /* One thread per connection. libmicrohttpd's own connection limit sits
+     * above ours: on_connection makes room by closing an idle connection,
+     * and the one it closes counts until its thread has gone. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0) |
+                     MHD_USE_ERROR_LOG;
+    unsigned hard = (unsigned)s->cfg.max_conns + (unsigned)s->cfg.max_conns / 4 + 8;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, hard,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->cfg.max_conns_per_ip,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256, MHD_OPTION_END);
+    if (!d) {
+        snprintf(err, errlen, "%s: cannot listen on %s (address in use, or not an address of "
+                 "this machine?)", opt, text);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+    if (di) {
+        struct sockaddr_storage bound;
+        socklen_t bl = sizeof bound;
+        if (getsockname(di->listen_fd, (struct sockaddr *)&bound, &bl) == 0)
+            *port = ntohs(bound.ss_family == AF_INET6
+                              ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                              : ((struct sockaddr_in *)&bound)->sin_port);
+    }
+    return d;
+}
+
 srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     srv_server *s = calloc(1, sizeof *s);
     if (!s) {
@@ -811,6 +900,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     }
     s->cfg = *c;
     s->listen_fd = -1;
+    s->ext_listen_fd = -1;
     s->conns.next = s->conns.prev = &s->conns;
     pthread_mutex_init(&s->conn_lock, NULL);
     pthread_cond_init(&s->reaper_cv, NULL);
@@ -854,8 +944,33 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         srv_free(s);
         return NULL;
     }
+    if (c->cluster_path) {
+        char msg[2200];
+        if (cluster_load_file(&s->env, c->cluster_path, msg, sizeof msg)) {
+            snprintf(err, errlen, "--cluster: %s", msg);
+            srv_free(s);
+            return NULL;
+        }
+        srv_log(s, "strata serve: --cluster %s", msg);
+    }
     s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms,
-                       c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL};
+                       c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL, NULL,
+                       NULL};
+    s->binds = k8s_bindmem_create();
+    s->k8s.binds = s->binds;
+    if (c->kube_api) {
+        if (kapi_global_init()) {
+            snprintf(err, errlen, "--kube-api: libcurl does not initialise");
+            srv_free(s);
+            return NULL;
+        }
+        s->kube = kapi_create(c->kube_api, c->kube_token_file, c->kube_ca, 5000, err, errlen);
+        if (!s->kube) {
+            srv_free(s);
+            return NULL;
+        }
+        s->k8s.kube = s->kube;
+    }
     if (c->catalogue_path) {
         char msg[1024];
         s->catalogue = imp_catalogue_load(c->catalogue_path, msg, sizeof msg);
@@ -866,7 +981,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         }
         s->k8s.catalogue = s->catalogue;
     }
-    if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
+    if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache || !s->binds ||
         (c->policy_path && !s->policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");
         srv_free(s);
@@ -880,54 +995,27 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
             return NULL;
         }
     }
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    int v6;
-    if (parse_listen(c->listen ? c->listen : SRV_DEFAULT_LISTEN, &ss, &sl, &v6, err, errlen)) {
-        srv_free(s);
-        return NULL;
-    }
     if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
         snprintf(err, errlen, "cannot start a thread");
         srv_free(s);
         return NULL;
     }
     s->reaper_ok = 1;
-    /* One thread per connection. libmicrohttpd's own connection limit sits
-     * above ours: on_connection makes room by closing an idle connection,
-     * and the one it closes counts until its thread has gone. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0) |
-                     MHD_USE_ERROR_LOG;
-    unsigned hard = (unsigned)s->cfg.max_conns + (unsigned)s->cfg.max_conns / 4 + 8;
-    s->mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, hard,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->cfg.max_conns_per_ip,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256, MHD_OPTION_END);
-    if (!s->mhd) {
-        snprintf(err, errlen, "cannot listen on %s (address in use, or not an address of this "
-                 "machine?)", c->listen ? c->listen : SRV_DEFAULT_LISTEN);
+    s->mhd = start_listener(s, c->listen ? c->listen : SRV_DEFAULT_LISTEN, "--listen", &s->port,
+                            err, errlen);
+    if (s->mhd && c->extender_listen)
+        s->ext_mhd = start_listener(s, c->extender_listen, "--extender-listen", &s->ext_port,
+                                    err, errlen);
+    if (!s->mhd || (c->extender_listen && !s->ext_mhd)) {
         srv_free(s);
         return NULL;
-    }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
-    if (di) {
-        struct sockaddr_storage bound;
-        socklen_t bl = sizeof bound;
-        if (getsockname(di->listen_fd, (struct sockaddr *)&bound, &bl) == 0)
-            s->port = ntohs(bound.ss_family == AF_INET6
-                                ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                : ((struct sockaddr_in *)&bound)->sin_port);
     }
     return s;
 }
 
 int srv_port(const srv_server *s) { return s->port; }
+
+int srv_extender_port(const srv_server *s) { return s->ext_mhd ? s->ext_port : 0; }
 
 int srv_reload(srv_server *s, char *err, size_t errlen) {
     if (!s->policy_path) {
@@ -943,6 +1031,10 @@ int srv_drain(srv_server *s, int timeout_ms) {
         MHD_socket fd = MHD_quiesce_daemon(s->mhd);
         if (fd != MHD_INVALID_SOCKET) s->listen_fd = fd;
     }
+    if (s->ext_mhd && s->ext_listen_fd < 0) {
+        MHD_socket fd = MHD_quiesce_daemon(s->ext_mhd);
+        if (fd != MHD_INVALID_SOCKET) s->ext_listen_fd = fd;
+    }
     /* Timed by the clock, not by counting sleeps: each sleep overshoots. */
     struct timespec tick = {0, 5 * 1000 * 1000};
     uint64_t until = web_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
@@ -955,6 +1047,8 @@ int srv_drain(srv_server *s, int timeout_ms) {
 
 void srv_free(srv_server *s) {
     if (!s) return;
+    if (s->ext_mhd) MHD_stop_daemon(s->ext_mhd);
+    if (s->ext_listen_fd >= 0) close(s->ext_listen_fd);
     if (s->mhd) MHD_stop_daemon(s->mhd);
     if (s->listen_fd >= 0) close(s->listen_fd);
     if (s->reaper_ok) {
@@ -973,6 +1067,8 @@ void srv_free(srv_server *s) {
     pslot_free(s->env.policy);
     metrics_free(s->m);
     imp_catalogue_free(s->catalogue);
+    kapi_free(s->kube);
+    k8s_bindmem_free(s->binds);
     free(s->policy_path);
     free(s->token);
     free(s);

@@ -5,7 +5,7 @@
  *
  *   POST /v1/place /v1/cost /v1/solve    (service/api.h)
  *   GET /v1/jobs, PUT|GET|DELETE /v1/jobs/{namespace}/{name} (or /{name}: "default")
- *   POST /k8s/filter /k8s/prioritize     (service/k8s.h)
+ *   POST /k8s/filter /k8s/prioritize /k8s/bind (service/k8s.h)
  *   GET /healthz                          200 while the process serves
  *   GET /readyz                           200 once a policy is loaded, else 503
  *   GET /metrics                          Prometheus text (service/metrics.h)
@@ -38,9 +38,13 @@
  *
  * Safety: with a token, every request but /healthz and /readyz needs
  * "Authorization: Bearer TOKEN" (401 otherwise, compared in constant
- * time); bodies over max_body bytes (max_k8s_body for the extender's
- * verbs) get 413; unknown paths 404, wrong
- * methods 405 with Allow; requests can never name a file to read (the only
+ * time). With extender_listen, a second listener (the same registry,
+ * policy, limits and connection budget) answers the extender's verbs and
+ * the probes without a token (/k8s/bind too), and 403 to every other path: kube-scheduler
+ * reaches the extender there (on loopback, in its pod) while /v1 stays
+ * behind the token on the main listener. Bodies over max_body bytes
+ * (max_k8s_body for the extender's verbs) get 413; unknown paths 404,
+ * wrong methods 405 with Allow; requests can never name a file to read (the only
  * file the daemon reads after start is its own --policy, on reload). One
  * log line per request goes to the log callback:
  *
@@ -70,6 +74,9 @@ typedef void (*srv_log_fn)(void *ud, const char *line);
 
 typedef struct {
     const char *listen;      /* "HOST:PORT": IPv4, [IPv6] or localhost; port 0 picks one */
+    const char *extender_listen; /* NULL, or "HOST:PORT" of a second listener serving only
+                                    /k8s/filter, /k8s/prioritize, /healthz and /readyz,
+                                    without the token (kube-scheduler cannot send one) */
     int threads;             /* work slots: computing requests at once (>= 1) */
     int max_conns;           /* connections at once, all clients */
     int max_conns_per_ip;    /* connections at once from one client address */
@@ -81,6 +88,9 @@ typedef struct {
     size_t max_body;         /* bytes; larger bodies get 413 */
     size_t max_k8s_body;     /* bytes; the same for /k8s/filter and /k8s/prioritize */
     const char *catalogue_path; /* NULL, or the extender's instance catalogue */
+    const char *kube_api;    /* NULL, or the API server POST /k8s/bind binds through */
+    const char *kube_token_file; /* its bearer token's file (NULL: none) */
+    const char *kube_ca;     /* its CA bundle (NULL: the system's) */
     rj_limits limits;        /* layers, nodes, types per request */
     long max_budget_ms;      /* largest budget_ms a request may ask for */
     int cache_entries;       /* parsed bodies kept */
@@ -89,6 +99,8 @@ typedef struct {
     size_t jobs_max_bytes;   /* bytes the registered jobs' documents take (0: no bound) */
     const char *state_path;  /* the state file (service/store.h); NULL: in memory only */
     int max_cluster_nodes;   /* nodes PUT /v1/cluster accepts (0: the default) */
+    const char *cluster_path; /* NULL, or a config whose cluster is put at start, as PUT
+                                 /v1/cluster would (cluster_load_file) */
     long request_cpu_ms;     /* time one decision may take, whatever it asks (0: none) */
     size_t request_mem_bytes; /* a decode estimated to need more gets 422 (0: none) */
     srv_log_fn log;          /* NULL: no log */
@@ -115,13 +127,19 @@ typedef struct srv_server srv_server;
  * policy, no token, cache of 64 bodies / 64 MiB). */
 void srv_config_default(srv_config *c);
 
-/* srv_start loads the policy (when given), binds and starts serving.
- * Returns the server, or NULL with a message in err[errlen] (a policy that
- * does not load, an address that does not parse or bind). */
+/* srv_start loads the policy (when given), opens the state, puts the
+ * cluster of cluster_path (when given; logged), binds and starts serving.
+ * Returns the server, or NULL with a message in err[errlen] (a policy,
+ * state file or cluster file that does not load, an address that does not
+ * parse or bind). */
 srv_server *srv_start(const srv_config *c, char *err, size_t errlen);
 
 /* srv_port returns the port bound (useful with port 0). */
 int srv_port(const srv_server *s);
+
+/* srv_extender_port returns the extender listener's port, or 0 when there
+ * is none. */
+int srv_extender_port(const srv_server *s);
 
 /* srv_reload loads the policy file again. Returns 0 (the new policy
  * serves), or -1 with why in err (the old one keeps serving). */

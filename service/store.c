@@ -308,6 +308,28 @@ int store_delete_job(store *s, const char *key, char *err, size_t errlen) {
     return store_end(s, 1, err, errlen) ? -1 : rc;
 }
 
+int store_bind(store *s, const char *key, const char *role, long idx, const char *node,
+               const char *zone, char *err, size_t errlen) {
+    if (store_begin(s, err, errlen)) return -1;
+    sqlite3_stmt *st;
+    int rc = -1;
+    if (sqlite3_prepare_v2(s->db, "UPDATE placements SET node = ?4, zone = ?5 WHERE job = ?1 "
+                           "AND role = ?2 AND idx = ?3", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)idx);
+        sqlite3_bind_text(st, 4, node, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, zone ? zone : "", -1, SQLITE_STATIC);
+        if (!step_done(st)) rc = sqlite3_changes(s->db) > 0;
+    }
+    if (rc < 0) {
+        fail(s, err, errlen, "cannot record the binding");
+        store_end(s, 0, NULL, 0);
+        return -1;
+    }
+    return store_end(s, 1, err, errlen) ? -1 : rc;
+}
+
 /* Loads the rows of the file into r (s->mu held). */
 static int sync_locked(store *s, jobs_registry *r, char *err, size_t errlen) {
     sqlite3_stmt *st;

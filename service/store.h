@@ -106,6 +106,14 @@ json_t *store_placements(store *s, char *err, size_t errlen);
  * when not, -1 with err. Inside store_begin/store_end. */
 int store_holds(store *s, const char *key, char *err, size_t errlen);
 
+/* store_bind records where the task (role "worker" or "ps", index idx in
+ * the plan) of the registered job key was bound: its placements row takes
+ * that node and zone (the occupancy then counts the node it runs on, not
+ * the one planned). Returns 1 when the row was there, 0 when not (the job
+ * was deleted or replanned meanwhile), -1 with err. Its own transaction. */
+int store_bind(store *s, const char *key, const char *role, long idx, const char *node,
+               const char *zone, char *err, size_t errlen);
+
 /* store_put_placements writes the placement rows of an online decision's
  * plan ({workers: [{node, type, zone}], ps: [...]}) for the job key, with
  * no jobs row: the units are taken until DELETE or complete releases them.

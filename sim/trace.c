@@ -78,11 +78,11 @@ static const cfg_field SPEC_FIELDS[N_SF] = {
 };
 
 typedef struct {
-    int jobs, seed, arrivals;
+    int jobs, seed, arrivals, preset;
     double load, deadline_factor;
 } gen_in;
 
-enum { GF_JOBS, GF_LOAD, GF_SEED, GF_ARRIVALS, GF_DEADLINE, GF_MODELS, N_GF };
+enum { GF_JOBS, GF_LOAD, GF_SEED, GF_ARRIVALS, GF_DEADLINE, GF_MODELS, GF_PRESET, N_GF };
 static const cfg_field GEN_FIELDS[N_GF] = {
     [GF_JOBS] = CFG_ROW_INT("jobs", 1, 0, CFG_B_GE, 1, CFG_B_LE, SIM_MAX_JOBS, gen_in, jobs),
     [GF_LOAD] = CFG_ROW_NUM("load", UNITS_NUMBER, 1, 0, CFG_B_GT, 0, CFG_B_LE, 100, gen_in, load),
@@ -91,6 +91,7 @@ static const cfg_field GEN_FIELDS[N_GF] = {
     [GF_DEADLINE] = CFG_ROW_NUM("deadline_factor", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0,
                                 gen_in, deadline_factor),
     [GF_MODELS] = CFG_ROW_NODE("models", CFG_FT_LIST, 1),
+    [GF_PRESET] = CFG_ROW_ENUM("preset", SIM_PRESET_CHOICES, 0, 0, gen_in, preset),
 };
 
 /* ---------------------------------------------------------------------------
@@ -373,6 +374,7 @@ int sim_spec_load(const char *path, sim_spec *out, char *err, size_t errlen) {
         out->gen.seed = (uint64_t)g.seed;
         out->gen.arrivals = g.arrivals ? SIM_ARRIVE_BURSTY : SIM_ARRIVE_POISSON;
         out->gen.deadline_factor = g.deadline_factor;
+        out->gen.preset = (sim_preset)g.preset;
     }
     if (v[SF_METHODS]) {
         yaml_node_t *ml = v[SF_METHODS];
@@ -434,6 +436,52 @@ double sim_philly_duration(uint64_t *rng) {
     return 60.0 * pow(10.0, e);
 }
 
+/* The presets (docs/simulate.md, "The generator", gives each figure's
+ * source). Published: Philly's whole table (Gavel's generator); Helios's
+ * and PAI's median and mean GPUs per job, median, mean and maximum GPU-job
+ * duration (the cluster summaries of the HeliosArtifact and AcmeTrace
+ * repositories). Our assumption: the shares between the published median
+ * and maximum size, chosen so that the table has the published median and
+ * mean; the lognormal shape of the durations. */
+static const sim_preset_info PRESETS[SIM_N_PRESETS] = {
+    [SIM_PRESET_PHILLY] = {"philly", 4, {1, 2, 4, 8}, {0.70, 0.10, 0.15, 0.05}, 0, 0, 0},
+    /* median 1, mean 3.716 GPUs (table: 3.7156); 206 s median, 6,651.681 s
+     * mean, 4,320,009 s longest */
+    [SIM_PRESET_HELIOS] = {"helios", 7, {1, 2, 4, 8, 16, 32, 64},
+                           {0.55, 0.17, 0.12, 0.10, 0.04, 0.0117, 0.0083}, 206, 6651.681,
+                           4320009},
+    /* median 0.5, mean 0.683 GPUs (table: 0.6825), at most 8; 480.667 s
+     * median, 4,787.109 s mean, 626,371 s longest */
+    [SIM_PRESET_PAI] = {"pai", 6, {0.25, 0.5, 1, 2, 4, 8}, {0.25, 0.45, 0.255, 0.03, 0.01, 0.005},
+                        480.667, 4787.109, 626371},
+};
+
+const sim_preset_info *sim_preset_get(sim_preset p) {
+    return (int)p >= 0 && (int)p < SIM_N_PRESETS ? &PRESETS[p] : NULL;
+}
+
+double sim_preset_size(sim_preset p, uint64_t *rng) {
+    if (p == SIM_PRESET_PHILLY) return sim_philly_units(rng);
+    const sim_preset_info *in = &PRESETS[p];
+    double r = splitmix64_unit(rng), cum = 0;
+    for (int i = 0; i < in->n_sizes - 1; i++) {
+        cum += in->share[i];
+        if (r < cum) return in->size[i];
+    }
+    return in->size[in->n_sizes - 1];
+}
+
+double sim_preset_duration(sim_preset p, uint64_t *rng) {
+    if (p == SIM_PRESET_PHILLY) return sim_philly_duration(rng);
+    const sim_preset_info *in = &PRESETS[p];
+    /* Box-Muller: one standard normal from two uniforms (1 - u in (0, 1]) */
+    double u1 = 1.0 - splitmix64_unit(rng), u2 = splitmix64_unit(rng);
+    double z = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+    double sigma = sqrt(2.0 * log(in->dur_mean / in->dur_median));
+    double d = in->dur_median * exp(sigma * z);
+    return d < 1.0 ? 1.0 : d > in->dur_max ? in->dur_max : d;
+}
+
 /* unit_speed returns the throughput one unit of the model's fastest type
  * reaches with the whole model on it (samples/s), or 0 when no type can
  * hold it. */
@@ -453,9 +501,10 @@ static double unit_speed(const cfg_run *run) {
 sim_trace *sim_trace_generate(const sim_gen_opts *o, const char *cluster_path,
                               const char *base_dir, char *err, size_t errlen) {
     char cluster_abs[SIM_PATH_MAX], why[ERRLEN];
-    if (o->jobs < 1 || o->jobs > SIM_MAX_JOBS || !(o->load > 0) || o->n_models < 1) {
-        snprintf(err, errlen, "generate: needs 1 to %d jobs, a load > 0 and at least one model",
-                 SIM_MAX_JOBS);
+    if (o->jobs < 1 || o->jobs > SIM_MAX_JOBS || !(o->load > 0) || o->n_models < 1 ||
+        !sim_preset_get(o->preset)) {
+        snprintf(err, errlen, "generate: needs 1 to %d jobs, a load > 0, at least one model and "
+                 "a preset (%s)", SIM_MAX_JOBS, SIM_PRESET_CHOICES);
         return NULL;
     }
     if (resolve(".", cluster_path, cluster_abs, why, sizeof why)) {
@@ -491,8 +540,8 @@ sim_trace *sim_trace_generate(const sim_gen_opts *o, const char *cluster_path,
     for (int i = 0; i < o->jobs; i++) {
         sim_job *j = &t->jobs[i];
         int m = (int)(splitmix64_unit(&rng) * o->n_models);
-        int units = sim_philly_units(&rng);
-        double dur = sim_philly_duration(&rng);
+        double units = sim_preset_size(o->preset, &rng);
+        double dur = sim_preset_duration(o->preset, &rng);
         snprintf(j->name, sizeof j->name, "j%d", i);
         j->model = map[m];
         j->target = units * speed[m];

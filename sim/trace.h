@@ -55,6 +55,28 @@ typedef struct {
 /* Arrival processes of the generator. */
 typedef enum { SIM_ARRIVE_POISSON = 0, SIM_ARRIVE_BURSTY = 1 } sim_arrivals;
 
+/* Job-size and duration presets of the generator, after the statistics of
+ * one real GPU cluster trace each (docs/simulate.md cites every figure):
+ * Microsoft Philly (the default), SenseTime Helios, Alibaba PAI. */
+typedef enum { SIM_PRESET_PHILLY = 0, SIM_PRESET_HELIOS = 1, SIM_PRESET_PAI = 2 } sim_preset;
+#define SIM_N_PRESETS 3
+#define SIM_PRESET_CHOICES "philly|helios|pai" /* in sim_preset's order */
+#define SIM_PRESET_SIZES_MAX 8
+
+/* What a preset draws. Sizes are in units of the job's fastest type (PAI's
+ * may be fractions of a unit, as its jobs ask for shares of a GPU). The
+ * lognormal presets draw durations as median * exp(sigma * z), z standard
+ * normal, sigma = sqrt(2 ln(dur_mean / dur_median)) (so that the
+ * distribution has the published median and mean), clamped to [1 s,
+ * dur_max]; Philly's are Gavel's two-range log-uniform (dur_* are 0). */
+typedef struct {
+    const char *name;
+    int n_sizes;
+    double size[SIM_PRESET_SIZES_MAX];  /* [n_sizes], ascending */
+    double share[SIM_PRESET_SIZES_MAX]; /* [n_sizes], probability of each; sums to 1 */
+    double dur_median, dur_mean, dur_max; /* s */
+} sim_preset_info;
+
 /* What the generator draws (docs/simulate.md gives every figure's source). */
 typedef struct {
     int jobs;              /* how many jobs */
@@ -65,6 +87,7 @@ typedef struct {
     char models[SIM_MAX_MODELS][SIM_PATH_MAX]; /* model files, drawn uniformly */
     double deadline_factor; /* > 0: each job's deadline is this times its
                                duration at its target; 0: no deadlines */
+    sim_preset preset;      /* sizes and durations (0: philly) */
 } sim_gen_opts;
 
 /* A simulate config (under configs/sim/; docs/simulate.md): the cluster,
@@ -113,5 +136,13 @@ void sim_trace_free(sim_trace *t);
  * distribution docs/simulate.md cites. Exposed for the tests. */
 int sim_philly_units(uint64_t *rng);
 double sim_philly_duration(uint64_t *rng);
+
+/* sim_preset_get returns preset p's figures (static; never NULL for a
+ * valid p). sim_preset_size and sim_preset_duration draw one job's size
+ * (units, see sim_preset_info) and duration (s) from p; for philly they are
+ * sim_philly_units and sim_philly_duration, draw for draw. */
+const sim_preset_info *sim_preset_get(sim_preset p);
+double sim_preset_size(sim_preset p, uint64_t *rng);
+double sim_preset_duration(sim_preset p, uint64_t *rng);
 
 #endif

@@ -38,20 +38,35 @@ score (ties at random, as kube-scheduler's selectHost). It asserts:
      plan of exactly 6 and 4 tasks, and 2 workers (fewer than the 5 the
      job needs) is refused with the reason;
   7. a --state file that is not a state file stops the daemon at start,
-     with the file named.
+     with the file named;
+  8. a TFJob with a Chief (registered with tfReplicaSpecs Chief 1, Worker
+     4, PS 3): the chief pod (replica-type chief, job-role master) lands
+     as worker 0 of the plan, Kubeflow worker i as plan worker i + 1;
+  9. the bind verb: a daemon with --kube-api, pointed at a fake API server
+     that reads every Binding into the official client's V1Binding model
+     (no key lost, kind Binding, target a Node, the pod's name, namespace
+     and uid) and checks the bearer token, binds the pods kube-scheduler
+     hands it; a pod bound elsewhere than planned (the scheduler's other
+     plugins outscored the extender) has its placement recorded on the
+     node it was bound to (GET /v1/cluster's holders); the API server's
+     refusal (409, already bound) comes back in the bind's Error; a daemon
+     without --kube-api answers the bind with an Error saying so.
 
 Usage: kube_extender.py STRATA_BIN WORKDIR
 """
 import http.client
+import http.server
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
-from kubernetes.client import (ApiClient, V1Container, V1Node, V1NodeList, V1NodeSpec,
+from kubernetes.client import (ApiClient, V1Binding, V1Container, V1Node, V1NodeList, V1NodeSpec,
                                V1NodeStatus, V1ObjectMeta, V1OwnerReference, V1Pod, V1PodSpec,
                                V1ResourceRequirements, V1ListMeta, V1Taint, V1Toleration)
 
@@ -126,16 +141,18 @@ def registered_cluster():
     return {"types": TYPES, "zones": [{"name": z} for z in ZONES], "nodes": ns}
 
 
-def tfjob_pod(ns, job, role, index):
-    """A TFJob replica's pod as the training operator creates it."""
+def tfjob_pod(ns, job, role, index, has_chief=False):
+    """A TFJob replica's pod as the training operator creates it (the
+    replica type in lower case; job-role master on the chief, or on worker
+    0 of a job without one)."""
     labels = {"training.kubeflow.org/job-name": job,
               "training.kubeflow.org/operator-name": "tfjob-controller",
               "training.kubeflow.org/replica-type": role,
               "training.kubeflow.org/replica-index": str(index)}
-    if role == "worker" and index == 0:
+    if role == "chief" or (role == "worker" and index == 0 and not has_chief):
         labels["training.kubeflow.org/job-role"] = "master"
     tol = [V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")] \
-        if role == "worker" else None
+        if role in ("worker", "chief") else None
     return V1Pod(
         api_version="v1", kind="Pod",
         metadata=V1ObjectMeta(
@@ -193,8 +210,8 @@ def jobset_pods(ns, job, plan):
 # ---- the daemon ----------------------------------------------------------------------------
 
 class Daemon:
-    def __init__(self, binary, state, log):
-        args = [binary, "serve", "--listen", "127.0.0.1:0", "--threads", "2"]
+    def __init__(self, binary, state, log, extra=()):
+        args = [binary, "serve", "--listen", "127.0.0.1:0", "--threads", "2"] + list(extra)
         if state:
             args += ["--state", state]
         self.log = open(log, "ab")
@@ -221,6 +238,79 @@ class Daemon:
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
         self.p.wait(30)
+
+
+class FakeAPI(http.server.BaseHTTPRequestHandler):
+    """The pods/binding subresource of an API server: each Binding is read
+    into the official client's V1Binding model and checked; bound pods are
+    kept in server.bound; a second binding of a pod is refused with 409 and
+    a Status, as the API server does."""
+    TOKEN = "sa-token-1819"
+
+    def log_message(self, *a):
+        pass
+
+    def answer(self, code, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        m = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding", self.path)
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        problems = []
+        if not m:
+            problems.append("path %s is not a pod's binding" % self.path)
+        if self.headers.get("Authorization") != "Bearer " + self.TOKEN:
+            problems.append("Authorization %r" % self.headers.get("Authorization"))
+        doc = json.loads(body)
+
+        class Resp:
+            data = body
+        b = ApiClient().deserialize(Resp, "V1Binding")
+        assert isinstance(b, V1Binding)
+        if SER(b) != doc:
+            problems.append("the V1Binding model does not hold the body: %r vs %r" % (SER(b), doc))
+        if m and (b.metadata.namespace, b.metadata.name) != (m.group(1), m.group(2)):
+            problems.append("metadata %s/%s vs path" % (b.metadata.namespace, b.metadata.name))
+        if (b.api_version, b.kind, b.target.api_version, b.target.kind) != \
+                ("v1", "Binding", "v1", "Node") or not b.target.name:
+            problems.append("not a v1 Binding to a Node: %r" % doc)
+        self.server.seen.append(doc)
+        if problems:
+            self.server.problems += problems
+            self.answer(400, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                              "message": "; ".join(problems), "reason": "BadRequest",
+                              "code": 400})
+            return
+        key = (b.metadata.namespace, b.metadata.name)
+        if key in self.server.bound:
+            self.answer(409, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                              "message": "pod %s is already assigned to node \"%s\"" % (
+                                  b.metadata.name, self.server.bound[key]),
+                              "reason": "Conflict", "code": 409})
+            return
+        self.server.bound[key] = b.target.name
+        self.answer(201, doc)
+
+
+def fake_api():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeAPI)
+    srv.bound, srv.seen, srv.problems = {}, [], []
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def bind(d, pod, node):
+    """kube-scheduler's bind through the extender (ExtenderBindingArgs)."""
+    md = pod.metadata
+    st, res = d.req("POST", "/k8s/bind", {"PodName": md.name, "PodNamespace": md.namespace,
+                                         "PodUID": md.uid, "Node": node})
+    assert st == 200, (st, res)
+    return res["Error"]
 
 
 def tolerated(pod, node):
@@ -393,6 +483,27 @@ def main():
             "options": {"plan_method": "greedy"}, "replicas": {"worker": 2, "ps": 3}})
         assert st == 422 and "needs 5 workers" in err["error"], (st, err)
         print("replicas: 6 workers and 4 ps planned; 2 workers refused:", err["error"])
+
+        # ---- 8. a TFJob with a Chief -------------------------------------------------------
+        st, _ = d.req("DELETE", "/v1/jobs/team-d/big")  # its ps slots back
+        assert st == 204
+        o = register(d, "team-e", "chiefly", {"Chief": {"replicas": 1},
+                                             "Worker": {"replicas": 4}, "PS": {"replicas": 3}})
+        pc = o["extender"]
+        assert pc["replicas"] == {"worker": 5, "ps": 3, "chief": 1}, pc["replicas"]
+        podse = [("chief", 0, tfjob_pod("team-e", "chiefly", "chief", 0, True))] + \
+                [("worker", i, tfjob_pod("team-e", "chiefly", "worker", i, True))
+                 for i in range(4)] + \
+                [("ps", i, tfjob_pod("team-e", "chiefly", "ps", i, True)) for i in range(3)]
+        got = place_all(d, podse)
+        # the plan's view: the chief is worker 0, Kubeflow worker i is worker i + 1
+        as_plan = {("worker", 0 if r == "chief" else i + 1) if r != "ps" else (r, i): n
+                   for (r, i), n in got.items()}
+        check_landing(pc, as_plan, "chief")
+        assert got[("chief", 0)] == pc["workers"][0]["node"], (got, pc["workers"][0])
+        print("chief: TFJob chief on %s (plan worker 0, %s); workers on %s" % (
+            got[("chief", 0)], pc["workers"][0]["type"],
+            ", ".join(got[("worker", i)] for i in range(4))))
     finally:
         d.stop()
 
@@ -424,6 +535,60 @@ def main():
     assert r.returncode != 0 and bad in msg and "not a readable SQLite database" in msg, \
         (r.returncode, msg)
     print("bad state file:", msg.strip().splitlines()[-1])
+
+    # ---- 9. the bind verb, through a fake API server --------------------------------------------
+    api = fake_api()
+    tok = os.path.join(work, "sa-token")
+    with open(tok, "w") as f:
+        f.write(FakeAPI.TOKEN + "\n")
+    state9 = os.path.join(work, "state9.db")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(state9 + suffix):
+            os.remove(state9 + suffix)
+    d = Daemon(binary, state9, log, ["--kube-api", "http://127.0.0.1:%d" % api.server_port,
+                                     "--kube-token-file", tok])
+    try:
+        st, _ = d.req("PUT", "/v1/cluster", {"cluster": registered_cluster()})
+        assert st == 200
+        plan = register(d, "team-f", "bound")["extender"]
+        pods = [("ps", i, tfjob_pod("team-f", "bound", "ps", i)) for i in range(3)] + \
+               [("worker", i, tfjob_pod("team-f", "bound", "worker", i)) for i in range(5)]
+        moved = None
+        for role, idx, pod in pods:
+            node, res = schedule(d, pod, nodes())
+            kept = [n["metadata"]["name"] for n in res["Nodes"]["items"]]
+            if role == "worker" and moved is None and len(kept) > 1:
+                # the scheduler's own plugins outscore the extender: another node that fits
+                node = [n for n in kept if n != node][0]
+                moved = (idx, plan["workers"][idx]["node"], node)
+            err = bind(d, pod, node)
+            assert err == "", err
+            assert api.bound[("team-f", pod.metadata.name)] == node
+        assert not api.problems, api.problems
+        assert len(api.seen) == 8 and all(s["metadata"]["uid"].startswith("pod-team-f")
+                                          for s in api.seen), api.seen
+        assert moved, "no worker had two nodes to choose from"
+        st, occ = d.req("GET", "/v1/cluster")
+        assert st == 200, (st, occ)
+        holders = {n["name"]: [(h["job"], h["role"], h["index"]) for h in n["holders"]]
+                   for n in occ["nodes"]}
+        idx, planned, there = moved
+        assert ("team-f/bound", "worker", idx) in holders[there], (moved, holders)
+        assert ("team-f/bound", "worker", idx) not in holders[planned], (moved, holders)
+        # a pod bound already: the API server's refusal is the bind's Error
+        err = bind(d, pods[-1][2], "gpu-fast-a")
+        assert "409" in err and "already assigned" in err, err
+        print("bind: 8 Bindings created, each a valid V1Binding; worker %d planned on %s, bound "
+              "to %s, recorded there; a second bind: %s" % (idx, planned, there, err))
+    finally:
+        d.stop()
+        api.shutdown()
+    d = Daemon(binary, None, log)
+    try:
+        err = bind(d, tfjob_pod("team-f", "bound", "ps", 0), "cpu-big-a")
+        assert "without --kube-api" in err, err
+    finally:
+        d.stop()
     print("kube_extender: all checks passed")
 
 

@@ -48,6 +48,7 @@
 typedef struct {
     pid_t pid;
     int port;
+    int ext_port;   /* the extender listener's (--extender-listen), or 0 */
     char log[1024]; /* the daemon's stderr */
 } sv_proc;
 
@@ -102,8 +103,11 @@ static inline int sv_start(sv_proc *p, const char *tag, const char *const *extra
     int fds[2];
     if (pipe(fds) < 0) return -1;
     const char *argv[64] = {"strata", "serve", "--listen", "127.0.0.1:0"};
-    int argc = 4;
-    for (int i = 0; extra && extra[i] && argc < 62; i++) argv[argc++] = extra[i];
+    int argc = 4, want_ext = 0;
+    for (int i = 0; extra && extra[i] && argc < 62; i++) {
+        argv[argc++] = extra[i];
+        want_ext |= !strcmp(extra[i], "--extender-listen");
+    }
     argv[argc] = NULL;
     pid_t pid = fork();
     if (pid < 0) return -1;
@@ -130,8 +134,10 @@ static inline int sv_start(sv_proc *p, const char *tag, const char *const *extra
         got += (size_t)n;
         buf[got] = '\0';
         const char *at = strstr(buf, "listening on 127.0.0.1:");
-        if (at && strchr(at, '\n')) {
+        const char *ext = strstr(buf, "extender on 127.0.0.1:");
+        if (at && strchr(at, '\n') && (!want_ext || (ext && strchr(ext, '\n')))) {
             p->port = atoi(at + strlen("listening on 127.0.0.1:"));
+            if (ext) p->ext_port = atoi(ext + strlen("extender on 127.0.0.1:"));
             break;
         }
     }

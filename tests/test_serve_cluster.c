@@ -10,7 +10,10 @@
  * complete release; a restart on the same file gives the same GET byte for
  * byte; a registered extender job takes units from the same occupancy; a
  * bad PUT names the field; two commits racing for the last units give one
- * 200 and one 409.
+ * 200 and one 409. `strata serve --cluster FILE` puts a YAML cluster file's
+ * cluster at start (no PUT), leaves a state file holding that very
+ * cluster untouched, replaces a different one keeping the occupancy, and
+ * refuses to start on a bad file, naming file:line:col and the key.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -315,11 +318,117 @@ static void test_racing_commits(void **st) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* The four nodes of cluster(2) as a cluster file (what `strata import-nodes`
+ * writes: cluster: only, units with their units). zone_a_only: the two
+ * nodes of zone a, with 2 units each. */
+static void write_cluster_yaml(const char *path, int zone_a_only, const char *bad_units) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             "cluster:\n"
+             "  types:\n"
+             "    - {name: cpu, kind: cpu, flops: 1TFLOPS, io_bw: 10GB/s, net_bw: 1GB/s, "
+             "mem: 192GB, price: 1.0}\n"
+             "    - {name: gpu, kind: gpu, flops: 100TFLOPS, io_bw: 1GB/s, net_bw: 1GB/s, "
+             "mem: 16GB, price: 3.0}\n"
+             "  zones: [{name: a}, {name: b}]\n"
+             "  inter_latency: 2ms\n"
+             "  nodes:\n"
+             "    - {name: cpu-a, type: cpu, units: %s, ps_slots: 1, zone: a, bw: 1GB/s}\n"
+             "    - {name: gpu-a, type: gpu, units: %d, ps_slots: 1, zone: a, bw: 1GB/s}\n"
+             "%s",
+             bad_units ? bad_units : zone_a_only ? "2" : "1", zone_a_only ? 2 : 1,
+             zone_a_only ? ""
+                         : "    - {name: cpu-b, type: cpu, units: 1, ps_slots: 1, zone: b, "
+                           "bw: 1GB/s}\n"
+                           "    - {name: gpu-b, type: gpu, units: 1, ps_slots: 1, zone: b, "
+                           "bw: 1GB/s}\n");
+    assert_int_equal(sv_write_file(path, text), 0);
+}
+
+static sv_proc start_with(const char *yaml) {
+    sv_proc p;
+    const char *extra[] = {"--state", state_path, "--cluster", yaml, NULL};
+    assert_int_equal(sv_start(&p, "cluster-file", extra), 0);
+    return p;
+}
+
+static void test_cluster_file(void **st) {
+    (void)st;
+    char yaml[1100], yaml2[1100], bad[1100];
+    snprintf(yaml, sizeof yaml, "%s/serve-cluster-%d.yaml", sv_tmp(), (int)getpid());
+    snprintf(yaml2, sizeof yaml2, "%s/serve-cluster-%d-a.yaml", sv_tmp(), (int)getpid());
+    snprintf(bad, sizeof bad, "%s/serve-cluster-%d-bad.yaml", sv_tmp(), (int)getpid());
+    write_cluster_yaml(yaml, 0, NULL);
+    write_cluster_yaml(yaml2, 1, NULL);
+    write_cluster_yaml(bad, 0, "lots");
+
+    /* the file's cluster is the daemon's cluster from the start: no PUT */
+    sv_proc p = start_with(yaml);
+    char *first = NULL;
+    json_t *occ = get_cluster(p.port, &first);
+    assert_int_equal(at(occ, "total", "units"), 4);
+    expect_node(occ, "gpu-b", 0, 0, NULL);
+    const json_t *cl = json_object_get(occ, "cluster");
+    assert_true(json_real_value(json_object_get(cl, "inter_latency")) == 0.002);
+    const json_t *n0 = json_array_get(json_object_get(cl, "nodes"), 0);
+    assert_true(json_real_value(json_object_get(n0, "bw")) == 1e9);
+    assert_string_equal(json_string_value(json_object_get(n0, "zone")), "a");
+    json_decref(occ);
+    json_t *a = NULL;
+    assert_int_equal(place_free(p.port, "team/a", &a), 200);
+    char an[256];
+    nodes_of(a, an, sizeof an);
+    json_decref(a);
+    char *held = NULL;
+    json_decref(get_cluster(p.port, &held));
+    assert_int_equal(sv_stop(&p), 0);
+    assert_int_equal(sv_log_count(&p, "--cluster", "4 nodes put (the state file held no "
+                                  "cluster)", NULL), 1);
+
+    /* restarted with the same file on the same state: nothing changes */
+    p = start_with(yaml);
+    char *again = NULL;
+    json_decref(get_cluster(p.port, &again));
+    assert_string_equal(again, held);
+    assert_int_equal(sv_stop(&p), 0);
+    assert_int_equal(sv_log_count(&p, "the cluster the state file already holds", NULL), 1);
+
+    /* another file replaces the cluster; the occupancy stays */
+    p = start_with(yaml2);
+    occ = get_cluster(p.port, NULL);
+    assert_int_equal(json_array_size(json_object_get(occ, "nodes")), 2);
+    assert_int_equal(at(occ, "total", "units"), 4);
+    int in_a = !strcmp(an, "cpu-a,cpu-a,gpu-a,gpu-a");
+    assert_int_equal(at(occ, "total", "taken"), in_a ? 2 : 0);
+    assert_int_equal(at(node_of(occ, "gpu-a"), "units", NULL), 2);
+    json_decref(occ);
+    assert_int_equal(sv_stop(&p), 0);
+    assert_int_equal(sv_log_count(&p, "2 nodes replace the state file's cluster of 4 nodes",
+                                  in_a ? "0 of them on nodes the file no longer lists"
+                                       : "2 of them on nodes the file no longer lists",
+                                  NULL), 1);
+
+    /* a bad file stops the start, naming file:line:col and the key */
+    sv_proc q;
+    const char *extra[] = {"--state", state_path, "--cluster", bad, NULL};
+    assert_int_equal(sv_start(&q, "cluster-bad", extra), -1);
+    char needle[1200];
+    snprintf(needle, sizeof needle, "--cluster: %s:8:", bad);
+    assert_int_equal(sv_log_count(&q, needle, "cluster.nodes[0].units", NULL), 1);
+    free(first);
+    free(held);
+    free(again);
+    remove(yaml);
+    remove(yaml2);
+    remove(bad);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_commit_release_restart, setup),
         cmocka_unit_test_setup(test_bad_put, setup),
         cmocka_unit_test_setup(test_racing_commits, setup),
+        cmocka_unit_test_setup(test_cluster_file, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

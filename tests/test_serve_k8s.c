@@ -327,7 +327,7 @@ static void test_pass_through(void **state) {
     json_t *pods[] = {
         json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "web-1", "labels", "app", "web"),
         kubeflow_pod("unregistered", "worker", "0"),
-        kubeflow_pod("ctr", "chief", "0"),
+        kubeflow_pod("ctr", "evaluator", "0"),
         kubeflow_pod("ctr", "worker", "x"),
     };
     for (int i = 0; i < 4; i++) {
@@ -580,6 +580,197 @@ static void test_bad_args(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* A Kubeflow chief as the training operator labels it (replica-type
+ * "chief" for a TFJob's Chief, "master" for a PyTorchJob's Master, index
+ * 0, job-role master) is worker 0 of the plan when the job is registered
+ * with it in its replicas; the Kubeflow workers are then plan workers 1..W.
+ * Plans (the job of the file's head, [cpu, gpu], 2 workers at least):
+ *   PyTorchJob {Master: 1, Worker: 1}: workers 2 = the plan's own: master
+ *   -> worker 0 (cpu), Worker 0 -> worker 1 (gpu), Worker 1 not planned.
+ *   TFJob {Chief: 1, Worker: 2, PS: 2}: 3 workers, the extra one to the
+ *   stage with the fewest (a tie: stage 0): workers cpu, cpu, gpu; chief
+ *   -> cpu, Worker 0 -> plan worker 1 (cpu), Worker 1 -> plan worker 2 (gpu). */
+static json_t *with_role_label(json_t *pod) {
+    json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+    json_object_set_new(labels, "training.kubeflow.org/job-role", json_string("master"));
+    json_object_set_new(labels, "training.kubeflow.org/operator-name",
+                        json_string("pytorchjob-controller"));
+    return pod;
+}
+
+static void put_job_replicas(int port, const char *name, json_t *replicas, int want) {
+    sv_resp r;
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", name);
+    int st = sv_json_req(port, "PUT", path, json_pack("{s:o, s:o, s:o}", "cluster", cluster4(),
+                                                      "job", sv_two_layer_job(), "replicas",
+                                                      replicas), NULL, &r);
+    if (st != want) fail_msg("PUT %s: %d (wanted %d) %s", path, st, want, r.body);
+    sv_resp_free(&r);
+}
+
+static void expect_kept(int port, json_t *pod, const char *want) {
+    json_t *res = call(port, "filter", pod, node_list(), NULL);
+    char kept[256];
+    kept_items(res, kept, sizeof kept);
+    if (strcmp(kept, want)) fail_msg("kept %s, wanted %s: %s", kept, want,
+                                     json_dumps(res, JSON_COMPACT));
+    json_decref(res);
+}
+
+static void test_kubeflow_chief(void **state) {
+    (void)state;
+    sv_proc p = start();
+    put_job_replicas(p.port, "pt", json_pack("{s:{s:i}, s:{s:i}}", "Master", "replicas", 1,
+                                             "Worker", "replicas", 1), 201);
+    json_t *ext = state_of(p.port, "pt");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(ext, "replicas"),
+                                                        "chief")), 1);
+    assert_int_equal(json_array_size(json_object_get(ext, "workers")), 2);
+    expect_kept(p.port, with_role_label(kubeflow_pod("pt", "master", "0")), "cpu-a,cpu-b");
+    expect_kept(p.port, kubeflow_pod("pt", "worker", "0"), "gpu-a,gpu-b");
+    /* the chief scores its planned node, plan worker 0's */
+    json_t *list = call(p.port, "prioritize", with_role_label(kubeflow_pod("pt", "master", "0")),
+                        node_list(), NULL);
+    assert_int_equal(score_of(list, spot(ext, "workers", 0, "node")), 10);
+    json_decref(list);
+    json_decref(ext);
+    /* Worker 1 would be plan worker 2: refused, counted without the chief */
+    json_t *res = call(p.port, "filter", kubeflow_pod("pt", "worker", "1"), node_list(), NULL);
+    assert_non_null(strstr(json_string_value(json_object_get(
+                               json_object_get(res, "FailedAndUnresolvableNodes"), "cpu-a")),
+                           "worker 1 is not in its plan (the plan has 1 worker tasks besides "
+                           "the chief"));
+    json_decref(res);
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "DELETE", "/v1/jobs/pt", NULL, NULL, 0, &r), 204);
+    sv_resp_free(&r); /* its ps slots back (one per node) */
+
+    put_job_replicas(p.port, "tf", json_pack("{s:{s:i}, s:{s:i}, s:{s:i}}", "Chief", "replicas",
+                                             1, "Worker", "replicas", 2, "PS", "replicas", 2),
+                     201);
+    ext = state_of(p.port, "tf");
+    json_t *want = json_pack("{s:i, s:i, s:i}", "worker", 3, "ps", 2, "chief", 1);
+    assert_true(json_equal(json_object_get(ext, "replicas"), want));
+    json_decref(want);
+    assert_string_equal(spot(ext, "workers", 0, "type"), "cpu");
+    assert_string_equal(spot(ext, "workers", 1, "type"), "cpu");
+    assert_string_equal(spot(ext, "workers", 2, "type"), "gpu");
+    json_decref(ext);
+    expect_kept(p.port, kubeflow_pod("tf", "chief", "0"), "cpu-a,cpu-b");
+    expect_kept(p.port, kubeflow_pod("tf", "worker", "0"), "cpu-a,cpu-b");
+    expect_kept(p.port, kubeflow_pod("tf", "worker", "1"), "gpu-a,gpu-b");
+    expect_kept(p.port, kubeflow_pod("tf", "ps", "1"), "cpu-a,cpu-b,gpu-a,gpu-b");
+    /* a second chief index is refused */
+    res = call(p.port, "filter", kubeflow_pod("tf", "chief", "1"), node_list(), NULL);
+    assert_int_equal(json_object_size(json_object_get(res, "FailedAndUnresolvableNodes")), 6);
+    json_decref(res);
+    assert_int_equal(sv_http(p.port, "DELETE", "/v1/jobs/tf", NULL, NULL, 0, &r), 204);
+    sv_resp_free(&r);
+
+    /* A chief of a job registered without one: refused with the fix. */
+    put_job(p.port, "plain", cluster4());
+    res = call(p.port, "filter", kubeflow_pod("plain", "chief", "0"), node_list(), NULL);
+    assert_non_null(strstr(json_string_value(json_object_get(
+                               json_object_get(res, "FailedAndUnresolvableNodes"), "gpu-a")),
+                           "has a chief pod but was registered without one"));
+    json_decref(res);
+    /* Two chiefs, or a chief count other than 1, do not register. */
+    put_job_replicas(p.port, "two", json_pack("{s:{s:i}, s:{s:i}}", "Chief", "replicas", 2,
+                                              "Worker", "replicas", 2), 422);
+    put_job_replicas(p.port, "both", json_pack("{s:i, s:i, s:i}", "Chief", 1, "Master", 1,
+                                               "Worker", 2), 422);
+    assert_int_equal(sv_stop(&p), 0);
+    assert_int_equal(sv_log_count(&p, "/k8s/filter 200", "job default/tf chief 0 -> cpu-",
+                                  "plan worker 0", NULL), 1);
+}
+
+/* One daemon, two listeners: the token listener registers jobs (/v1), the
+ * extender listener (--extender-listen) answers kube-scheduler's verbs
+ * without a token from the same registry, and refuses every /v1 path (and
+ * /metrics) even with the token. No port-forward to a second registry. */
+static void test_extender_listener(void **state) {
+    (void)state;
+    char tok[1100];
+    snprintf(tok, sizeof tok, "%s/k8s-token-%d", sv_tmp(), (int)getpid());
+    assert_int_equal(sv_write_file(tok, "s3cret\n"), 0);
+    const char *args[] = {"--token-file", tok, "--extender-listen", "127.0.0.1:0", NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "k8s-listeners", args), 0);
+    assert_true(p.ext_port > 0 && p.ext_port != p.port);
+    const char *auth = "Authorization: Bearer s3cret\r\n";
+    sv_resp r;
+    json_t *doc = json_pack("{s:o, s:o}", "cluster", cluster4(), "job", sv_two_layer_job());
+    assert_int_equal(sv_json_req(p.port, "PUT", "/v1/jobs/team-a/ctr", json_incref(doc), NULL,
+                                 &r), 401);
+    sv_resp_free(&r);
+    assert_int_equal(sv_json_req(p.port, "PUT", "/v1/jobs/team-a/ctr", doc, auth, &r), 201);
+    sv_resp_free(&r);
+
+    /* kube-scheduler's call, no token, on the extender listener: the job
+     * registered on the other listener places worker 1 on the gpu nodes. */
+    json_t *pod = kubeflow_pod("ctr", "worker", "1");
+    json_object_set_new(json_object_get(pod, "metadata"), "namespace", json_string("team-a"));
+    json_t *args_j = json_pack("{s:o, s:o, s:n}", "Pod", pod, "Nodes", node_list(), "NodeNames");
+    assert_int_equal(sv_json_req(p.ext_port, "POST", "/k8s/filter", json_incref(args_j), NULL,
+                                 &r), 200);
+    json_t *res = sv_body_json(&r);
+    sv_resp_free(&r);
+    char kept[256];
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "gpu-a,gpu-b");
+    json_decref(res);
+    assert_int_equal(sv_json_req(p.ext_port, "POST", "/k8s/prioritize", json_incref(args_j),
+                                 NULL, &r), 200);
+    assert_non_null(strstr(r.body, "\"Score\":10"));
+    sv_resp_free(&r);
+    /* the main listener still wants the token for the extender's verbs */
+    assert_int_equal(sv_json_req(p.port, "POST", "/k8s/filter", json_incref(args_j), NULL, &r),
+                     401);
+    sv_resp_free(&r);
+
+    /* The extender listener refuses /v1 and /metrics, token or not. */
+    static const struct {
+        const char *method, *path;
+    } refused[] = {{"GET", "/v1/jobs"}, {"GET", "/v1/jobs/team-a/ctr"},
+                   {"DELETE", "/v1/jobs/team-a/ctr"}, {"PUT", "/v1/jobs/team-a/evil"},
+                   {"POST", "/v1/place"}, {"GET", "/v1/cluster"}, {"GET", "/metrics"},
+                   {"GET", "/nowhere"}};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        for (int with = 0; with < 2; with++) {
+            int st = sv_http(p.ext_port, refused[i].method, refused[i].path, with ? auth : NULL,
+                             "{}", 2, &r);
+            if (st != 403 || !strstr(r.body, "the extender listener serves only"))
+                fail_msg("%s %s on the extender listener (%s token): %d %s", refused[i].method,
+                         refused[i].path, with ? "with" : "without", st, r.body);
+            sv_resp_free(&r);
+        }
+    }
+    assert_int_equal(sv_http(p.ext_port, "GET", "/healthz", NULL, NULL, 0, &r), 200);
+    sv_resp_free(&r);
+    /* the bind verb is the extender's too (no --kube-api here: it says so) */
+    const char *bind = "{\"PodName\": \"ctr-worker-1\", \"PodNamespace\": \"team-a\", "
+                       "\"PodUID\": \"u1\", \"Node\": \"gpu-a\"}";
+    assert_int_equal(sv_http(p.ext_port, "POST", "/k8s/bind", NULL, bind, strlen(bind), &r), 200);
+    assert_non_null(strstr(r.body, "started without --kube-api"));
+    sv_resp_free(&r);
+    /* the refused DELETE deleted nothing; the main listener's does */
+    assert_int_equal(sv_http(p.port, "GET", "/v1/jobs/team-a/ctr", auth, NULL, 0, &r), 200);
+    sv_resp_free(&r);
+    assert_int_equal(sv_http(p.port, "DELETE", "/v1/jobs/team-a/ctr", auth, NULL, 0, &r), 204);
+    sv_resp_free(&r);
+    /* and the extender listener follows: the pod's job is gone, it passes */
+    assert_int_equal(sv_json_req(p.ext_port, "POST", "/k8s/filter", args_j, NULL, &r), 200);
+    res = sv_body_json(&r);
+    sv_resp_free(&r);
+    kept_items(res, kept, sizeof kept);
+    assert_string_equal(kept, "cpu-a,cpu-b,gpu-a,gpu-b,odd-1,bare-1");
+    json_decref(res);
+    assert_int_equal(sv_stop(&p), 0);
+    assert_int_equal(sv_log_count(&p, "extender verbs on 127.0.0.1:", NULL), 1);
+    remove(tok);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kubeflow_nodes_form),
@@ -590,6 +781,8 @@ int main(void) {
         cmocka_unit_test(test_body_limits),
         cmocka_unit_test(test_catalogue_types),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_extender_listener),
+        cmocka_unit_test(test_kubeflow_chief),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

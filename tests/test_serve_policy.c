@@ -15,7 +15,11 @@
  *     then the file is replaced by garbage and SIGHUP sent again: still
  *     every request 200, the second policy keeps serving, the log says why
  *     (the memo of the repeated body never answers for the old policy);
- *   - the extender plans with the policy.
+ *   - the extender plans with the policy;
+ *   - a job registered with replica counts equal to the plan the policy
+ *     decodes is placed by the policy's node head, task for task as
+ *     `strata place --method policy` places it; other counts go to the
+ *     zone placer, and the plan says why.
  *
  * Were agent/policy.c the placeholder that loads nothing, these tests would
  * be skipped (saying so); any other failure to train or load fails them.
@@ -395,11 +399,94 @@ static void test_extender_with_policy(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* PUTs the tiny job under name with replicas (NULL: none); returns the
+ * extender's plan (caller owns it). */
+static json_t *register_tiny(int port, const char *name, json_t *replicas) {
+    char *body = tiny_body(NULL);
+    json_t *doc = json_loads(body, 0, NULL);
+    free(body);
+    if (replicas) json_object_set_new(doc, "replicas", replicas);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", name);
+    sv_resp r;
+    int st = sv_json_req(port, "PUT", path, doc, NULL, &r);
+    if (st != 201 && st != 200) fail_msg("PUT %s: %d %s", path, st, r.body);
+    json_t *o = sv_body_json(&r);
+    sv_resp_free(&r);
+    json_t *ext = json_incref(json_object_get(o, "extender"));
+    json_decref(o);
+    assert_non_null(ext);
+    return ext;
+}
+
+/* "node,node,..." of a plan's tasks of one role. */
+static void role_nodes(const json_t *ext, const char *role, char *buf, size_t len) {
+    buf[0] = '\0';
+    size_t i, used = 0;
+    json_t *t;
+    json_array_foreach(json_object_get(ext, role), i, t)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+                                 json_string_value(json_object_get(t, "node")));
+}
+
+static void test_extender_node_head_counts(void **state) {
+    fixture *fx = *state;
+    NEED_POLICY(fx);
+    assert_int_equal(copy_file(fx->a, fx->live), 0);
+    /* the policy's own decode and placement, by the CLI */
+    char out[1200];
+    snprintf(out, sizeof out, "%s/place-policy.json", fx->dir);
+    assert_int_equal(sh_run("'%s' place '%s/tiny.yaml' --method policy --policy '%s' --json "
+                            ">'%s'", getenv("STRATA_BIN"), fx->dir, fx->live, out), 0);
+    json_t *cli = json_load_file(out, 0, NULL);
+    assert_non_null(cli);
+    char cw[256] = "", cp[256] = "";
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(cli, "tasks"), i, t) {
+        char *b = !strcmp(json_string_value(json_object_get(t, "role")), "ps") ? cp : cw;
+        size_t k = strlen(b);
+        snprintf(b + k, 256 - k, "%s%s", k ? "," : "", json_string_value(json_object_get(t, "node")));
+    }
+    json_decref(cli);
+
+    const char *args[] = {"--policy", fx->live, NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "ext-node-head", args), 0);
+    json_t *own = register_tiny(p.port, "nh", NULL);
+    assert_string_equal(json_string_value(json_object_get(own, "placement_by")), "policy");
+    json_int_t W = json_integer_value(json_object_get(json_object_get(own, "replicas"), "worker"));
+    json_int_t P = json_integer_value(json_object_get(json_object_get(own, "replicas"), "ps"));
+    json_decref(own);
+
+    /* the same job again, with counts the policy's plan has: its node head */
+    json_t *ext = register_tiny(p.port, "nh", json_pack("{s:I, s:I}", "worker", W, "ps", P));
+    assert_string_equal(json_string_value(json_object_get(ext, "plan_from")), "policy");
+    assert_string_equal(json_string_value(json_object_get(ext, "placement_by")), "policy");
+    assert_null(json_object_get(ext, "placement_note"));
+    char gw[256], gp[256];
+    role_nodes(ext, "workers", gw, sizeof gw);
+    role_nodes(ext, "ps", gp, sizeof gp);
+    assert_string_equal(gw, cw);
+    assert_string_equal(gp, cp);
+    json_decref(ext);
+
+    /* one worker more than it decodes: the zone placer, and why */
+    ext = register_tiny(p.port, "nh", json_pack("{s:I, s:I}", "worker", W + 1, "ps", P));
+    assert_string_equal(json_string_value(json_object_get(ext, "placement_by")), "zone");
+    assert_int_equal(json_array_size(json_object_get(ext, "workers")), (size_t)(W + 1));
+    assert_non_null(strstr(json_string_value(json_object_get(ext, "placement_note")),
+                           "the registered counts"));
+    json_decref(ext);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_place_with_policy),
         cmocka_unit_test(test_reload_under_load),
         cmocka_unit_test(test_extender_with_policy),
+        cmocka_unit_test(test_extender_node_head_counts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,6 @@
 /* test_sim.c -- strata simulate: a hand-worked trace, determinism, bad
- * trace lines.
+ * trace lines, the generator's presets (their draws against their stated
+ * distributions).
  *
  * tests/data/sim holds a cluster of two types with round figures and a
  * one-layer model on which a stage of k units of a type with F FLOP/s
@@ -327,6 +328,278 @@ static void test_bad_line(void **state) {
     if (strncmp(harness_out, want, strlen(want))) fail_msg("got: %s\nwant: %s", harness_out, want);
 }
 
+/* ---- the generator's presets (docs/simulate.md, "The generator") ---------------------- */
+
+#define DRAWS 20000
+
+/* The published figures each preset's table must keep: sizes' median and
+ * mean GPUs per job, durations' median, mean and maximum (s). Philly's
+ * from Gavel's generator; Helios's and PAI's from the cluster summaries
+ * of HeliosArtifact and AcmeTrace (docs/simulate.md quotes them). */
+typedef struct {
+    sim_preset p;
+    double size_median, size_mean, dur_median, dur_mean, dur_max;
+} published;
+static const published PUBLISHED[3] = {
+    {SIM_PRESET_PHILLY, 1, 1.0 * 0.70 + 2 * 0.10 + 4 * 0.15 + 8 * 0.05, 0, 0, 0},
+    {SIM_PRESET_HELIOS, 1, 3.716, 206, 6651.681, 4320009},
+    {SIM_PRESET_PAI, 0.5, 0.683, 480.667, 4787.109, 626371},
+};
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The tables themselves: shares sum to 1, their median and mean are the
+ * published ones (the mean within 0.1%: the shares are round figures). */
+static void test_preset_tables(void **state) {
+    (void)state;
+    for (int k = 0; k < 3; k++) {
+        const sim_preset_info *in = sim_preset_get(PUBLISHED[k].p);
+        assert_non_null(in);
+        double sum = 0, mean = 0, median = -1;
+        for (int i = 0; i < in->n_sizes; i++) {
+            sum += in->share[i];
+            mean += in->share[i] * in->size[i];
+            if (median < 0 && sum >= 0.5) median = in->size[i];
+        }
+        if (fabs(sum - 1) > 1e-12 || median != PUBLISHED[k].size_median ||
+            fabs(mean / PUBLISHED[k].size_mean - 1) > 1e-3)
+            fail_msg("%s: shares sum to %.17g, median %g, mean %g; published median %g, mean %g",
+                     in->name, sum, median, mean, PUBLISHED[k].size_median,
+                     PUBLISHED[k].size_mean);
+        assert_true(in->dur_median == PUBLISHED[k].dur_median);
+        assert_true(in->dur_mean == PUBLISHED[k].dur_mean);
+        assert_true(in->dur_max == PUBLISHED[k].dur_max);
+    }
+    assert_null(sim_preset_get((sim_preset)3));
+    /* philly's sizes are Gavel's 70/10/15/5 */
+    const sim_preset_info *ph = sim_preset_get(SIM_PRESET_PHILLY);
+    assert_int_equal(ph->n_sizes, 4);
+    assert_true(ph->share[0] == 0.70 && ph->share[1] == 0.10 && ph->share[2] == 0.15 &&
+                ph->share[3] == 0.05);
+}
+
+/* 20,000 sizes of each preset: every size's share is within 4.5 standard
+ * deviations of a binomial share (4.5 sqrt(p(1-p)/n): about 0.016 for
+ * p = 0.55), and nothing else is drawn. A correct sampler leaves that band
+ * with odds of about 1e-5 per size, so another seed would not fail it; a
+ * share off by two points (a table or a cumulative walk wrong by one size)
+ * does. The mean within 4.5 standard deviations of the table's. */
+static void test_preset_sizes(void **state) {
+    (void)state;
+    for (int k = 0; k < 3; k++) {
+        const sim_preset_info *in = sim_preset_get(PUBLISHED[k].p);
+        uint64_t rng = 11 + (uint64_t)k;
+        int count[SIM_PRESET_SIZES_MAX] = {0};
+        double sum = 0, mean = 0, sq = 0;
+        for (int d = 0; d < DRAWS; d++) {
+            double v = sim_preset_size(PUBLISHED[k].p, &rng);
+            int found = -1;
+            for (int i = 0; i < in->n_sizes; i++)
+                if (v == in->size[i]) found = i;
+            if (found < 0) fail_msg("%s: drew size %g, not in its table", in->name, v);
+            count[found]++;
+            sum += v;
+        }
+        for (int i = 0; i < in->n_sizes; i++) {
+            double p = in->share[i], got = (double)count[i] / DRAWS;
+            double tol = 4.5 * sqrt(p * (1 - p) / DRAWS);
+            print_message("  %s: size %g: %.4f (stated %.4f, +-%.4f)\n", in->name, in->size[i],
+                          got, p, tol);
+            if (fabs(got - p) > tol)
+                fail_msg("%s: size %g drawn %.4f of the time, stated %.4f (+-%.4f)", in->name,
+                         in->size[i], got, p, tol);
+            mean += p * in->size[i];
+            sq += p * in->size[i] * in->size[i];
+        }
+        double sd = sqrt((sq - mean * mean) / DRAWS);
+        if (fabs(sum / DRAWS - mean) > 4.5 * sd)
+            fail_msg("%s: mean size %.4f, stated %.4f (+-%.4f)", in->name, sum / DRAWS, mean,
+                     4.5 * sd);
+    }
+}
+
+/* 20,000 durations of the lognormal presets: their 10th, 50th and 90th
+ * percentiles are those of median * exp(sigma z), sigma = sqrt(2 ln(mean /
+ * median)) (Helios: 7.0 s, 206 s, 6,036 s; PAI: 30.8 s, 480.7 s, 7,500 s),
+ * in log space within 4.5 standard deviations of a sample quantile
+ * (sigma sqrt(p(1-p)/n) / phi(z_p): 0.10 for Helios's median, i.e. 10%);
+ * every draw within [1 s, the published longest]. Philly's: a fifth of the
+ * jobs in [10^3, 10^4] minutes (same band as the sizes), all in [10^1.5,
+ * 10^4] minutes. */
+static void test_preset_durations(void **state) {
+    (void)state;
+    static double d[DRAWS];
+    const double zp[3] = {-1.2815515655446004, 0, 1.2815515655446004}, pp[3] = {0.1, 0.5, 0.9};
+    for (int k = 1; k < 3; k++) {
+        const sim_preset_info *in = sim_preset_get(PUBLISHED[k].p);
+        uint64_t rng = 21 + (uint64_t)k;
+        for (int i = 0; i < DRAWS; i++) {
+            d[i] = sim_preset_duration(PUBLISHED[k].p, &rng);
+            if (!(d[i] >= 1 && d[i] <= PUBLISHED[k].dur_max))
+                fail_msg("%s: duration %g s outside [1, %g]", in->name, d[i],
+                         PUBLISHED[k].dur_max);
+        }
+        qsort(d, DRAWS, sizeof d[0], cmp_double);
+        double sigma = sqrt(2 * log(PUBLISHED[k].dur_mean / PUBLISHED[k].dur_median));
+        for (int q = 0; q < 3; q++) {
+            double want = PUBLISHED[k].dur_median * exp(sigma * zp[q]);
+            double got = d[(int)(pp[q] * DRAWS)];
+            double phi = exp(-zp[q] * zp[q] / 2) / sqrt(2 * M_PI);
+            double tol = 4.5 * sigma * sqrt(pp[q] * (1 - pp[q]) / DRAWS) / phi;
+            print_message("  %s: p%02.0f %.1f s (stated %.1f s, log +-%.3f)\n", in->name,
+                          pp[q] * 100, got, want, tol);
+            if (fabs(log(got / want)) > tol)
+                fail_msg("%s: p%.0f of the durations %.1f s, stated %.1f s (log +-%.3f)",
+                         in->name, pp[q] * 100, got, want, tol);
+        }
+    }
+    uint64_t rng = 21;
+    int tail = 0;
+    for (int i = 0; i < DRAWS; i++) {
+        double v = sim_preset_duration(SIM_PRESET_PHILLY, &rng);
+        assert_true(v >= 60 * pow(10, 1.5) && v <= 60 * pow(10, 4));
+        tail += v >= 60e3;
+    }
+    double tol = 4.5 * sqrt(0.2 * 0.8 / DRAWS);
+    if (fabs((double)tail / DRAWS - 0.2) > tol)
+        fail_msg("philly: %.4f of the durations over 1000 min, stated 0.2", (double)tail / DRAWS);
+}
+
+/* The preset reaches the generated trace: on tests/data/sim's cluster one
+ * unit of G trains the model at 8 samples/s, so a job's size is its target
+ * / 8 and its duration samples / target. 2,000 Helios jobs hold sizes no
+ * Philly job has (16 and more) in about their stated share, and Philly's
+ * keep its sizes only. The same seed gives the same trace, another seed
+ * another. */
+static void test_preset_trace(void **state) {
+    (void)state;
+    char cluster[1024], err[4096];
+    snprintf(cluster, sizeof cluster, "%s/tests/data/sim/cluster.yaml", harness_src());
+    sim_gen_opts g;
+    memset(&g, 0, sizeof g);
+    g.jobs = 2000;
+    g.load = 0.9;
+    g.seed = 5;
+    g.n_models = 1;
+    snprintf(g.models[0], sizeof g.models[0], "%s/tests/data/sim/model.yaml", harness_src());
+    const sim_preset ps[3] = {SIM_PRESET_PHILLY, SIM_PRESET_HELIOS, SIM_PRESET_PAI};
+    for (int k = 0; k < 3; k++) {
+        g.preset = ps[k];
+        const sim_preset_info *in = sim_preset_get(ps[k]);
+        sim_trace *t = sim_trace_generate(&g, cluster, ".", err, sizeof err);
+        if (!t) fail_msg("%s", err);
+        sim_trace *again = sim_trace_generate(&g, cluster, ".", err, sizeof err);
+        assert_non_null(again);
+        int big = 0;
+        double big_share = 0;
+        for (int i = 0; i < in->n_sizes; i++)
+            if (in->size[i] >= 16) big_share += in->share[i];
+        for (int j = 0; j < t->n_jobs; j++) {
+            double size = t->jobs[j].target / 8;
+            int found = 0;
+            for (int i = 0; i < in->n_sizes; i++) found |= size == in->size[i];
+            if (!found) fail_msg("%s: job %d has size %g", in->name, j, size);
+            big += size >= 16;
+            assert_true(t->jobs[j].arrival == again->jobs[j].arrival &&
+                        t->jobs[j].samples == again->jobs[j].samples &&
+                        t->jobs[j].target == again->jobs[j].target);
+        }
+        double tol = 4.5 * sqrt(big_share * (1 - big_share) / g.jobs);
+        print_message("  %s: %d of 2000 jobs of 16 units or more (stated %.4f)\n", in->name, big,
+                      big_share);
+        assert_true(fabs((double)big / g.jobs - big_share) <= tol);
+        if (ps[k] == SIM_PRESET_HELIOS) assert_true(big > 0);
+        sim_trace_free(again);
+        g.seed = 6;
+        again = sim_trace_generate(&g, cluster, ".", err, sizeof err);
+        assert_non_null(again);
+        int differ = 0;
+        for (int j = 0; j < t->n_jobs; j++) differ |= t->jobs[j].samples != again->jobs[j].samples;
+        assert_true(differ);
+        g.seed = 5;
+        sim_trace_free(again);
+        sim_trace_free(t);
+    }
+}
+
+/* The config's generate.preset and --preset: a config naming the preset
+ * philly prints the bytes of one naming none; helios the same bytes run to
+ * run and other bytes than philly's, and --preset overrides the config. A
+ * preset the table does not know is reported at its line and column. */
+static void test_preset_config(void **state) {
+    (void)state;
+    char cfg[1024], cmd[4096], want[2048];
+    static char base[1 << 20], first[1 << 20];
+    const char *variants[3] = {"", "  preset: philly\n", "  preset: helios\n"};
+    char *outs[3] = {base, first, NULL};
+    for (int v = 0; v < 3; v++) {
+        snprintf(cfg, sizeof cfg, "%s/sim-preset-%d.yaml", harness_tmp(), v);
+        FILE *f = fopen(cfg, "w");
+        assert_non_null(f);
+        fprintf(f, "cluster: %s/tests/data/sim/cluster.yaml\ngenerate:\n  jobs: 40\n  load: 0.9\n"
+                   "%s  models: [%s/tests/data/sim/model.yaml]\n", harness_src(), variants[v],
+                harness_src());
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "%s simulate %s --json | sed 1,6d", harness_bin(), cfg);
+        assert_int_equal(harness_run(cmd), 0);
+        assert_true(strlen(harness_out) > 1000);
+        if (outs[v]) strcpy(outs[v], harness_out);
+    }
+    assert_string_equal(base, first);         /* philly named or not: the same bytes */
+    assert_true(strcmp(base, harness_out) != 0); /* helios: other bytes */
+    strcpy(first, harness_out);
+    assert_int_equal(harness_run(cmd), 0);
+    assert_string_equal(first, harness_out); /* helios: the same bytes again */
+    /* --preset helios on the config without a preset gives helios's bytes */
+    snprintf(cmd, sizeof cmd, "%s simulate %s/sim-preset-0.yaml --preset helios --json | sed 1,6d",
+             harness_bin(), harness_tmp());
+    assert_int_equal(harness_run(cmd), 0);
+    assert_string_equal(first, harness_out);
+    snprintf(cmd, sizeof cmd, "%s simulate %s/sim-preset-0.yaml --preset borg 2>&1",
+             harness_bin(), harness_tmp());
+    assert_int_equal(harness_run(cmd), 2);
+    assert_non_null(strstr(harness_out, "--preset: expected one of philly|helios|pai, got 'borg'"));
+    /* a bad preset in the config: at its value */
+    snprintf(cfg, sizeof cfg, "%s/sim-preset-bad.yaml", harness_tmp());
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "cluster: %s/tests/data/sim/cluster.yaml\ngenerate:\n  jobs: 40\n  load: 0.9\n"
+               "  preset: borg\n  models: [%s/tests/data/sim/model.yaml]\n", harness_src(),
+            harness_src());
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s simulate %s 2>&1", harness_bin(), cfg);
+    snprintf(want, sizeof want, "strata: %s:5:11: generate.preset: ", cfg);
+    assert_int_equal(harness_run(cmd), 2);
+    if (strncmp(harness_out, want, strlen(want))) fail_msg("got: %s\nwant: %s", harness_out, want);
+}
+
+/* Every shipped trace is what its config's generator draws: playing the
+ * shipped file prints the bytes of drawing it again (200 jobs, the config's
+ * seed), for the Philly traces of before the presets too. */
+static void test_shipped_traces(void **state) {
+    (void)state;
+    const char *cfgs[] = {"philly", "philly-bursty", "helios", "pai", "heldout-philly-095",
+                          "heldout-philly-bursty-095", "heldout-helios-095", "heldout-pai-095"};
+    static char played[1 << 20];
+    char cmd[4096];
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s simulate %s/configs/sim/%s.yaml --method fcfs --json | sed 1,6d",
+                 harness_bin(), harness_src(), cfgs[i]);
+        assert_int_equal(harness_run(cmd), 0);
+        assert_true(strlen(harness_out) > 1000);
+        strcpy(played, harness_out);
+        snprintf(cmd, sizeof cmd, "%s simulate %s/configs/sim/%s.yaml --method fcfs --generate 200 "
+                 "--json | sed 1,6d", harness_bin(), harness_src(), cfgs[i]);
+        assert_int_equal(harness_run(cmd), 0);
+        if (strcmp(played, harness_out)) fail_msg("configs/sim/%s.yaml: its shipped trace is not "
+                                                  "what its generator draws", cfgs[i]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fcfs),          cmocka_unit_test(test_exact_wait),
@@ -334,7 +607,10 @@ int main(void) {
         cmocka_unit_test(test_utilisation),   cmocka_unit_test(test_rejected),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_write_trace),
         cmocka_unit_test(test_out_dir),       cmocka_unit_test(test_bad_line),
-        cmocka_unit_test(test_order),
+        cmocka_unit_test(test_order),         cmocka_unit_test(test_preset_tables),
+        cmocka_unit_test(test_preset_sizes),  cmocka_unit_test(test_preset_durations),
+        cmocka_unit_test(test_preset_trace),  cmocka_unit_test(test_preset_config),
+        cmocka_unit_test(test_shipped_traces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
