@@ -2,12 +2,17 @@
  * loading a checkpoint (agent/ckptio) and decoding plans with batched
  * rollouts (agent/rollout), greedy or sample-N-keep-best.
  *
- * Decoding allocates its own rollout, so any number of threads may decode
- * with one loaded policy at once; the weights are only read.
+ * Every decode runs on a rollout of its own, so any number of threads may
+ * decode with one loaded policy at once; the weights are only read. The
+ * rollouts (network workspace, trajectory buffers) are kept on an idle
+ * list when the decode is done and lent to the next one, so that a
+ * daemon's decodes stop allocating them afresh: up to POLICY_IDLE of
+ * them, and only those whose decode was small (POLICY_KEEP_BYTES).
  */
 #include "agent/policy.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +33,8 @@
                                    machine ran out on a 60-layer job) */
 #define ANCHOR_EVALS 20000L   /* the genetic search's, when exact gives none */
 #define ANCHOR_RUNS 8         /* backtracking passes per anchored prefix */
+#define POLICY_IDLE 8   /* rollouts kept for the next decodes */
+#define POLICY_KEEP_BYTES ((size_t)16 << 20) /* ... when their decode took less (estimate) */
 
 struct agent_policy {
     char path[1024];
@@ -36,7 +43,39 @@ struct agent_policy {
     int64_t step;
     int placement; /* the NODE-phase method it was trained with */
     char hash[17];
+    struct idle_list *idle; /* rollouts lent to decodes (the only part decoding writes) */
 };
+
+struct idle_list {
+    pthread_mutex_t lock; /* guards ro and n */
+    agent_rollout *ro[POLICY_IDLE];
+    int n;
+};
+
+/* take_rollout lends a rollout for one decode: an idle one, or a new one
+ * (NULL when out of memory). Give it back with give_rollout. */
+static agent_rollout *take_rollout(const agent_policy *pol) {
+    struct idle_list *il = pol->idle;
+    agent_rollout *ro = NULL;
+    pthread_mutex_lock(&il->lock);
+    if (il->n > 0) ro = il->ro[--il->n];
+    pthread_mutex_unlock(&il->lock);
+    return ro ? ro : agent_rollout_create(&pol->d);
+}
+
+/* give_rollout puts ro back on the idle list when keep and there is room,
+ * else frees it. Accepts NULL. */
+static void give_rollout(const agent_policy *pol, agent_rollout *ro, int keep) {
+    struct idle_list *il = pol->idle;
+    if (!ro) return;
+    pthread_mutex_lock(&il->lock);
+    if (keep && il->n < POLICY_IDLE) {
+        il->ro[il->n++] = ro;
+        ro = NULL;
+    }
+    pthread_mutex_unlock(&il->lock);
+    agent_rollout_free(ro);
+}
 
 agent_policy *agent_policy_load(const char *path, char *err, size_t errlen) {
     agent_policy *pol = calloc(1, sizeof *pol);
@@ -45,9 +84,16 @@ agent_policy *agent_policy_load(const char *path, char *err, size_t errlen) {
         return NULL;
     }
     snprintf(pol->path, sizeof pol->path, "%s", path);
+    pol->idle = calloc(1, sizeof *pol->idle);
+    if (!pol->idle) {
+        free(pol);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    pthread_mutex_init(&pol->idle->lock, NULL);
     agent_ckpt_state st;
     if (agent_ckpt_peek(path, &pol->d, &st, err, errlen)) {
-        free(pol);
+        agent_policy_free(pol);
         return NULL;
     }
     pol->step = st.step;
@@ -76,6 +122,9 @@ agent_policy *agent_policy_load(const char *path, char *err, size_t errlen) {
 
 void agent_policy_free(agent_policy *p) {
     if (!p) return;
+    for (int i = 0; i < p->idle->n; i++) agent_rollout_free(p->idle->ro[i]);
+    pthread_mutex_destroy(&p->idle->lock);
+    free(p->idle);
     nn_params_free(p->p);
     free(p);
 }
@@ -166,11 +215,11 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             return -1;
         }
     }
-    agent_rollout *ro = agent_rollout_create(&pol->d);
+    agent_rollout *ro = take_rollout(pol);
     int chunk = samples < DECODE_CHUNK ? samples : DECODE_CHUNK;
     int *of = calloc((size_t)chunk, sizeof *of);
     if (!ro || !of) {
-        agent_rollout_free(ro);
+        give_rollout(pol, ro, 0);
         free(of);
         snprintf(err, errlen, "decode: out of memory");
         return -1;
@@ -265,7 +314,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         free(scratch);
     }
 #undef KEEP_EPISODE
-    agent_rollout_free(ro);
+    give_rollout(pol, ro, rc == 0 && agent_policy_decode_bytes(job, cl, opts) <= POLICY_KEEP_BYTES);
     free(of);
     res->samples_used = used;
     if (rc) return -1;
@@ -301,6 +350,10 @@ size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
     size_t bytes = TB * (AGENT_FG * f + K * AGENT_FT * f + AGENT_FT * f + K + sizeof(int) +
                          K * f + sizeof(int));
     bytes += T * AGENT_FL * f * 2 + B * (K > Kn ? K : Kn) * f;
+    /* the look-ahead's stage memo (agent/rollout.c: at most 2^18 stages of
+     * 16 bytes and a byte each) */
+    size_t stages = K * T * T;
+    bytes += (stages <= ((size_t)1 << 18) ? stages : 0) * 17;
     /* one environment per episode: its plan and its task table */
     size_t tasks = (size_t)agent_policy_max_tasks(job, cl);
     bytes += B * (T * 64 + tasks * 16 + Kn * 64);

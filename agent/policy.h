@@ -10,9 +10,11 @@
  * `strata solve --method policy`, the daemon and `strata eval`.
  *
  * Ownership: agent_policy_load returns a policy the caller frees with
- * agent_policy_free (NULL accepted). A loaded policy is read-only while
- * decoding: any number of threads may call agent_policy_decode on the same
- * policy at once, each with its own agent_decode_result.
+ * agent_policy_free (NULL accepted). Decoding reads the weights only: any
+ * number of threads may call agent_policy_decode on the same policy at
+ * once, each with its own agent_decode_result. (Each decode borrows a
+ * workspace from the policy's idle list, under a lock, and gives it back:
+ * a decode's answer never depends on the decodes before it.)
  */
 #ifndef STRATA_AGENT_POLICY_H
 #define STRATA_AGENT_POLICY_H
@@ -89,7 +91,8 @@ int agent_policy_max_tasks(const model_job *job, const model_cluster *cl);
  * for job on cl with opts, before anything is allocated: the rollout
  * buffers of one batch of up to 64 episodes (T = layers steps of K = types
  * rows, and, when the node head places, up to max_tasks steps of n_nodes
- * rows), with the doubling growth of those buffers counted. An upper
+ * rows) and the look-ahead's stage memo, with the doubling growth of
+ * those buffers counted. An upper
  * estimate meant for admission control, not an exact figure. */
 size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
                                  const agent_decode_opts *opts);

@@ -80,6 +80,12 @@ struct agent_rollout {
     int *la_hash;      /* [2 * B rounded up to a power of 2] open-addressing table */
     size_t cap_larep, cap_lalist, cap_lah;
     int la_workers;    /* workers of the pool of the current run */
+    /* the stage figures la_fill computes, kept for the run (see la_get) */
+    struct la_stage *la_memo; /* [G,K,T,T]: instance, type, first, last */
+    uint8_t *la_known;        /* [G,K,T,T]: 1 where la_memo holds the figures */
+    size_t cap_lamemo, cap_laknown;
+    int la_memo_on;           /* the memo serves this run */
+    int la_memo_off;          /* agent_rollout_set_memo(r, 0): never use it */
     int failed;      /* a parallel call failed */
     char why[256];
 };
@@ -138,6 +144,8 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->la_rep);
     free(r->la_list);
     free(r->la_hash);
+    free(r->la_memo);
+    free(r->la_known);
     free(r->lf);
     free(r->len);
     free(r->glob);
@@ -209,9 +217,10 @@ static int per_episode_alloc(agent_rollout *r, int B) {
  * figures (model_stage_fill), so that all the two-stage completions of a
  * step cost O(T^2 L) arithmetic, not O(T^2 L) plan evaluations. */
 #define LA_CAP 4.0
+#define LA_MEMO_MAX ((size_t)1 << 18) /* stages the memo holds at most (4.25 MiB) */
 #define LA_MAX_TWO_STAGE_TYPES 16
 
-typedef struct {
+typedef struct la_stage {
     int ok;     /* reaches R and fits one unit's memory */
     int units;  /* k_s */
     double th;  /* theta_s(k_s) */
@@ -230,11 +239,31 @@ static la_stage la_fill(const model_job *job, const model_cluster *cl, const dou
     return o;
 }
 
+/* la_get returns la_fill's figures of stage (ty, first..last) of instance
+ * g, from the run's memo when it is on: a stage's figures depend on the
+ * instance alone, not on the decisions, and one step asks for the same
+ * completions "t2 on j+1..L-1" as the step before, and the open run's
+ * "u on f..j" as every step since f. The memo is filled by whichever step
+ * asks first, with the very same arithmetic, so a look-ahead is the same
+ * with or without it. Not thread-safe: agent_rollout_run turns it on only
+ * when the run's look-ahead runs on one thread. */
+static la_stage la_get(agent_rollout *r, int g, const model_job *job, const model_cluster *cl,
+                       const double *ps, int L, int ty, int first, int last) {
+    if (!r->la_memo_on) return la_fill(job, cl, ps, L, ty, first, last);
+    size_t i = (((size_t)g * r->K + ty) * r->T + first) * r->T + last;
+    if (!r->la_known[i]) {
+        r->la_memo[i] = la_fill(job, cl, ps, L, ty, first, last);
+        r->la_known[i] = 1;
+    }
+    return r->la_memo[i];
+}
+
 static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t *mk, float *rw) {
-    const agent_instance *in = &r->inst[r->inst_of[b]];
+    int g = r->inst_of[b];
+    const agent_instance *in = &r->inst[g];
     const model_job *job = in->job;
     const model_cluster *cl = in->cl;
-    const double *ps = r->psum + (size_t)r->inst_of[b] * 4 * (r->T + 1);
+    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
     int L = job->n_layers, T = n_types;
     const int *a = gym_assignment(r->env[b], NULL);
     /* the prefix: closed stages, and the open run (u, f..t-1) */
@@ -270,9 +299,9 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
     for (int j = t; j < L && ok_c; j++) {
         la_stage A[MODEL_MAX_TYPES], B[MODEL_MAX_TYPES];
         for (int k = 0; k < T; k++)
-            if (mk[k]) A[k] = la_fill(job, cl, ps, L, k, k == u ? f : t, j);
+            if (mk[k]) A[k] = la_get(r, g, job, cl, ps, L, k, k == u ? f : t, j);
         if (j < L - 1 && two)
-            for (int t2 = 0; t2 < T; t2++) B[t2] = la_fill(job, cl, ps, L, t2, j + 1, L - 1);
+            for (int t2 = 0; t2 < T; t2++) B[t2] = la_get(r, g, job, cl, ps, L, t2, j + 1, L - 1);
         for (int k = 0; k < T; k++) {
             if (!mk[k] || !A[k].ok) continue;
             int closes = t > 0 && k != u; /* the open run becomes a closed stage */
@@ -682,6 +711,12 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
     if (setup(r, inst, G, inst_of, B, o, err, errlen)) return -1;
     r->failed = 0;
     int T = r->T, K = r->K;
+    /* the look-ahead's stage memo (la_get): one thread only, and bounded */
+    size_t n_memo = (size_t)G * K * T * T;
+    r->la_memo_on = !r->la_memo_off && W == 1 && n_memo <= LA_MEMO_MAX &&
+                    !grow(&r->la_memo, &r->cap_lamemo, n_memo, sizeof *r->la_memo) &&
+                    !grow(&r->la_known, &r->cap_laknown, n_memo, 1);
+    if (r->la_memo_on) memset(r->la_known, 0, n_memo);
     if (!r->policy && agent_net_encode(r->ws, p, r->lf, r->len, T, G, r->inst_of, B)) {
         snprintf(err, errlen, "out of memory in the encoder");
         return -1;
@@ -861,6 +896,8 @@ void agent_rollout_drop(agent_rollout *r, int b) {
 const agent_rollout_times *agent_rollout_timing(const agent_rollout *r) { return &r->tm; }
 
 agent_net_ws *agent_rollout_ws(agent_rollout *r) { return r->ws; }
+
+void agent_rollout_set_memo(agent_rollout *r, int on) { r->la_memo_off = !on; }
 
 void agent_rollout_set_policy(agent_rollout *r, agent_type_policy fn, void *ctx) {
     r->policy = fn;

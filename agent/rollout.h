@@ -171,6 +171,13 @@ typedef int (*agent_type_policy)(void *ctx, int t, const float *lf, const int *l
  * (use placement none or a placer). */
 void agent_rollout_set_policy(agent_rollout *r, agent_type_policy fn, void *ctx);
 
+/* agent_rollout_set_memo turns off (0) or on (1, the default) the memo of
+ * the look-ahead's stage figures (used when the look-ahead runs on one
+ * thread and the run's instances x types x layers^2 stay under 2^18):
+ * off recomputes every stage, for the tests that check the memo changes
+ * nothing. */
+void agent_rollout_set_memo(agent_rollout *r, int on);
+
 /* agent_rollout_ws returns the network workspace the rollout runs on
  * (owned by r). After agent_rollout_run, and until the parameters change,
  * it holds the encoder's states of the run's instances: a training pass on

@@ -6,9 +6,14 @@
  * 32-layer job on a 64-node cluster of 4 types and 4 zones, about 12 KB)
  * and reads it REPS times (default 2000) as the daemon reads a body its
  * parse cache has never seen: jansson (json_loadb, as web_parse_json
- * calls it), then rj_load_run (limits, the config walker, the fit). Each
- * read is timed on this thread's CPU clock; prints the minimum and median
- * of each part in microseconds. The minimum is the figure to compare
+ * calls it), then rj_load_run (limits, the config walker, the fit). Where
+ * the tree has rj_load_run_on (RJ_LOAD_RUN_ON), it also reads each body as
+ * the daemon reads one whose cluster it read before (service/api.c
+ * parse_place): web_json_member finds the cluster's bytes, the cache of
+ * clusters (an rc_cache) finds them, json_loadb parses the rest with null
+ * in their place, and rj_load_run_on loads the job on the kept cluster.
+ * Each read is timed on this thread's CPU clock; prints the minimum and
+ * median of each part in microseconds. The minimum is the figure to compare
  * between builds on a shared machine: other processes can only add to it.
  * Only rj_load_run's public contract is used, so the same file builds
  * against older trees for a before/after table (docs/serve.md).
@@ -22,6 +27,10 @@
 
 #include "env/config.h"
 #include "service/runjson.h"
+#ifdef RJ_LOAD_RUN_ON
+#include "service/reqcache.h"
+#include "service/web.h"
+#endif
 
 /* The body of place.lua for job name `name` into buf[len]; returns its
  * length (0 when it does not fit). */
@@ -130,6 +139,68 @@ int main(int argc, char **argv)
     report("json_loadb", tj, reps);
     report("rj_load_run (walk, limits)", tl, reps);
     report("read in all", tt, reps);
+#ifdef RJ_LOAD_RUN_ON
+    /* the cluster known: keep the one of the first body, by its bytes */
+    rc_cache *kept = rc_create(8, 64u << 20);
+    char err[2048], *rest = malloc(sizeof body);
+    size_t off = 0, vlen = 0;
+    cfg_run *first = NULL;
+    json_t *r0 = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+    if (!kept || !rest || !r0 || !web_json_member(body, len, "cluster", &off, &vlen) ||
+        rj_load_run(json_object_get(r0, "cluster"), json_object_get(r0, "job"), NULL, &lim, &first,
+                    err, sizeof err)) {
+        fprintf(stderr, "bench_request: cannot set the known cluster up\n");
+        return 1;
+    }
+    json_decref(r0);
+    model_cluster *kc = calloc(1, sizeof *kc);
+    rc_entry *ref = NULL;
+    if (!kc || model_cluster_copy(kc, &first->cluster) ||
+        !rc_put(kept, 1, body + off, vlen, kc, NULL, &ref)) {
+        fprintf(stderr, "bench_request: out of memory\n");
+        return 1;
+    }
+    rc_release(kept, ref);
+    cfg_free(first);
+    for (int r = 0; r < reps; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "bench-%d", r % 1000 + 1);
+        len = build_body(body, sizeof body, name);
+        double t0 = cpu_us();
+        const model_cluster *cl = NULL;
+        if (web_json_member(body, len, "cluster", &off, &vlen))
+            cl = rc_get(kept, 1, body + off, vlen, &ref);
+        size_t n = len - vlen + 4;
+        memcpy(rest, body, off);
+        memcpy(rest + off, "null", 4);
+        memcpy(rest + off + 4, body + off + vlen, len - off - vlen);
+        json_t *root = cl ? json_loadb(rest, n, JSON_REJECT_DUPLICATES, NULL) : NULL;
+        double t1 = cpu_us();
+        cfg_run *run = NULL;
+        int rc = root ? rj_load_run_on(cl, json_object_get(root, "job"), NULL, &lim, &run, err,
+                                       sizeof err)
+                      : -1;
+        double t2 = cpu_us();
+        if (rc != 0) {
+            fprintf(stderr, "bench_request: the known-cluster read failed: %s\n", root ? err : "");
+            return 1;
+        }
+        cfg_free(run);
+        json_decref(root);
+        rc_release(kept, ref);
+        tj[r] = t1 - t0;
+        tl[r] = t2 - t1;
+        tt[r] = t2 - t0;
+    }
+    printf("the cluster read before (its bytes found in the daemon's cache of clusters):\n");
+    report("find, json_loadb of the rest", tj, reps);
+    report("rj_load_run_on (job)", tl, reps);
+    report("read in all", tt, reps);
+    model_cluster_clear(kc);
+    free(kc);
+    free(rest);
+    rc_free(kept);
+#endif
     free(tj);
     free(tl);
     free(tt);

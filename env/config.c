@@ -45,6 +45,7 @@ typedef struct {
     int cluster_only;      /* job: and jobs: may be absent (cfg_load_cluster) */
     cfg_origin top[N_TOP]; /* objective, cluster, job, jobs across files */
     int objective;         /* value of the objective key, when seen */
+    const model_cluster *given; /* cfg_load_json_on: the cluster, already loaded */
 } run_ctx;
 
 static void run_ctx_init(run_ctx *r, char *err, size_t errlen)
@@ -651,7 +652,11 @@ static cfg_run *build_run(run_ctx *r, const char *path)
     cfg_ctx *c = &r->c;
     cfg_item *root = cfg_file_root(c, 0);
     c->cur = 0;
-    if (r->top[TOP_CLUSTER].file < 0) {
+    if (r->given && r->top[TOP_CLUSTER].file >= 0) {
+        cfg_fail(c, r->top[TOP_CLUSTER].key, "cluster", "given twice (loaded already)");
+        return NULL;
+    }
+    if (!r->given && r->top[TOP_CLUSTER].file < 0) {
         cfg_fail(c, root, "cluster",
                  "missing required key (neither this file nor its includes give it)");
         return NULL;
@@ -671,8 +676,14 @@ static cfg_run *build_run(run_ctx *r, const char *path)
     snprintf(run->path, sizeof run->path, "%s", path);
     run->objective = r->top[TOP_OBJECTIVE].file >= 0 ? (cfg_objective)r->objective
                                                      : CFG_OBJECTIVE_COST;
-    c->cur = r->top[TOP_CLUSTER].file;
-    if (build_cluster(c, r->top[TOP_CLUSTER].val, &run->cluster) ||
+    if (r->given && model_cluster_copy(&run->cluster, r->given)) {
+        cfg_say(c, "%s: out of memory", path);
+        cfg_free(run);
+        return NULL;
+    }
+    if (!r->given)
+        c->cur = r->top[TOP_CLUSTER].file;
+    if ((!r->given && build_cluster(c, r->top[TOP_CLUSTER].val, &run->cluster)) ||
         (!no_jobs && build_jobs(r, run))) {
         cfg_free(run);
         return NULL;
@@ -712,11 +723,13 @@ cfg_run *cfg_load_cluster(const char *path, char *err, size_t errlen)
  * when json is NULL, else from the JSON value json (borrowed). `include:`
  * is refused, so that a request never names a file. */
 static cfg_run *load_in_memory(const char *name, const char *text, size_t len,
-                               const json_t *json, char *err, size_t errlen)
+                               const json_t *json, const model_cluster *given, char *err,
+                               size_t errlen)
 {
     run_ctx r;
     run_ctx_init(&r, err, errlen);
     r.no_include = 1;
+    r.given = given;
     cfg_ctx *c = &r.c;
     cfg_run *run = NULL;
     int idx = json ? cfg_add_json(c, name, json) : cfg_add_file(c, name), ok = idx >= 0;
@@ -733,13 +746,19 @@ static cfg_run *load_in_memory(const char *name, const char *text, size_t len,
 cfg_run *cfg_load_buffer(const char *name, const char *text, size_t len, char *err,
                          size_t errlen)
 {
-    return load_in_memory(name ? name : "<buffer>", text ? text : "", text ? len : 0, NULL, err,
-                          errlen);
+    return load_in_memory(name ? name : "<buffer>", text ? text : "", text ? len : 0, NULL, NULL,
+                          err, errlen);
 }
 
 cfg_run *cfg_load_json(const char *name, const json_t *root, char *err, size_t errlen)
 {
-    return load_in_memory(name ? name : "<json>", NULL, 0, root, err, errlen);
+    return load_in_memory(name ? name : "<json>", NULL, 0, root, NULL, err, errlen);
+}
+
+cfg_run *cfg_load_json_on(const char *name, const json_t *root, const model_cluster *cl, char *err,
+                          size_t errlen)
+{
+    return load_in_memory(name ? name : "<json>", NULL, 0, root, cl, err, errlen);
 }
 
 void cfg_free(cfg_run *run)

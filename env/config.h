@@ -64,6 +64,15 @@ struct json_t; /* jansson's json_t */
  * "name:1:1". */
 cfg_run *cfg_load_json(const char *name, const struct json_t *root, char *err, size_t errlen);
 
+/* cfg_load_json_on is cfg_load_json on a root without `cluster:`, the run
+ * taking a copy of cl (borrowed) as its cluster: for a caller that loaded
+ * that cluster before (the daemon, whose requests repeat the cluster) and
+ * needs only the jobs read. The jobs are read against cl exactly as
+ * cfg_load_json reads them against a cluster loaded from the same value,
+ * with the same messages. A root that has a `cluster:` is refused. */
+cfg_run *cfg_load_json_on(const char *name, const struct json_t *root, const model_cluster *cl,
+                          char *err, size_t errlen);
+
 /* cfg_free releases a run; accepts NULL. */
 void cfg_free(cfg_run *run);
 

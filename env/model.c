@@ -38,6 +38,41 @@ void model_plan_free(model_plan *plan) {
     free(plan);
 }
 
+/* dup_array returns a malloc'd copy of n elements of size elem at src, or
+ * NULL (also when n is 0 or src NULL: nothing to copy). */
+static void *dup_array(const void *src, size_t n, size_t elem) {
+    if (!src || n == 0) return NULL;
+    void *p = malloc(n * elem);
+    if (p) memcpy(p, src, n * elem);
+    return p;
+}
+
+int model_cluster_copy(model_cluster *dst, const model_cluster *src) {
+    size_t nz = (size_t)(src->n_zones > 0 ? src->n_zones : 0);
+    *dst = *src;
+    dst->types = dup_array(src->types, (size_t)src->n_types, sizeof *src->types);
+    dst->nodes = dup_array(src->nodes, (size_t)src->n_nodes, sizeof *src->nodes);
+    dst->zones = dup_array(src->zones, nz, sizeof *src->zones);
+    dst->zone_bw = dup_array(src->zone_bw, nz * nz, sizeof *src->zone_bw);
+    dst->zone_lat = dup_array(src->zone_lat, nz * nz, sizeof *src->zone_lat);
+    if ((src->types && src->n_types > 0 && !dst->types) || (src->nodes && src->n_nodes > 0 && !dst->nodes) ||
+        (src->zones && nz > 0 && !dst->zones) || (src->zone_bw && nz > 0 && !dst->zone_bw) ||
+        (src->zone_lat && nz > 0 && !dst->zone_lat)) {
+        model_cluster_clear(dst);
+        return -1;
+    }
+    return 0;
+}
+
+void model_cluster_clear(model_cluster *cl) {
+    free(cl->types);
+    free(cl->nodes);
+    free(cl->zones);
+    free(cl->zone_bw);
+    free(cl->zone_lat);
+    memset(cl, 0, sizeof *cl);
+}
+
 /* k_s from docs/model.md §2: with q = R t / B, 1 when q <= 1, none (0) when
  * alpha q >= 1, else ceil(q (1 - alpha) / (1 - alpha q) - 1e-9). The 1e-9
  * keeps an exact boundary (theta(k) == R in real arithmetic) at k. */

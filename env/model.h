@@ -160,6 +160,13 @@ typedef struct {
 model_plan *model_plan_create(int max_layers);
 void model_plan_free(model_plan *plan);
 
+/* model_cluster_copy makes dst a deep copy of src (its own types, nodes,
+ * zones and zone tables). Returns 0, or -1 when out of memory (dst then
+ * holds nothing to free). model_cluster_clear frees what a copy (or the
+ * config loader) allocated in cl and zeroes it; it accepts an empty one. */
+int model_cluster_copy(model_cluster *dst, const model_cluster *src);
+void model_cluster_clear(model_cluster *cl);
+
 /* model_units returns k, the smallest k >= 1 with theta(k) >= R for a stage
  * whose unit takes `step` seconds per batch of B samples, or 0 when the
  * stage can never reach R (alpha * q >= 1). */

@@ -9,12 +9,14 @@
  *              3 PUT /v1/jobs/fz (then GET and DELETE it)
  *              4 POST /k8s/filter  5 POST /k8s/prioritize
  *
- * The environment is the daemon's (parse cache, jobs registry, no policy:
+ * The environment is the daemon's (parse cache, cluster cache, jobs registry, no policy:
  * /v1/place then needs a plan_method) with budget_ms capped at 50 ms so
  * that no input can hold a run for long; a job "tiny" is registered at
  * start so that extender payloads naming it reach the planner. The checks
  * beyond ASan/UBSan: every answer has a status from 200 to 503 other than
- * 500 (out of memory is the only 500), and a non-empty body that is JSON.
+ * 500 (out of memory is the only 500), and a non-empty body that is JSON;
+ * and the cluster bytes web_json_member finds in a /v1/place body are that
+ * body's cluster, as jansson reads it (check_member).
  *
  * Seeds: fuzz/corpus/request/ (request bodies of the daemon tests and of
  * docs/serve.md, each behind its endpoint byte).
@@ -86,13 +88,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     env.policy = pslot_create();
     env.jobs = jobs_create(JOBS_DEFAULT_MAX, JOBS_DEFAULT_MAX_BYTES);
     env.cache = rc_create(64, 64u << 20);
+    env.clusters = rc_create(8, 64u << 20); /* bodies repeating a cluster read only the rest */
     env.limits.max_layers = RJ_DEFAULT_MAX_LAYERS;
     env.limits.max_nodes = RJ_DEFAULT_MAX_NODES;
     env.limits.max_types = RJ_DEFAULT_MAX_TYPES;
     env.max_budget_ms = 50;
     char serr[256];
     env.state = store_open(NULL, serr, sizeof serr); /* in memory */
-    if (!env.policy || !env.jobs || !env.cache || !env.state) abort();
+    if (!env.policy || !env.jobs || !env.cache || !env.clusters || !env.state) abort();
     k8s = (k8s_env){env.policy, env.jobs, env.limits, env.max_budget_ms, 0, 0, env.state};
     web_request req = {"PUT", "/v1/jobs/tiny", TINY_JOB, sizeof TINY_JOB - 1, web_now_ns()};
     web_reply rep;
@@ -105,6 +108,36 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     }
     web_reply_clear(&rep);
     return 0;
+}
+
+/* check_member holds web_json_member (the daemon's cluster finder) to
+ * jansson on a /v1/place body: when both accept the body, the bytes found
+ * parse to the member's value, and the body with null in their place
+ * parses to the same object but for that member (what the daemon's
+ * known-cluster read relies on). Aborts (a finding) otherwise. */
+static void check_member(const char *body, size_t len) {
+    size_t off = 0, vlen = 0;
+    if (!web_json_member(body, len, "cluster", &off, &vlen)) return;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+    if (!root) return;
+    json_t *v = json_loadb(body + off, vlen, JSON_REJECT_DUPLICATES, NULL);
+    char *rest = malloc(len - vlen + 4);
+    if (!rest) abort();
+    memcpy(rest, body, off);
+    memcpy(rest + off, "null", 4);
+    memcpy(rest + off + 4, body + off + vlen, len - off - vlen);
+    json_t *r2 = json_loadb(rest, len - vlen + 4, JSON_REJECT_DUPLICATES, NULL);
+    free(rest);
+    if (!v || !json_equal(v, json_object_get(root, "cluster")) || !r2 ||
+        !json_is_null(json_object_get(r2, "cluster")) || json_object_set(r2, "cluster", v) ||
+        !json_equal(r2, root)) {
+        fprintf(stderr, "fuzz_request: web_json_member found bytes %zu+%zu that are not the "
+                "body's cluster\n", off, vlen);
+        abort();
+    }
+    json_decref(v);
+    json_decref(r2);
+    json_decref(root);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -121,6 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         run(3, "GET", "", 0, "fz");
         run(3, "DELETE", "", 0, "fz");
     } else {
+        if (endpoint == 0) check_member(body, len);
         run(endpoint, "POST", body, len, NULL);
     }
     free(body);

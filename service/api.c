@@ -135,13 +135,13 @@ static int parse_online(const json_t *root, int *online, char *key, json_t **opt
     return RJ_OK;
 }
 
-/* Parses the body of /v1/place into *out. Returns RJ_OK, or RJ_BAD or
- * RJ_NOMEM with err. */
-static int parse_place(const api_env *env, const web_request *req, void **out, char *err,
-                       size_t errlen) {
+/* place_from_root reads the parsed /v1/place body root into *out; with cl
+ * (not NULL), root's cluster is ignored and the run is built on a copy of
+ * cl (a cluster loaded before from the same bytes). Returns RJ_OK, or
+ * RJ_BAD or RJ_NOMEM with err. */
+static int place_from_root(const api_env *env, json_t *root, const model_cluster *cl, void **out,
+                           char *err, size_t errlen) {
     static const char *const keys[] = {"cluster", "job", "options", "model", "commit"};
-    json_t *root = web_parse_json(req->body, req->body_len, err, errlen);
-    if (!root) return RJ_BAD;
     int rc = RJ_NOMEM, online = 0;
     json_t *opts = NULL;
     place_body *b = calloc(1, sizeof *b);
@@ -150,6 +150,11 @@ static int parse_place(const api_env *env, const web_request *req, void **out, c
     if (!b || (rc = rj_check_keys(root, "", keys, 5, err, errlen)) ||
         (rc = parse_online(root, &online, b->commit, &opts, err, errlen)))
         goto fail;
+    if (online && cl) { /* no cluster to take: the caller reads the body afresh */
+        snprintf(err, errlen, "options.on: online body");
+        rc = RJ_BAD;
+        goto fail;
+    }
     if (online) {
         const json_t *job = json_object_get(root, "job");
         rc = RJ_BAD;
@@ -176,20 +181,86 @@ static int parse_place(const api_env *env, const web_request *req, void **out, c
                                                                            : "online"));
         if ((rc = decide_opts_parse(opts, 1, env->max_budget_ms, &b->opts, err, errlen)))
             goto fail;
-    } else if ((rc = rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
-                                 json_object_get(root, "model"), &env->limits, &b->run, err,
-                                 errlen)) ||
+    } else if ((rc = cl ? rj_load_run_on(cl, json_object_get(root, "job"), json_object_get(root, "model"),
+                                         &env->limits, &b->run, err, errlen)
+                        : rj_load_run(json_object_get(root, "cluster"), json_object_get(root, "job"),
+                                      json_object_get(root, "model"), &env->limits, &b->run, err,
+                                      errlen)) ||
                (rc = decide_opts_parse(opts, b->run->cluster.n_nodes > 0, env->max_budget_ms,
                                        &b->opts, err, errlen)))
         goto fail;
     json_decref(opts);
-    json_decref(root);
     *out = b;
     return RJ_OK;
 fail:
     json_decref(opts);
-    json_decref(root);
     place_body_free(b);
+    return rc;
+}
+
+static void cluster_free(void *p) {
+    model_cluster *cl = p;
+    if (!cl) return;
+    model_cluster_clear(cl);
+    free(cl);
+}
+
+/* place_on_known reads a /v1/place body whose cluster (the bytes at
+ * body + off, vlen of them) was loaded before, from env->clusters: only
+ * the rest of the body is parsed (the cluster's bytes replaced by null),
+ * and the run gets a copy of the loaded cluster. The bytes were a valid
+ * cluster object in an earlier body, so this body is valid exactly when
+ * its rest is, and reads as the full parse would read it. Returns 1 with
+ * *out, or 0 when the cluster is not known or anything is amiss: the
+ * caller then parses the whole body, which also words any error. */
+static int place_on_known(const api_env *env, const web_request *req, size_t off, size_t vlen,
+                          void **out) {
+    rc_entry *ref = NULL;
+    const model_cluster *cl = rc_get(env->clusters, 1, req->body + off, vlen, &ref);
+    if (!cl) return 0;
+    size_t n = req->body_len - vlen + 4;
+    char *rest = malloc(n), err[1024];
+    json_t *root = NULL;
+    int ok = 0;
+    if (rest) {
+        memcpy(rest, req->body, off);
+        memcpy(rest + off, "null", 4);
+        memcpy(rest + off + 4, req->body + off + vlen, req->body_len - off - vlen);
+        json_error_t je;
+        root = json_loadb(rest, n, JSON_REJECT_DUPLICATES, &je);
+        free(rest);
+    }
+    if (json_is_object(root) && json_is_null(json_object_get(root, "cluster")))
+        ok = place_from_root(env, root, cl, out, err, sizeof err) == RJ_OK;
+    json_decref(root);
+    rc_release(env->clusters, ref);
+    return ok;
+}
+
+/* Parses the body of /v1/place into *out. Returns RJ_OK, or RJ_BAD or
+ * RJ_NOMEM with err. A cluster read from a body is kept (env->clusters,
+ * by the bytes of its value), so that a body that repeats it, as a
+ * scheduler's requests do, reads only its job. */
+static int parse_place(const api_env *env, const web_request *req, void **out, char *err,
+                       size_t errlen) {
+    size_t off = 0, vlen = 0;
+    int span = env->clusters && web_json_member(req->body, req->body_len, "cluster", &off, &vlen);
+    if (span && place_on_known(env, req, off, vlen, out)) return RJ_OK;
+    json_t *root = web_parse_json(req->body, req->body_len, err, errlen);
+    if (!root) return RJ_BAD;
+    int rc = place_from_root(env, root, NULL, out, err, errlen);
+    json_decref(root);
+    const place_body *b = rc == RJ_OK ? *out : NULL;
+    if (span && b && b->run) { /* keep the cluster for the bodies that repeat it */
+        model_cluster *cl = calloc(1, sizeof *cl);
+        if (cl && model_cluster_copy(cl, &b->run->cluster) == 0) {
+            rc_entry *ref = NULL;
+            if (rc_put(env->clusters, 1, req->body + off, vlen, cl, cluster_free, &ref))
+                rc_release(env->clusters, ref);
+        } else {
+            free(cl);
+        }
+    }
     return rc;
 }
 

@@ -56,6 +56,8 @@ typedef struct {
     pslot *policy;         /* the current policy, may hold none */
     jobs_registry *jobs;   /* registered jobs */
     rc_cache *cache;       /* parsed bodies */
+    rc_cache *clusters;    /* clusters read from /v1/place bodies, by the bytes of
+                              their value (model_cluster *); NULL: none kept */
     rj_limits limits;      /* per-request limits */
     long max_budget_ms;    /* largest budget_ms a request may ask for */
     long request_cpu_ms;   /* > 0: time one decision may take, whatever it asks */

@@ -21,6 +21,7 @@
 #include "env/place.h"
 #include "env/units.h"
 #include "service/cluster.h"
+#include "service/k8sargs.h"
 #include "solvers/placers.h"
 
 /* ---- the pods placed, for the bind verb ---------------------------------------------- */
@@ -88,6 +89,9 @@ typedef struct {
     json_t *index;        /* object: node name -> its index in nodes */
     json_t *registered;   /* object: names of the registered cluster's nodes -> true */
     json_t *seen;         /* object: node name -> metadata.resourceVersion last derived */
+    json_t *refused;      /* object: node name -> [resourceVersion, why] of a node that
+                             derive_node refused (at most K8S_REFUSED_PER_NODE *
+                             limits.max_nodes names) */
     uint64_t inv_version; /* +1 whenever the inventory changes */
 } job_state;
 
@@ -98,6 +102,7 @@ static void state_free(void *p) {
     json_decref(s->index);
     json_decref(s->registered);
     json_decref(s->seen);
+    json_decref(s->refused);
     free(s);
 }
 
@@ -112,7 +117,8 @@ static job_state *state_of(jobs_entry *e) {
     s->index = json_object();
     s->registered = json_object();
     s->seen = json_object();
-    if (!s->nodes || !s->index || !s->registered || !s->seen) {
+    s->refused = json_object();
+    if (!s->nodes || !s->index || !s->registered || !s->seen || !s->refused) {
         state_free(s);
         return NULL;
     }
@@ -296,7 +302,7 @@ static void identify(const json_t *pod, pod_role *r) {
 /* One candidate node of a call. */
 typedef struct {
     const char *name;
-    const json_t *item;  /* the Node object (Nodes form) or NULL */
+    ka_node *item;       /* what strata read of the Node object (Nodes form), or NULL */
     int inv;             /* index in the inventory, or -1 when it cannot be judged */
     char why[256];       /* when inv < 0 */
     int units;           /* when inv >= 0: the node's units; -1 when not known */
@@ -304,30 +310,34 @@ typedef struct {
     char type[MODEL_NAME_MAX], zone[MODEL_NAME_MAX]; /* when inv >= 0 */
 } candidate;
 
-/* The parsed ExtenderArgs. */
+/* The parsed ExtenderArgs. In the Nodes form only the parts of each Node
+ * object strata reads are parsed (service/k8sargs.h): a call over 5,000
+ * nodes costs milliseconds, not the seconds of a whole jansson tree. */
 typedef struct {
-    json_t *root;
+    ka_args ka;           /* owns the pod, the names and the nodes' parts */
     const json_t *pod;
-    const json_t *items;  /* Nodes.items, or NULL in the NodeNames form */
+    int nodes_form;       /* 1: Nodes.items; 0: NodeNames */
     const json_t *names;  /* NodeNames, or NULL in the Nodes form */
     int n;
     candidate *c;         /* [n] */
 } ext_args;
 
 static void args_free(ext_args *a) {
-    json_decref(a->root);
+    ka_free(&a->ka);
     free(a->c);
 }
 
-/* Parses ExtenderArgs; returns RJ_OK, or RJ_BAD with a message naming the
- * field, or RJ_NOMEM. */
+/* Parses ExtenderArgs from the request's body (which must outlive *a: the
+ * nodes point into it); returns RJ_OK, or RJ_BAD with a message naming the
+ * field (the line and column of malformed JSON), or RJ_NOMEM. The checks
+ * come in the order the whole-tree parse made them. */
 static int parse_args(const web_request *req, ext_args *a, char *err,
                       size_t errlen) {
     memset(a, 0, sizeof *a);
-    a->root = web_parse_json(req->body, req->body_len, err, errlen);
-    if (!a->root) return -1;
+    int rc = ka_read(req->body, req->body_len, K8S_MAX_CANDIDATES, &a->ka, err, errlen);
+    if (rc != KA_OK) return rc == KA_NOMEM ? RJ_NOMEM : -1;
     char d[96];
-    a->pod = get_ci(a->root, "Pod");
+    a->pod = a->ka.pod;
     if (!json_is_object(a->pod)) {
         if (!a->pod) snprintf(err, errlen, "Pod: missing required key");
         else {
@@ -336,22 +346,20 @@ static int parse_args(const web_request *req, ext_args *a, char *err,
         }
         return -1;
     }
-    const json_t *nodes = get_ci(a->root, "Nodes");
-    const json_t *names = get_ci(a->root, "NodeNames");
-    if (nodes && !json_is_null(nodes)) {
-        if (!json_is_object(nodes)) {
-            rj_describe(nodes, d, sizeof d);
+    const json_t *names = a->ka.names;
+    if (a->ka.has_nodes && a->ka.nodes_type != JSON_NULL) {
+        if (a->ka.nodes_type != JSON_OBJECT) {
+            rj_describe(a->ka.nodes_value, d, sizeof d);
             snprintf(err, errlen, "Nodes: expected a NodeList object, got %s", d);
             return -1;
         }
-        a->items = get_ci(nodes, "items");
-        if (!a->items || json_is_null(a->items)) a->items = NULL;
-        else if (!json_is_array(a->items)) {
-            rj_describe(a->items, d, sizeof d);
+        if (a->ka.has_items && a->ka.items_type != JSON_NULL && a->ka.items_type != JSON_ARRAY) {
+            rj_describe(a->ka.items_value, d, sizeof d);
             snprintf(err, errlen, "Nodes.items: expected a list of Node objects, got %s", d);
             return -1;
         }
-        a->n = a->items ? (int)json_array_size(a->items) : 0; /* no items: none */
+        a->nodes_form = 1;
+        a->n = a->ka.n; /* no items: none */
     } else if (names && !json_is_null(names)) {
         if (!json_is_array(names)) {
             rj_describe(names, d, sizeof d);
@@ -386,9 +394,9 @@ static int parse_args(const web_request *req, ext_args *a, char *err,
             }
             c->name = json_string_value(v);
         } else {
-            c->item = json_array_get(a->items, (size_t)i);
-            c->name = str_at(get_ci(c->item, "metadata"), "name");
-            if (!json_is_object(c->item) || !c->name) {
+            c->item = &a->ka.nodes[i];
+            c->name = c->item->name;
+            if (!c->item->is_object || !c->item->has_md || !c->name) {
                 snprintf(err, errlen, "Nodes.items[%d].metadata.name: missing required key", i);
                 return -1;
             }
@@ -524,7 +532,11 @@ static json_t *derive_node(const k8s_env *env, const json_t *doc, const json_t *
 /* Brings the inventory up to date with the call's nodes and resolves each
  * candidate to an inventory index (or a reason it cannot be judged). A
  * node whose metadata.resourceVersion is the one last derived is not
- * derived again. Linear in the candidates. */
+ * derived again, and neither is one refused at that resourceVersion (its
+ * reason is kept: derive_node depends only on the node, the job's
+ * registered cluster and the catalogue, all three unchanged then), so
+ * that a call over unchanged nodes parses none of their labels. Linear
+ * in the candidates. */
 static void update_inventory(const k8s_env *env, jobs_entry *e, job_state *s, ext_args *a) {
     int max_nodes = env->limits.max_nodes;
     for (int i = 0; i < a->n; i++) {
@@ -532,17 +544,30 @@ static void update_inventory(const k8s_env *env, jobs_entry *e, job_state *s, ex
         int at = inv_find(s, c->name);
         int registered = at >= 0 && json_object_get(s->registered, c->name) != NULL;
         if (c->item && !registered) { /* describe it from its labels */
-            const char *rv = str_at(get_ci(c->item, "metadata"), "resourceVersion");
+            const char *rv = c->item->rv;
             const char *last = str_at(s->seen, c->name);
             if (rv && last && at >= 0 && !strcmp(rv, last)) { /* unchanged since */
                 c->inv = at;
                 continue;
             }
-            json_t *n = derive_node(env, e->doc, c->item, c->name, c->why, sizeof c->why);
-            if (!n) {
-                json_object_del(s->seen, c->name);
+            const json_t *no = json_object_get(s->refused, c->name);
+            const char *no_rv = json_string_value(json_array_get(no, 0));
+            if (rv && no_rv && !strcmp(rv, no_rv)) { /* refused, and unchanged since */
+                snprintf(c->why, sizeof c->why, "%s", json_string_value(json_array_get(no, 1)));
                 continue;
             }
+            const json_t *item = ka_node_json(c->item);
+            json_t *n = item ? derive_node(env, e->doc, item, c->name, c->why, sizeof c->why)
+                             : NULL;
+            if (!item) snprintf(c->why, sizeof c->why, "out of memory");
+            if (!n) {
+                json_object_del(s->seen, c->name);
+                if (item && rv && (no || json_object_size(s->refused) <
+                                             (size_t)K8S_REFUSED_PER_NODE * (size_t)max_nodes))
+                    json_object_set_new(s->refused, c->name, json_pack("[s,s]", rv, c->why));
+                continue;
+            }
+            json_object_del(s->refused, c->name);
             if (at < 0 && (int)json_array_size(s->nodes) >= max_nodes) {
                 /* bounded: a caller cannot grow the inventory without end */
                 snprintf(c->why, sizeof c->why, "the extender already knows %d nodes for this "
@@ -899,7 +924,8 @@ static void judge_by_labels(ext_args *a, const pod_plan *pp) {
             snprintf(c->type, sizeof c->type, "%s", pp->task.type);
             continue;
         }
-        const json_t *labels = json_object_get(get_ci(c->item, "metadata"), "labels");
+        const json_t *labels = json_object_get(get_ci(ka_node_json(c->item), "metadata"),
+                                               "labels");
         const char *t = str_at(labels, "strata.io/type");
         if (!t) t = str_at(labels, "node.kubernetes.io/instance-type");
         const char *z = str_at(labels, "topology.kubernetes.io/zone");
@@ -1066,6 +1092,48 @@ static int begin(const k8s_env *env, const web_request *req, web_reply *rep, ext
     return 0;
 }
 
+/* The filter's answer in the Nodes form: {"Nodes": {"metadata": {},
+ * "items": [...]}, "NodeNames": null, "FailedNodes": failed,
+ * "FailedAndUnresolvableNodes": unresolvable, "Error": ""}, the kept Node
+ * objects copied as they came in the body (validated JSON), the rest
+ * dumped by jansson. Sets the reply (500 when out of memory). */
+static void reply_nodes(web_reply *rep, const ext_args *a, const int *keep, int n_keep,
+                        const json_t *failed, const json_t *unresolvable) {
+    char *f = json_dumps(failed, JSON_COMPACT);
+    char *u = json_dumps(unresolvable, JSON_COMPACT);
+    static const char head[] = "{\"Nodes\":{\"metadata\":{},\"items\":[";
+    static const char mid[] = "]},\"NodeNames\":null,\"FailedNodes\":";
+    static const char mid2[] = ",\"FailedAndUnresolvableNodes\":";
+    static const char tail[] = ",\"Error\":\"\"}";
+    size_t len = sizeof head + sizeof mid + sizeof mid2 + sizeof tail + (size_t)n_keep;
+    for (int k = 0; k < n_keep; k++) len += a->c[keep[k]].item->raw.len;
+    char *body = f && u ? malloc(len + strlen(f) + strlen(u) + 1) : NULL;
+    if (!body) {
+        free(f);
+        free(u);
+        web_reply_error(rep, 500, "out of memory");
+        return;
+    }
+    size_t at = 0;
+#define PUT(p, n) (memcpy(body + at, (p), (n)), at += (n))
+    PUT(head, sizeof head - 1);
+    for (int k = 0; k < n_keep; k++) {
+        const ka_slice *raw = &a->c[keep[k]].item->raw;
+        if (k) PUT(",", 1);
+        PUT(raw->p, raw->len);
+    }
+    PUT(mid, sizeof mid - 1);
+    PUT(f, strlen(f));
+    PUT(mid2, sizeof mid2 - 1);
+    PUT(u, strlen(u));
+    PUT(tail, sizeof tail - 1);
+#undef PUT
+    body[at] = '\0';
+    free(f);
+    free(u);
+    web_reply_take(rep, 200, body, at);
+}
+
 void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
     ext_args a;
     pod_plan pp;
@@ -1073,33 +1141,47 @@ void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
     json_t *failed = json_object();
     json_t *unresolvable = json_object();
     json_t *kept = json_array();
+    int *keep = malloc((size_t)(a.n ? a.n : 1) * sizeof *keep);
+    int n_keep = 0;
+    if (!failed || !unresolvable || !kept || !keep) {
+        json_decref(failed);
+        json_decref(unresolvable);
+        json_decref(kept);
+        free(keep);
+        args_free(&a);
+        web_reply_error(rep, 500, "out of memory");
+        return;
+    }
     for (int i = 0; i < a.n; i++) {
         const candidate *c = &a.c[i];
         char why[320] = "";
         int fit = pp.refused ? FIT_NEVER : pp.planned ? fits(&pp, c, why, sizeof why) : FIT_OK;
         if (pp.refused) /* no node will do: the scheduler need not try preemption */
             snprintf(why, sizeof why, "%s", pp.note);
-        if (fit == FIT_OK)
-            json_array_append(kept, a.names ? json_array_get(a.names, (size_t)i)
-                                            : (json_t *)c->item);
-        else /* kube-scheduler tries preemption only for FailedNodes */
+        if (fit == FIT_OK) {
+            keep[n_keep++] = i;
+            if (a.names) json_array_append(kept, json_array_get(a.names, (size_t)i));
+        } else { /* kube-scheduler tries preemption only for FailedNodes */
             json_object_set_new(fit == FIT_BUSY ? failed : unresolvable, c->name,
                                 json_string(why));
+        }
     }
-    json_t *o = json_object();
-    if (a.names) {
+    int n_failed = (int)(json_object_size(failed) + json_object_size(unresolvable));
+    if (a.nodes_form) {
+        reply_nodes(rep, &a, keep, n_keep, failed, unresolvable);
+        json_decref(failed);
+        json_decref(unresolvable);
+        json_decref(kept);
+    } else {
+        json_t *o = json_object();
         json_object_set_new(o, "Nodes", json_null());
         json_object_set_new(o, "NodeNames", kept);
-    } else {
-        json_object_set_new(o, "Nodes", json_pack("{s:{}, s:o}", "metadata", "items", kept));
-        json_object_set_new(o, "NodeNames", json_null());
+        json_object_set_new(o, "FailedNodes", failed);
+        json_object_set_new(o, "FailedAndUnresolvableNodes", unresolvable);
+        json_object_set_new(o, "Error", json_string(""));
+        web_reply_json(rep, 200, o);
     }
-    /* counted before web_reply_json frees o, and `failed` with it */
-    int n_failed = (int)(json_object_size(failed) + json_object_size(unresolvable));
-    json_object_set_new(o, "FailedNodes", failed);
-    json_object_set_new(o, "FailedAndUnresolvableNodes", unresolvable);
-    json_object_set_new(o, "Error", json_string(""));
-    web_reply_json(rep, 200, o);
+    free(keep);
     snprintf(rep->note, sizeof rep->note, "%.200s; kept %d of %d", pp.note, a.n - n_failed,
              a.n);
     args_free(&a);

@@ -65,6 +65,13 @@
  * room); each job's inventory stays bounded by limits.max_nodes. */
 #define K8S_MAX_CANDIDATES 16384
 
+/* Besides its inventory (at most limits.max_nodes nodes), each job keeps
+ * the nodes it refused, by name and resourceVersion with the reason, so
+ * that an unchanged node is not read again: at most this many times
+ * limits.max_nodes of them (4,096 with the default 1,024; ~300 bytes
+ * each). Past that, a refused node is read again at each call. */
+#define K8S_REFUSED_PER_NODE 4
+
 /* The pods the extender has placed by a registered job's plan, by pod UID
  * (metadata.uid): kube-scheduler's bind call names the pod but carries no
  * labels, so k8s_bind finds the task there. Bounded (K8S_BIND_MEMORY

@@ -155,11 +155,17 @@ char *metrics_render(metrics *m, const metrics_extra *x, size_t *len) {
                 "answered from the body's memo (hit) or decoded (miss).\n"
                 "# TYPE strata_decode_memo_total counter\n"
                 "strata_decode_memo_total{result=\"hit\"} %llu\n"
-                "strata_decode_memo_total{result=\"miss\"} %llu\n",
+                "strata_decode_memo_total{result=\"miss\"} %llu\n"
+                "# HELP strata_cluster_cache_total /v1/place bodies whose cluster was read "
+                "before, byte for byte (hit: only the rest was parsed), or not (miss).\n"
+                "# TYPE strata_cluster_cache_total counter\n"
+                "strata_cluster_cache_total{result=\"hit\"} %llu\n"
+                "strata_cluster_cache_total{result=\"miss\"} %llu\n",
                 (unsigned long long)x->reloads_ok, (unsigned long long)x->reloads_failed,
                 x->inflight, x->jobs, (unsigned long long)x->cache_hits,
                 (unsigned long long)x->cache_misses, x->cache_entries,
-                (unsigned long long)x->memo_hits, (unsigned long long)x->memo_misses);
+                (unsigned long long)x->memo_hits, (unsigned long long)x->memo_misses,
+                (unsigned long long)x->cluster_hits, (unsigned long long)x->cluster_misses);
     }
     if (fclose(f) != 0) {
         free(buf);

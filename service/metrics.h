@@ -66,6 +66,7 @@ typedef struct {
     uint64_t cache_hits, cache_misses;
     int cache_entries;
     uint64_t memo_hits, memo_misses; /* memoised policy answers of /v1/place */
+    uint64_t cluster_hits, cluster_misses; /* /v1/place clusters known by their bytes */
 } metrics_extra;
 
 /* metrics_render writes the page into a new malloc'd string (*len bytes,

@@ -75,10 +75,31 @@ static void strip_position(char *msg) {
     memmove(msg, p, strlen(p) + 1);
 }
 
-int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
-                const rj_limits *lim, cfg_run **out, char *err, size_t errlen) {
+/* load_run is rj_load_run (cl NULL) or rj_load_run_on (cluster NULL). */
+static int load_run(const json_t *cluster, const model_cluster *cl, const json_t *job,
+                    const json_t *model, const rj_limits *lim, cfg_run **out, char *err,
+                    size_t errlen) {
     char d[96];
     *out = NULL;
+    if (cl) {
+        if (!job) {
+            snprintf(err, errlen, "job: missing required key");
+            return RJ_BAD;
+        }
+        if (!json_is_object(job)) {
+            rj_describe(job, d, sizeof d);
+            snprintf(err, errlen, "job: expected an object, got %s", d);
+            return RJ_BAD;
+        }
+        if (cl->n_nodes > lim->max_nodes || cl->n_types > lim->max_types) {
+            snprintf(err, errlen, "cluster: %d nodes and %d types, more than this daemon accepts "
+                     "(%d, %d)", cl->n_nodes, cl->n_types, lim->max_nodes, lim->max_types);
+            return RJ_BAD;
+        }
+        if (check_count(job, "job", "layers", "layers", lim->max_layers, err, errlen))
+            return RJ_BAD;
+        goto load;
+    }
     if (!cluster) {
         snprintf(err, errlen, "cluster: missing required key");
         return RJ_BAD;
@@ -101,17 +122,19 @@ int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
         check_count(cluster, "cluster", "types", "types", lim->max_types, err, errlen) ||
         check_count(job, "job", "layers", "layers", lim->max_layers, err, errlen))
         return RJ_BAD;
-    /* the top-level object the loader walks, borrowing the three values */
+load:;
+    /* the top-level object the loader walks, borrowing the values */
     json_t *root = json_object();
     int bad = !root || (model && json_object_set(root, "model", (json_t *)model)) ||
-              json_object_set(root, "cluster", (json_t *)cluster) ||
+              (cluster && json_object_set(root, "cluster", (json_t *)cluster)) ||
               json_object_set(root, "job", (json_t *)job);
     if (bad) {
         json_decref(root);
         goto oom;
     }
     char msg[2048];
-    cfg_run *run = run_load_json("request", root, msg, sizeof msg);
+    cfg_run *run = cl ? run_load_json_on("request", root, cl, msg, sizeof msg)
+                      : run_load_json("request", root, msg, sizeof msg);
     json_decref(root);
     /* the loader's own failures (a fit included; out of memory too) are
      * reported as bad input: it gives a message, not a status */
@@ -125,6 +148,16 @@ int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
 oom:
     snprintf(err, errlen, "out of memory");
     return RJ_NOMEM;
+}
+
+int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
+                const rj_limits *lim, cfg_run **out, char *err, size_t errlen) {
+    return load_run(cluster, NULL, job, model, lim, out, err, errlen);
+}
+
+int rj_load_run_on(const model_cluster *cl, const json_t *job, const json_t *model,
+                   const rj_limits *lim, cfg_run **out, char *err, size_t errlen) {
+    return load_run(NULL, cl, job, model, lim, out, err, errlen);
 }
 
 int rj_opt_int(const json_t *obj, const char *where, const char *key, long long lo,

@@ -62,6 +62,13 @@ int rj_check_keys(const json_t *obj, const char *where, const char *const *allow
 int rj_load_run(const json_t *cluster, const json_t *job, const json_t *model,
                 const rj_limits *lim, cfg_run **run, char *err, size_t errlen);
 
+/* rj_load_run_on is rj_load_run for a request whose cluster was loaded
+ * before (by rj_load_run, from a value equal to this request's): the run
+ * gets a copy of cl (borrowed), and only the job (and model) are read. */
+#define RJ_LOAD_RUN_ON 1 /* for bench/bench_request.c, which also builds on older trees */
+int rj_load_run_on(const model_cluster *cl, const json_t *job, const json_t *model,
+                   const rj_limits *lim, cfg_run **run, char *err, size_t errlen);
+
 /* rj_opt_int reads obj[key] (obj may be NULL: *out keeps its default) as a
  * whole number in [lo, hi]. Returns 0, or -1 with "where.key: expected a
  * whole number from lo to hi, got ..." in err. */

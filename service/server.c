@@ -59,6 +59,7 @@
 #include "service/metrics.h"
 
 #define SRV_HARD_BODY (64u << 20) /* beyond this, refused bodies are not even read */
+#define SERVER_CLUSTERS_KEPT 8 /* clusters of /v1/place bodies kept by their bytes (api.h) */
 
 /* A connection's state, for the reaper. */
 enum { CT_READING, CT_WORKING, CT_IDLE };
@@ -131,6 +132,11 @@ typedef struct {
  * one per thread). */
 #define BIG_BUF (64u << 10)
 
+/* From HUGE_BUF bytes on, a body buffer asks for transparent huge pages
+ * (where the system gives them on madvise): a 74 MB Nodes-form body then
+ * takes some 40 page faults instead of 18,000, a third of its system time. */
+#define HUGE_BUF (4u << 20)
+
 /* Resizes buffer b (of cap bytes, may be NULL) to ncap bytes keeping its
  * first len bytes. Returns the new buffer, or NULL (b untouched). */
 static char *buf_resize(char *b, size_t cap, size_t len, size_t ncap) {
@@ -141,10 +147,13 @@ static char *buf_resize(char *b, size_t cap, size_t len, size_t ncap) {
     }
     if (b && cap >= BIG_BUF) {
         n = mremap(b, cap, ncap, MREMAP_MAYMOVE);
-        return n == MAP_FAILED ? NULL : n;
+        if (n == MAP_FAILED) return NULL;
+        if (ncap >= HUGE_BUF) madvise(n, ncap, MADV_HUGEPAGE);
+        return n;
     }
     n = mmap(NULL, ncap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (n == MAP_FAILED) return NULL;
+    if (ncap >= HUGE_BUF) madvise(n, ncap, MADV_HUGEPAGE);
     if (len) memcpy(n, b, len);
     free(b);
     return n;
@@ -327,6 +336,7 @@ static void handle_metrics(srv_server *s, web_reply *rep) {
     rc_stats(s->env.cache, &x.cache_hits, &x.cache_misses, &x.cache_entries);
     x.memo_hits = atomic_load(&s->counters.memo_hits);
     x.memo_misses = atomic_load(&s->counters.memo_misses);
+    rc_stats(s->env.clusters, &x.cluster_hits, &x.cluster_misses, NULL);
     size_t len = 0;
     char *page = metrics_render(s->m, &x, &len);
     if (!page) {
@@ -874,7 +884,8 @@ static struct MHD_Daemon *start_listener(srv_server *s, const char *text, const 
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, hard,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->cfg.max_conns_per_ip,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256, MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256u << 10), MHD_OPTION_END);
     if (!d) {
         snprintf(err, errlen, "%s: cannot listen on %s (address in use, or not an address of "
                  "this machine?)", opt, text);
@@ -925,6 +936,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     s->env.policy = pslot_create();
     s->env.jobs = jobs_create(c->max_jobs, c->jobs_max_bytes);
     s->env.cache = rc_create(c->cache_entries, c->cache_bytes);
+    s->env.clusters = rc_create(SERVER_CLUSTERS_KEPT, c->cache_bytes);
     s->env.limits = c->limits;
     s->env.max_budget_ms = c->max_budget_ms;
     s->env.request_cpu_ms = c->request_cpu_ms;
@@ -981,7 +993,8 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         }
         s->k8s.catalogue = s->catalogue;
     }
-    if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache || !s->binds ||
+    if (!s->work_ok || !s->m || !s->env.policy || !s->env.jobs || !s->env.cache ||
+        !s->env.clusters || !s->binds ||
         (c->policy_path && !s->policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");
         srv_free(s);
@@ -1062,6 +1075,7 @@ void srv_free(srv_server *s) {
     pthread_cond_destroy(&s->reaper_cv);
     pthread_mutex_destroy(&s->conn_lock);
     rc_free(s->env.cache);
+    rc_free(s->env.clusters);
     jobs_free(s->env.jobs);
     store_close(s->env.state);
     pslot_free(s->env.policy);

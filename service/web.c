@@ -44,6 +44,12 @@ void web_reply_json(web_reply *r, int status, json_t *obj) {
     r->content_type = NULL;
 }
 
+void web_reply_take(web_reply *r, int status, char *body, size_t len) {
+    set_body(r, body, len);
+    r->status = status;
+    r->content_type = NULL;
+}
+
 /* Replaces, in place, every byte of s that does not belong to a well-formed
  * UTF-8 sequence with '?'. Messages quote the client's text and are cut to
  * fit their buffers, which can split a character: JSON needs valid UTF-8. */
@@ -154,4 +160,80 @@ json_t *web_parse_json(const char *body, size_t len, char *err, size_t errlen) {
         return NULL;
     }
     return root;
+}
+
+/* ---- finding a member's bytes (web_json_member) ---- */
+
+static size_t skip_ws(const char *b, size_t i, size_t n) {
+    while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')) i++;
+    return i;
+}
+
+/* skip_string returns the index after the string opening at b[i] == '"',
+ * or 0 when it does not close. */
+static size_t skip_string(const char *b, size_t i, size_t n) {
+    for (i++; i < n; i++) {
+        if (b[i] == '\\') i++;
+        else if (b[i] == '"') return i + 1;
+    }
+    return 0;
+}
+
+/* skip_value returns the index after the value starting at b[i] (a string,
+ * an object or array by its nesting, else a scalar up to a delimiter), or
+ * 0 when it does not end. */
+static size_t skip_value(const char *b, size_t i, size_t n) {
+    if (i >= n) return 0;
+    if (b[i] == '"') return skip_string(b, i, n);
+    if (b[i] != '{' && b[i] != '[') {
+        size_t j = i;
+        while (j < n && !strchr(",}] \t\n\r", b[j])) j++;
+        return j > i ? j : 0;
+    }
+    long depth = 0;
+    for (; i < n; i++) {
+        char c = b[i];
+        if (c == '"') {
+            size_t j = skip_string(b, i, n);
+            if (!j) return 0;
+            i = j - 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+int web_json_member(const char *b, size_t n, const char *key, size_t *off, size_t *vlen) {
+    size_t klen = strlen(key), i = skip_ws(b, 0, n);
+    int found = 0;
+    if (i >= n || b[i] != '{') return 0;
+    i = skip_ws(b, i + 1, n);
+    if (i < n && b[i] == '}') return 0;
+    for (;;) {
+        if (i >= n || b[i] != '"') return 0;
+        size_t j = skip_string(b, i, n);
+        if (!j || memchr(b + i + 1, '\\', j - i - 2)) return 0;
+        int match = j - i - 2 == klen && !memcmp(b + i + 1, key, klen);
+        i = skip_ws(b, j, n);
+        if (i >= n || b[i] != ':') return 0;
+        i = skip_ws(b, i + 1, n);
+        size_t e = skip_value(b, i, n);
+        if (!e) return 0;
+        if (match) {
+            if (found || b[i] != '{') return 0;
+            found = 1;
+            *off = i;
+            *vlen = e - i;
+        }
+        i = skip_ws(b, e, n);
+        if (i < n && b[i] == ',') {
+            i = skip_ws(b, i + 1, n);
+            continue;
+        }
+        if (i < n && b[i] == '}') return found;
+        return 0;
+    }
 }

@@ -52,6 +52,10 @@ uint64_t web_now_ns(void);
  * reply becomes a 500. */
 void web_reply_json(web_reply *r, int status, json_t *obj);
 
+/* web_reply_take sets status and the body to body[len], a JSON document
+ * the caller made (malloc'd, NUL-terminated; the reply owns it now). */
+void web_reply_take(web_reply *r, int status, char *body, size_t len);
+
 /* web_reply_error sets status and the body {"error": message}; the message
  * is printf-formatted, its control bytes escaped (web_escape_controls),
  * and also kept (shortened) in r->note for the log. */
@@ -84,6 +88,16 @@ size_t web_escape_controls(char *dst, size_t cap, const char *src);
  * ..."), or saying that the document is not an object. Duplicate keys are
  * refused. */
 json_t *web_parse_json(const char *body, size_t len, char *err, size_t errlen);
+
+/* web_json_member finds, without parsing it, the bytes of the value of the
+ * top-level member `key` of the JSON object text body[len]: returns 1 with
+ * the value's first byte at body + *off and its length in *vlen when the
+ * text reads as an object whose members include key exactly once, with an
+ * object as its value; else 0 (no such member, twice, a top-level key
+ * written with escapes, or the text not shaped as expected). The scan
+ * only delimits (strings, nesting): it does not validate. The daemon uses
+ * it to find a request's cluster before parsing the rest. */
+int web_json_member(const char *body, size_t len, const char *key, size_t *off, size_t *vlen);
 
 /* web_elapsed_us returns the whole microseconds since req->start_ns. */
 long long web_elapsed_us(const web_request *req);

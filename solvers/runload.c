@@ -37,3 +37,9 @@ cfg_run *run_load_json(const char *name, const json_t *root, char *err, size_t e
 {
     return fitted(cfg_load_json(name, root, err, errlen), name ? name : "<json>", err, errlen);
 }
+
+cfg_run *run_load_json_on(const char *name, const json_t *root, const model_cluster *cl, char *err,
+                          size_t errlen)
+{
+    return fitted(cfg_load_json_on(name, root, cl, err, errlen), name ? name : "<json>", err, errlen);
+}

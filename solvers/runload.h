@@ -34,4 +34,9 @@ cfg_run *run_load_buffer(const char *name, const char *text, size_t len, char *e
  * refused) then fit_run. */
 cfg_run *run_load_json(const char *name, const struct json_t *root, char *err, size_t errlen);
 
+/* run_load_json_on is cfg_load_json_on (root without cluster:, the run on a
+ * copy of cl) then fit_run. */
+cfg_run *run_load_json_on(const char *name, const struct json_t *root, const model_cluster *cl,
+                          char *err, size_t errlen);
+
 #endif

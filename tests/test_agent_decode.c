@@ -1,33 +1,17 @@
-/* test_agent_decode.c -- decoding out of a dead end the backtracking cannot
- * leave (agent/decode.h, agent/policy.h): the anchored fallback always
- * yields a plan when one exists.
+/* test_agent_decode.c -- the decode's shortcuts change nothing.
  *
- * The trap, worked out by hand (docs/model.md §2). Forty identical layers
- * of 1 GFLOP per sample (act 1 KB, params 1 KB, mem 1 GB), except the last,
- * which holds 30 GB; B 32, R 250/s, alpha 0.05. Two types of 1 TFLOPS:
- *   - big (type 0): 80 GB, 2 units, $2/h;
- *   - small (type 1): 24 GB, 40 units, $1/h.
- * A stage of n layers on one unit steps in about C = 32 n 1e9 / 1e12 =
- * 0.032 n s (the activation and parameter terms add microseconds), so
- * q = R t / B = 0.25 n: n <= 3 layers take 1 unit (q = 1 at n = 4 is
- * pushed just over 1 by those microseconds: 2 units), n <= 7 take 2.
- * The last layer fits big only (30 GB > 24 GB), so every feasible plan
- * keeps a unit of big for it. The exact optimum ($1574.12) is small 0-16
- * (6 units), big 17-19 (1), small 20-36 (6), big 37-39 (1).
- *
- * A decode that prefers big wherever the mask allows it (the mask is sound
- * but only looks one layer ahead) runs big over layers 0-6 (2 units), then
- * small, and dead-ends at layer 39 with big used up. Backtracking from the
- * deepest decision explores the ways of spending big's units on the layers
- * after the first switch before it revisits the early layers: its 64
- * passes run out (checked below), and the plan is lost. The anchored
- * decode forces a prefix of the exact plan and decodes the rest.
- *
- * Two policies play the trap: a scripted one (agent_rollout_set_policy:
- * all probability on big when allowed) at the decode level, and a saved
- * checkpoint whose weights are all zero (uniform probabilities; greedy
- * takes the lowest allowed index, big) through agent_policy_decode, the
- * path `strata solve --method policy`, eval and the daemon use.
+ * The rollout keeps the look-ahead's stage figures in a memo for the run
+ * (agent_rollout_set_memo), and the policy reuses its rollouts across
+ * decodes (agent/policy.c). Both are checked here against the straight
+ * computation on the same instances: a rollout with the memo off, and a
+ * freshly loaded policy per decode. Plans, task placements, every step's
+ * mask, action and probabilities (hence log-probabilities) must be equal
+ * bit for bit:
+ *  - random instances (tests/random_instance.h) under random weights,
+ *    greedy with backtracking and sampled batches, several instances in
+ *    one batch (the memo is indexed by instance, type and span);
+ *  - the shipped policy on the daemon benchmark's 32-layer job over 64
+ *    nodes (bench/wrk/place.yaml), the node head placing its tasks.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -45,219 +29,252 @@
 #include "agent/net.h"
 #include "agent/policy.h"
 #include "agent/rollout.h"
-#include "env/config.h"
 #include "nets/params.h"
-#include "solvers/solve.h"
-#include "tests/agent_fixture.h"
+#include "solvers/runload.h"
+#include "tests/random_instance.h"
 
-#define L 40
-
-static char tmp[1024];
-
-static const char *TRAP_HEAD =
-    "model: v1\n"
-    "cluster:\n"
-    "  types:\n"
-    "    - {name: big, kind: gpu, flops: 1TFLOPS, io_bw: 10GB/s, net_bw: 10GB/s, mem: 80GB, price: 2.0, count: 2}\n"
-    "    - {name: small, kind: gpu, flops: 1TFLOPS, io_bw: 10GB/s, net_bw: 10GB/s, mem: 24GB, price: 1.0, count: 40}\n"
-    "job:\n"
-    "  name: trap\n"
-    "  batch: 32\n"
-    "  samples: 1e8\n"
-    "  min_throughput: 250\n"
-    "  alpha: 0.05\n"
-    "  layers:\n";
-
-static cfg_run *load_trap(void) {
-    char text[8192], p[1200], err[2048];
-    size_t n = (size_t)snprintf(text, sizeof text, "%s", TRAP_HEAD);
-    for (int l = 0; l < L; l++)
-        n += (size_t)snprintf(text + n, sizeof text - n,
-                              "    - {name: l%d, flops: 1GFLOP, io: 0, act: 1KB, params: 1KB, mem: %s}\n", l,
-                              l == L - 1 ? "30GB" : "1GB");
-    afx_write_file(tmp, "trap.yaml", text);
-    snprintf(p, sizeof p, "%s/trap.yaml", tmp);
-    cfg_run *run = cfg_load(p, err, sizeof err);
-    if (!run) fail_msg("%s", err);
-    return run;
-}
-
-/* all probability on type 0 when the mask allows it, else on the first
- * allowed type */
-static int prefer_big(void *ctx, int t, const float *lf, const int *len, int T, int G,
-                      const int *inst_of, int B, const float *glob, const float *rows,
-                      const float *prev, const uint8_t *mask, const uint8_t *active, int K,
-                      float *probs) {
-    (void)ctx, (void)t, (void)lf, (void)len, (void)T, (void)G, (void)inst_of, (void)glob;
-    (void)rows, (void)prev, (void)active;
-    for (int b = 0; b < B; b++) {
-        int pick = -1;
-        for (int k = 0; k < K && pick < 0; k++)
-            if (mask[(size_t)b * K + k]) pick = k;
-        for (int k = 0; k < K; k++) probs[(size_t)b * K + k] = k == pick ? 1.0f : 0.0f;
-    }
-    return 0;
-}
-
-static int setup(void **state) {
-    (void)state;
-    const char *root = getenv("STRATA_TMP");
-    afx_scratch(tmp, sizeof tmp, root ? root : "/tmp", "agent_decode");
-    return 0;
-}
-
-/* the exact optimum of the trap */
-static void exact_plan(const cfg_run *run, int *assign, double *cost) {
-    solve_result *sr = solve_result_create(L);
-    solve_opts so;
-    solve_opts_default(&so);
-    assert_int_equal(solve_run(&run->jobs[0], &run->cluster, &so, sr), 0);
-    assert_true(sr->optimal);
-    memcpy(assign, sr->assign, L * sizeof *assign);
-    *cost = sr->plan->cost;
-    solve_result_free(sr);
-    assert_int_equal(assign[L - 1], 0); /* 30 GB: big only */
-}
-
-static void test_decode_level(void **state) {
-    (void)state;
-    cfg_run *run = load_trap();
-    agent_instance in = {&run->jobs[0], &run->cluster, 1.0};
-    int opt[L], assign[L], runs = 0, k = -1;
-    double opt_cost;
-    exact_plan(run, opt, &opt_cost);
-    agent_net_dims d;
-    agent_net_dims_default(&d);
-    agent_rollout *ro = agent_rollout_create(&d);
-    assert_non_null(ro);
-    agent_rollout_set_policy(ro, prefer_big, NULL);
-    char err[512];
-    /* the plain decode: big over 0-6, then small, dead end at 19; the
-     * backtracking spends its 64 passes below the first switch */
-    assert_int_equal(agent_decode_greedy(ro, NULL, &in, PLACER_PLACE_NONE, 4.0, 64, assign, &runs, err,
-                                         sizeof err), 1);
-    assert_int_equal(runs, 64);
-    /* anchored on the optimum (prefixes of 5, 10, ..., 40 layers): a
-     * prefix that leaves big a unit and ten or more layers to go lets the
-     * policy spend that unit early again, in more ways than 8 passes undo;
-     * the 35-layer prefix (big's first unit on 17-19) leaves five layers,
-     * where the backtracking puts big's last unit on 37-39 */
-    assert_int_equal(agent_decode_anchored(ro, NULL, &in, PLACER_PLACE_NONE, 4.0, opt, 8, assign, &runs,
-                                           &k, err, sizeof err), 0);
-    assert_int_equal(k, 35);
-    assert_memory_equal(assign, opt, 35 * sizeof *assign);
-    assert_int_equal(assign[L - 1], 0);
-    model_plan *pl = model_plan_create(L);
-    assert_int_equal(model_eval(&run->jobs[0], &run->cluster, assign, pl), MODEL_FEASIBLE);
-    assert_true(pl->cost >= opt_cost * (1 - 1e-12));
-    const agent_episode *e = agent_rollout_episode(ro, 0);
-    assert_true(e->feasible);
-    assert_true(e->cost == pl->cost);
-    model_plan_free(pl);
-    agent_rollout_free(ro);
-    cfg_free(run);
-}
-
-/* A zero-weight checkpoint of the default network: uniform probabilities,
- * so greedy takes big (index 0) wherever allowed. */
-static void write_zero_policy(const char *path) {
-    agent_net_dims d;
-    agent_net_dims_default(&d);
+static nn_params *random_params(const agent_net_dims *d, uint64_t seed) {
     nn_tensor_spec t[AN_N_TENSORS];
-    agent_net_table(&d, t);
-    char err[512];
+    char err[256];
+    agent_net_table(d, t);
     nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
     assert_non_null(p);
-    memset(p->params, 0, p->total * sizeof *p->params);
+    nn_params_init(p, seed);
+    return p;
+}
+
+/* same_steps asserts that the TYPE phases last played by a and b are
+ * equal bit for bit: steps, actions, masks and probabilities. */
+static void same_steps(const agent_rollout *a, const agent_rollout *b) {
+    int Ta, Ka, Tb, Kb;
+    const int *aa, *ab;
+    const uint8_t *ma, *mb;
+    const float *pa, *pb;
+    agent_rollout_type_steps(a, &Ta, &Ka, &aa, &ma, &pa);
+    agent_rollout_type_steps(b, &Tb, &Kb, &ab, &mb, &pb);
+    assert_int_equal(Ta, Tb);
+    assert_int_equal(Ka, Kb);
+    size_t rows = (size_t)Ta * agent_rollout_episodes(a);
+    assert_int_equal(agent_rollout_episodes(a), agent_rollout_episodes(b));
+    assert_memory_equal(aa, ab, rows * sizeof *aa);
+    assert_memory_equal(ma, mb, rows * (size_t)Ka);
+    assert_memory_equal(pa, pb, rows * (size_t)Ka * sizeof *pa);
+}
+
+/* same_episodes asserts that episodes of a and b ended alike: outcome,
+ * cost, rewards, assignment and placed tasks. */
+static void same_episodes(const agent_rollout *a, const agent_rollout *b, const int *L_of) {
+    int B = agent_rollout_episodes(a);
+    for (int e = 0; e < B; e++) {
+        const agent_episode *x = agent_rollout_episode(a, e), *y = agent_rollout_episode(b, e);
+        assert_int_equal(x->feasible, y->feasible);
+        assert_int_equal(x->reason, y->reason);
+        assert_memory_equal(&x->cost, &y->cost, sizeof x->cost);
+        assert_memory_equal(&x->r_type, &y->r_type, sizeof x->r_type);
+        assert_memory_equal(&x->r_node, &y->r_node, sizeof x->r_node);
+        assert_memory_equal(agent_rollout_assign(a, e), agent_rollout_assign(b, e),
+                            (size_t)L_of[e] * sizeof(int));
+        int na = 0, nb = 0;
+        const int *ta = agent_rollout_tasks(a, e, &na), *tb = agent_rollout_tasks(b, e, &nb);
+        assert_int_equal(na, nb);
+        assert_int_equal(ta == NULL, tb == NULL);
+        if (ta) assert_memory_equal(ta, tb, (size_t)na * sizeof *ta);
+    }
+}
+
+/* Random instances, one at a time (greedy with backtracking) and two per
+ * batch (sampling), with the memo on and off. */
+static void test_memo_random(void **state) {
+    (void)state;
+    agent_net_dims d;
+    agent_net_dims_default(&d);
+    static const int shapes[][2] = {{3, 2}, {9, 3}, {17, 4}, {31, 6}, {48, 5}, {64, 2}};
+    char err[512];
+    int feasible = 0, backtracked = 0;
+    for (int s = 0; s < 6; s++) {
+        nn_params *p = random_params(&d, 100 + (uint64_t)s);
+        agent_rollout *on = agent_rollout_create(&d), *off = agent_rollout_create(&d);
+        assert_non_null(on);
+        assert_non_null(off);
+        agent_rollout_set_memo(off, 0);
+        ri_instance *x = malloc(sizeof *x), *y = malloc(sizeof *y);
+        assert_non_null(x);
+        assert_non_null(y);
+        ri_make(x, shapes[s][0], shapes[s][1], 7 + (uint64_t)s);
+        ri_make(y, shapes[5 - s][0], shapes[5 - s][1], 70 + (uint64_t)s);
+        agent_instance in[2] = {{&x->job, &x->cl, 1.0}, {&y->job, &y->cl, 1.0}};
+        /* greedy, backtracking out of dead ends */
+        int *as_on = malloc(RI_MAX_LAYERS * sizeof *as_on), *as_off = malloc(RI_MAX_LAYERS * sizeof *as_off);
+        int runs_on = 0, runs_off = 0;
+        int st_on = agent_decode_greedy(on, p, &in[0], PLACER_PLACE_NONE, 4.0, 16, as_on, &runs_on, err, sizeof err);
+        int st_off = agent_decode_greedy(off, p, &in[0], PLACER_PLACE_NONE, 4.0, 16, as_off, &runs_off, err,
+                                         sizeof err);
+        assert_int_equal(st_on, st_off);
+        assert_true(st_on >= 0);
+        assert_int_equal(runs_on, runs_off);
+        if (st_on == 0) {
+            feasible++;
+            assert_memory_equal(as_on, as_off, (size_t)x->job.n_layers * sizeof *as_on);
+        }
+        backtracked += runs_on > 1;
+        same_steps(on, off);
+        /* a sampled batch over both instances: episodes of different
+         * lengths and type counts share the memo, each its own part */
+        int of[8] = {0, 1, 0, 1, 1, 0, 0, 1}, L_of[8];
+        for (int e = 0; e < 8; e++) L_of[e] = in[of[e]].job->n_layers;
+        agent_rollout_opts o = {.placement = PLACER_PLACE_NONE, .greedy = 0, .penalty = 4.0,
+                                .seed = 11 + (uint64_t)s, .stream = 3, .ep_base = 0, .ep_total = 8};
+        assert_int_equal(agent_rollout_run(on, p, in, 2, of, 8, &o, NULL, err, sizeof err), 0);
+        assert_int_equal(agent_rollout_run(off, p, in, 2, of, 8, &o, NULL, err, sizeof err), 0);
+        same_steps(on, off);
+        same_episodes(on, off, L_of);
+        free(as_on);
+        free(as_off);
+        free(x);
+        free(y);
+        agent_rollout_free(on);
+        agent_rollout_free(off);
+        nn_params_free(p);
+    }
+    /* the instances exercise both outcomes (else the test says little) */
+    assert_true(feasible >= 2);
+    print_message("random instances: %d of 6 feasible, %d backtracked\n", feasible, backtracked);
+}
+
+/* load_shipped reads the shipped policy's weights into *p and dims d. */
+static nn_params *load_shipped(const char *path, agent_net_dims *d) {
+    char err[2048];
     agent_ckpt_state st;
-    memset(&st, 0, sizeof st);
-    st.mode = 1;
-    if (agent_ckpt_write(path, p, &d, &st, err, sizeof err)) fail_msg("%s", err);
+    if (agent_ckpt_peek(path, d, &st, err, sizeof err)) fail_msg("%s", err);
+    agent_ckpt_state_clear(&st);
+    nn_tensor_spec t[AN_N_TENSORS];
+    agent_net_table(d, t);
+    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(p);
+    if (agent_ckpt_read(path, p, d, &st, err, sizeof err)) fail_msg("%s", err);
+    agent_ckpt_state_clear(&st);
+    return p;
+}
+
+/* The shipped policy on the daemon benchmark's job, the node head placing
+ * the tasks; then the same with the job's target raised and lowered, so
+ * that the plans differ. */
+static void test_memo_shipped(void **state) {
+    (void)state;
+    const char *src = getenv("STRATA_SRC");
+    char ckpt[1024], conf[1024], err[2048];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/general.h5", src ? src : ".");
+    snprintf(conf, sizeof conf, "%s/bench/wrk/place.yaml", src ? src : ".");
+    agent_net_dims d;
+    nn_params *p = load_shipped(ckpt, &d);
+    cfg_run *run = run_load(conf, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    model_job *job = &run->jobs[0];
+    assert_int_equal(job->n_layers, 32);
+    assert_int_equal(run->cluster.n_nodes, 64);
+    agent_rollout *on = agent_rollout_create(&d), *off = agent_rollout_create(&d);
+    agent_rollout_set_memo(off, 0);
+    double R0 = job->min_throughput;
+    static const double scale[3] = {1.0, 3.0, 0.25};
+    int L_of[1] = {job->n_layers}, placed = 0;
+    for (int i = 0; i < 3; i++) {
+        job->min_throughput = R0 * scale[i];
+        agent_instance in = {job, &run->cluster, 1.0};
+        int as_on[32], as_off[32], r_on = 0, r_off = 0;
+        int st_on = agent_decode_greedy(on, p, &in, PLACER_PLACE_POLICY, 4.0, 64, as_on, &r_on, err, sizeof err);
+        int st_off = agent_decode_greedy(off, p, &in, PLACER_PLACE_POLICY, 4.0, 64, as_off, &r_off, err, sizeof err);
+        assert_int_equal(st_on, st_off);
+        assert_int_equal(r_on, r_off);
+        assert_true(st_on >= 0);
+        if (st_on == 0) assert_memory_equal(as_on, as_off, sizeof as_on);
+        same_steps(on, off);
+        same_episodes(on, off, L_of);
+        placed += agent_rollout_tasks(on, 0, NULL) != NULL;
+    }
+    assert_true(placed >= 1);
+    agent_rollout_free(on);
+    agent_rollout_free(off);
+    cfg_free(run);
     nn_params_free(p);
 }
 
-static void test_policy_decode(void **state) {
-    (void)state;
-    cfg_run *run = load_trap();
-    int opt[L], assign[L];
-    double opt_cost;
-    exact_plan(run, opt, &opt_cost);
-    char path[1200], err[2048];
-    snprintf(path, sizeof path, "%s/zero.h5", tmp);
-    write_zero_policy(path);
-    agent_policy *pol = agent_policy_load(path, err, sizeof err);
-    if (!pol) fail_msg("%s", err);
-    model_plan *plan = model_plan_create(L);
-    agent_decode_result res = {.assign = assign, .task_node = NULL, .plan = plan};
-    agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = 1,
-                           .placement = PLACER_PLACE_NONE};
-    /* without the fallback: MODEL_ERR_CAPACITY, "no feasible plan in 64" */
-    int rc = agent_policy_decode(pol, &run->jobs[0], &run->cluster, &o, &res, err, sizeof err);
-    if (rc != 0) fail_msg("decode returned %d: %s", rc, plan->why);
-    assert_int_equal(res.anchored, 35);
-    assert_int_equal(res.anchor_method, SOLVE_EXACT);
-    assert_true(res.samples_used > 64); /* the 64 plain passes, then the anchored ones */
-    model_plan *check = model_plan_create(L);
-    assert_int_equal(model_eval(&run->jobs[0], &run->cluster, assign, check), MODEL_FEASIBLE);
-    assert_true(check->cost == plan->cost);
-    /* sampling: every sample dead-ends too (all weights zero: the samples
-     * are uniform, and a uniform plan is rarely this lucky -- whatever they
-     * find, the answer is a feasible plan no worse than the greedy one) */
-    o.decode = AGENT_DECODE_SAMPLE;
-    o.samples = 8;
-    rc = agent_policy_decode(pol, &run->jobs[0], &run->cluster, &o, &res, err, sizeof err);
-    if (rc != 0) fail_msg("decode returned %d: %s", rc, plan->why);
-    assert_int_equal(model_eval(&run->jobs[0], &run->cluster, assign, check), MODEL_FEASIBLE);
-    model_plan_free(check);
-    model_plan_free(plan);
-    agent_policy_free(pol);
-    cfg_free(run);
+/* decode_once decodes job on cl with pol (greedy or sampling 24, the node
+ * head placing) into the caller's buffers; returns agent_policy_decode's
+ * status. */
+static int decode_once(const agent_policy *pol, const model_job *job, const model_cluster *cl, int sample,
+                       int *assign, int *task_node, model_plan *plan, int *used) {
+    char err[2048];
+    agent_decode_opts o = {sample ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, sample ? 24 : 1, 5,
+                           PLACER_PLACE_POLICY, 0, NULL, NULL};
+    agent_decode_result r = {.assign = assign, .task_node = task_node, .plan = plan};
+    int st = agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err);
+    assert_true(st >= 0);
+    *used = r.samples_used;
+    return st;
 }
 
-/* No plan exists (R 2000/s: the last layer alone steps in 0.032 s on one
- * unit, q = 2, so it needs ceil(2 * 0.95 / 0.9) = 3 units of big, which has
- * 2): exact proves it, the fallback has no anchor and the answer stays
- * "no feasible plan", never an error. */
-static void test_no_plan(void **state) {
+/* One loaded policy decoding a sequence of different jobs (its rollouts
+ * reused from decode to decode, grown and shrunk) answers each as a
+ * freshly loaded policy does. */
+static void test_policy_reuse(void **state) {
     (void)state;
-    char text[8192], p[1200], err[2048];
-    size_t n = (size_t)snprintf(text, sizeof text, "%s", TRAP_HEAD);
-    char *r = strstr(text, "min_throughput: 250");
-    assert_non_null(r);
-    memcpy(r, "min_throughput: 2e3", 19);
-    for (int l = 0; l < L; l++)
-        n += (size_t)snprintf(text + n, sizeof text - n,
-                              "    - {name: l%d, flops: 1GFLOP, io: 0, act: 1KB, params: 1KB, mem: %s}\n", l,
-                              l == L - 1 ? "30GB" : "1GB");
-    afx_write_file(tmp, "none.yaml", text);
-    snprintf(p, sizeof p, "%s/none.yaml", tmp);
-    cfg_run *run = cfg_load(p, err, sizeof err);
+    const char *src = getenv("STRATA_SRC");
+    char ckpt[1024], conf[1024], err[2048];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/general.h5", src ? src : ".");
+    snprintf(conf, sizeof conf, "%s/bench/wrk/place.yaml", src ? src : ".");
+    agent_policy *kept = agent_policy_load(ckpt, err, sizeof err);
+    if (!kept) fail_msg("%s", err);
+    cfg_run *run = run_load(conf, err, sizeof err);
     if (!run) fail_msg("%s", err);
-    snprintf(p, sizeof p, "%s/zero.h5", tmp);
-    write_zero_policy(p);
-    agent_policy *pol = agent_policy_load(p, err, sizeof err);
-    if (!pol) fail_msg("%s", err);
-    int assign[L];
-    model_plan *plan = model_plan_create(L);
-    agent_decode_result res = {.assign = assign, .task_node = NULL, .plan = plan};
-    agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = 1,
-                           .placement = PLACER_PLACE_NONE};
-    res.anchored = 7; /* a result reused from an anchored decode is reset */
-    int rc = agent_policy_decode(pol, &run->jobs[0], &run->cluster, &o, &res, err, sizeof err);
-    assert_true(rc > 0);
-    assert_int_equal(res.anchored, 0);
-    assert_non_null(strstr(plan->why, "no feasible plan"));
-    assert_non_null(strstr(plan->why, "the exact solver proved that none exists"));
-    model_plan_free(plan);
-    agent_policy_free(pol);
+    model_job *job = &run->jobs[0];
+    const model_cluster *cl = &run->cluster;
+    int L0 = job->n_layers, cap = agent_policy_max_tasks(job, cl);
+    double R0 = job->min_throughput;
+    /* layers, target scale, sampling */
+    static const struct { int L; double r; int sample; } seq[] = {
+        {32, 1.0, 0}, {9, 2.0, 0}, {32, 1.0, 1}, {20, 0.5, 0}, {32, 1.0, 0}, {3, 1.0, 1}, {32, 3.0, 0}};
+    int *a1 = malloc((size_t)L0 * sizeof *a1), *a2 = malloc((size_t)L0 * sizeof *a2);
+    int *t1 = malloc((size_t)cap * sizeof *t1), *t2 = malloc((size_t)cap * sizeof *t2);
+    model_plan *p1 = model_plan_create(L0), *p2 = model_plan_create(L0);
+    int feasible = 0;
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+        job->n_layers = seq[i].L;
+        job->min_throughput = R0 * seq[i].r;
+        agent_policy *fresh = agent_policy_load(ckpt, err, sizeof err);
+        if (!fresh) fail_msg("%s", err);
+        int u1 = 0, u2 = 0;
+        memset(t1, 0xff, (size_t)cap * sizeof *t1);
+        memset(t2, 0xff, (size_t)cap * sizeof *t2);
+        int s1 = decode_once(kept, job, cl, seq[i].sample, a1, t1, p1, &u1);
+        int s2 = decode_once(fresh, job, cl, seq[i].sample, a2, t2, p2, &u2);
+        agent_policy_free(fresh);
+        assert_int_equal(s1, s2);
+        assert_int_equal(u1, u2);
+        assert_string_equal(p1->why, p2->why);
+        if (s1 != 0) continue;
+        feasible++;
+        assert_memory_equal(a1, a2, (size_t)job->n_layers * sizeof *a1);
+        assert_memory_equal(t1, t2, (size_t)cap * sizeof *t1);
+        assert_memory_equal(&p1->cost, &p2->cost, sizeof p1->cost);
+        assert_memory_equal(&p1->throughput, &p2->throughput, sizeof p1->throughput);
+    }
+    assert_true(feasible >= 3);
+    job->n_layers = L0;
+    free(a1);
+    free(a2);
+    free(t1);
+    free(t2);
+    model_plan_free(p1);
+    model_plan_free(p2);
     cfg_free(run);
+    agent_policy_free(kept);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decode_level),
-        cmocka_unit_test(test_policy_decode),
-        cmocka_unit_test(test_no_plan),
+        cmocka_unit_test(test_memo_random),
+        cmocka_unit_test(test_memo_shipped),
+        cmocka_unit_test(test_policy_reuse),
     };
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -265,11 +265,71 @@ static void test_same_errors(void **state)
                      "cluster.nodes[1].name: duplicate node name 'n0' (first at t:1:460)");
 }
 
+/* load_on loads text's root without its cluster, on cl (cfg_load_json_on). */
+static cfg_run *load_on(const char *text, const model_cluster *cl, int drop, char *err, size_t errlen)
+{
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+    assert_non_null(root);
+    if (drop)
+        json_object_del(root, "cluster");
+    cfg_run *run = cfg_load_json_on("t", root, cl, err, errlen);
+    json_decref(root);
+    return run;
+}
+
+/* cfg_load_json_on: the jobs read on a cluster loaded before give the run
+ * of a full load, with the same messages; a root with its own cluster is
+ * refused. */
+static void test_on_cluster(void **state)
+{
+    (void)state;
+    char err[2048], e2[2048];
+    cfg_run *full = load_json(JSON_RUN, err, sizeof err);
+    if (!full)
+        fail_msg("%s", err);
+    cfg_run *on = load_on(JSON_RUN, &full->cluster, 1, err, sizeof err);
+    if (!on)
+        fail_msg("%s", err);
+    const model_cluster *a = &full->cluster, *b = &on->cluster;
+    assert_true(a->types != b->types); /* a copy of its own */
+    assert_int_equal(b->n_types, 2);
+    assert_int_equal(b->n_nodes, 2);
+    assert_int_equal(b->n_zones, 2);
+    assert_same(a->types, b->types, sizeof *a->types * 2);
+    assert_same(a->nodes, b->nodes, sizeof *a->nodes * 2);
+    assert_same(a->zones, b->zones, sizeof *a->zones * 2);
+    assert_same(a->zone_bw, b->zone_bw, sizeof(double) * 4);
+    assert_same(a->zone_lat, b->zone_lat, sizeof(double) * 4);
+    assert_exact(a->inter_bw, b->inter_bw);
+    assert_int_equal(on->objective, CFG_OBJECTIVE_JCT);
+    assert_int_equal(on->n_jobs, 1);
+    assert_string_equal(on->jobs[0].name, "j");
+    assert_same(full->jobs[0].layers, on->jobs[0].layers, sizeof *on->jobs[0].layers * 2);
+    assert_same(full->jobs[0].points, on->jobs[0].points, sizeof *on->jobs[0].points * 4);
+    cfg_free(on);
+    /* a job the cluster cannot hold: the full load's message */
+    const char *from = "\"mem\": \"1GiB\"";
+    const char *at = strstr(JSON_RUN, from);
+    assert_non_null(at);
+    char text[sizeof JSON_RUN + 64];
+    snprintf(text, sizeof text, "%.*s\"mem\": \"200GiB\"%s", (int)(at - JSON_RUN), JSON_RUN,
+             at + strlen(from));
+    assert_null(load_json(text, err, sizeof err));
+    assert_null(load_on(text, &full->cluster, 1, e2, sizeof e2));
+    assert_string_equal(err, e2);
+    assert_non_null(strstr(err, "job.layers[1].mem: layer 'l1' needs"));
+    /* a root that brings its own cluster */
+    assert_null(load_on(JSON_RUN, &full->cluster, 0, err, sizeof err));
+    assert_string_equal(without_position(err), "cluster: given twice (loaded already)");
+    cfg_free(full);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_structs),
         cmocka_unit_test(test_same_errors),
+        cmocka_unit_test(test_on_cluster),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

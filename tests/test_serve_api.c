@@ -269,6 +269,85 @@ static void test_place_without_policy(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* place_text posts text to /v1/place; returns the status and the answer
+ * (caller owns it) without its elapsed_us, and its error message (or "")
+ * in msg. */
+static int place_text(int port, const char *text, json_t **ans, char *msg, size_t cap) {
+    sv_resp r;
+    int st = sv_http(port, "POST", "/v1/place", NULL, text, strlen(text), &r);
+    json_t *o = sv_body_json(&r);
+    const char *e = json_string_value(json_object_get(o, "error"));
+    json_object_del(o, "elapsed_us");
+    snprintf(msg, cap, "%s", e ? e : "");
+    sv_resp_free(&r);
+    *ans = o;
+    return st;
+}
+
+/* text_of returns the compact JSON text of v (caller frees it), taking v. */
+static char *text_of(json_t *v) {
+    char *t = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    assert_non_null(t);
+    return t;
+}
+
+/* A body whose cluster's bytes the daemon read before reads only the rest
+ * (strata_cluster_cache_total counts it) and is answered as a daemon that
+ * never saw that cluster answers it: the same plans, the same errors. */
+static void test_place_known_cluster(void **state) {
+    (void)state;
+    sv_proc p = start("known", NULL);
+    char *cl = text_of(tiny_cluster()), *j1 = text_of(tiny_job(100)), *j2 = text_of(tiny_job(300));
+    json_t *t = tiny_job(100);
+    json_object_set_new(json_array_get(json_object_get(t, "layers"), 1), "mem", json_string("20GB"));
+    char *big = text_of(t);
+    const char *opts = "{\"plan_method\":\"exact\",\"placement\":\"pack\"}";
+    /* 0: read in full (a miss); 1-3: the same cluster bytes in new bodies
+     * (hits), answered; 4-8: hits whose rest is wrong in some way */
+    const char *fmt[9] = {
+        "{\"cluster\":%s,\"job\":%s,\"options\":%s}",
+        "{ \"job\" : %2$s ,\n \"cluster\" :\t%1$s, \"options\":%3$s }",
+        "{\"options\":%3$s,\"model\":\"v1\",\"cluster\":%1$s,\"job\":%2$s}",
+        "{\"cluster\":%s,\"job\":%s,\"options\":{\"plan_method\":\"greedy\",\"placement\":\"none\"}}",
+        "{\"cluster\":%s,\"job\":%s,\"options\":%s}",
+        "{\"cluster\":%s,\"job\":%s,\"options\":%s}x",
+        "{\"cluster\":%s,\"job\":%s,\"options\":%s,\"job\":{}}",
+        "{\"cluster\":%s,\"job\":%s,\"options\":{\"on\":\"free\"}}",
+        "{\"cluster\":%s,\"job\":%s,\"options\":%s,\"extra\":1}"};
+    const char *job[9] = {j1, j2, j1, j2, big, j1, j1, j1, j1};
+    static const int want[9] = {200, 200, 200, 200, 400, 400, 400, 400, 400};
+    char body[8192];
+    for (int i = 0; i < 9; i++) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#pragma GCC diagnostic ignored "-Wformat-extra-args"
+        snprintf(body, sizeof body, fmt[i], cl, job[i], opts);
+#pragma GCC diagnostic pop
+        json_t *a = NULL, *b = NULL;
+        char ma[2048], mb[2048];
+        int sa = place_text(p.port, body, &a, ma, sizeof ma);
+        sv_proc q = start("fresh", NULL); /* never saw the cluster */
+        int sb = place_text(q.port, body, &b, mb, sizeof mb);
+        assert_int_equal(sv_stop(&q), 0);
+        if (sa != want[i] || sb != want[i] || !json_equal(a, b) || strcmp(ma, mb))
+            fail_msg("body %d: %d vs %d: %s | %s", i, sa, sb, ma, mb);
+        json_decref(a);
+        json_decref(b);
+    }
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
+    /* body 0 a miss; 1-8 hits (4-8 then read in full for their message) */
+    assert_true(sv_series(r.body, "strata_cluster_cache_total{result=\"miss\"}") == 1);
+    assert_true(sv_series(r.body, "strata_cluster_cache_total{result=\"hit\"}") == 8);
+    sv_resp_free(&r);
+    free(cl);
+    free(j1);
+    free(j2);
+    free(big);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
 static void test_solve(void **state) {
     (void)state;
     sv_proc p = start("solve", NULL);
@@ -620,6 +699,7 @@ int main(void) {
         cmocka_unit_test(test_health_and_ready),
         cmocka_unit_test(test_cost_figures),
         cmocka_unit_test(test_place_without_policy),
+        cmocka_unit_test(test_place_known_cluster),
         cmocka_unit_test(test_solve),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_token),

@@ -556,6 +556,18 @@ static void test_bad_args(void **state) {
          "Nodes.items[0].metadata.name: missing"},
         {"{\"Pod\": {}, \"Nodes\": []}", "Nodes: expected a NodeList object"},
         {"{\"Pod\": {},\n \"NodeNames\": [\"a\" \"b\"]}", "line 2, column"},
+        /* the Nodes form is read by a scanner (service/jscan.h): refused alike */
+        {"{\"Pod\": {}, \"Nodes\": {\"items\": [{\"metadata\": {\"name\": \"a\"}}",
+         "malformed JSON at line 1, column 60"},
+        {"{\"Pod\": {}, \"Nodes\": {\"items\": [{\"metadata\": {\"name\": \"a\"}]}}",
+         "',' or '}' expected near ']'"},
+        {"{\"Pod\": {}, \"Nodes\": {\"items\": [{\"status\": {\"images\": [{\"names\": "
+         "[\"x\\q\"]}]}}]}}", "invalid escape"},
+        {"{\"Pod\": {}, \"Nodes\": {\"items\": [{\"metadata\": {\"name\": \"a\", "
+         "\"name\": \"b\"}}]}}", "duplicate object key"},
+        {"{\"Pod\": {}, \"Nodes\": {\"items\": {\"metadata\": {}}}}",
+         "Nodes.items: expected a list of Node objects, got an object"},
+        {"{\"Pod\": {}, \"Nodes\": {\"items\": [3]}}", "Nodes.items[0].metadata.name: missing"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         for (int v = 0; v < 2; v++) {
@@ -577,6 +589,110 @@ static void test_bad_args(void **state) {
     assert_int_equal(sv_http(p.port, "POST", "/k8s/filter", NULL, lower, strlen(lower), &r), 200);
     assert_non_null(strstr(r.body, "\"NodeNames\":[\"a\"]"));
     sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+/* The filter's Nodes form passes the kept Node objects back as they came,
+ * byte for byte (the scanner keeps their slices of the body), whatever
+ * their strings hold. Before: re-dumped by jansson, compact, escapes
+ * rewritten. */
+static void test_nodes_passed_back(void **state) {
+    (void)state;
+    sv_proc p = start();
+    put_job(p.port, "ctr", cluster4());
+    const char *gpu_a =
+        "{\n  \"kind\": \"Node\",\n  \"metadata\": {\"name\": \"gpu-a\", \"labels\": "
+        "{\"node.kubernetes.io/instance-type\": \"gpu\", \"topology.kubernetes.io/zone\": "
+        "\"a\", \"x\": \"caf\\u00e9 \\/ ]}\\\"{[\"}},\n  \"status\": {\"allocatable\": "
+        "{\"nvidia.com/gpu\": \"4\"}, \"images\": [{\"names\": [\"a]\", \"b}\"], "
+        "\"sizeBytes\": 1e3}]}\n}";
+    const char *cpu_a = "{\"metadata\":{\"name\":\"cpu-a\",\"labels\":{"
+                        "\"node.kubernetes.io/instance-type\":\"cpu\"}}}";
+    char body[2048];
+    snprintf(body, sizeof body, "{\"Pod\": {\"metadata\": {\"name\": \"ctr-worker-1\", "
+             "\"namespace\": \"default\", \"labels\": {\"training.kubeflow.org/job-name\": "
+             "\"ctr\", \"training.kubeflow.org/replica-type\": \"worker\", "
+             "\"training.kubeflow.org/replica-index\": \"1\"}}},\n \"Nodes\": {\"items\": "
+             "[%s, %s]}}", cpu_a, gpu_a);
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "POST", "/k8s/filter", NULL, body, strlen(body), &r), 200);
+    char want[2048];
+    snprintf(want, sizeof want, "{\"Nodes\":{\"metadata\":{},\"items\":[%s]},", gpu_a);
+    if (strncmp(r.body, want, strlen(want)))
+        fail_msg("answer %s\nexpected to start %s", r.body, want);
+    json_t *o = sv_body_json(&r);
+    assert_non_null(o); /* the whole answer is JSON */
+    assert_non_null(strstr(failed_why(o, "cpu-a"), "stage 1 on gpu; the node is cpu"));
+    json_t *sent = json_loads(gpu_a, 0, NULL);
+    assert_true(json_equal(json_array_get(json_object_get(json_object_get(o, "Nodes"), "items"),
+                                          0), sent));
+    json_decref(sent);
+    json_decref(o);
+    sv_resp_free(&r);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+/* A Node outside the registry is read from its labels once per
+ * resourceVersion: refused at "1", it stays refused (with its reason)
+ * while the version is "1", even though its labels now say otherwise, and
+ * is read again at "2". Before, every call read every node again. */
+static void test_refused_by_version(void **state) {
+    (void)state;
+    sv_proc p = start();
+    put_job(p.port, "ctr", cluster4());
+    char kept[256];
+    for (int round = 0; round < 3; round++) {
+        json_t *n = node("gpu-c", round ? "gpu" : "m5.large", "a", "4", NULL, NULL);
+        json_object_set_new(json_object_get(n, "metadata"), "resourceVersion",
+                            json_string(round < 2 ? "1" : "2"));
+        json_t *res = call(p.port, "filter", kubeflow_pod("ctr", "worker", "1"),
+                           json_pack("{s:[o]}", "items", n), NULL);
+        kept_items(res, kept, sizeof kept);
+        if (round < 2) {
+            assert_string_equal(kept, "");
+            assert_non_null(strstr(failed_why(res, "gpu-c"), "instance type \"m5.large\""));
+        } else {
+            assert_string_equal(kept, "gpu-c");
+        }
+        json_decref(res);
+    }
+    assert_int_equal(sv_stop(&p), 0);
+}
+
+/* The refused nodes a job remembers are bounded (K8S_REFUSED_PER_NODE
+ * times --max-nodes): with --max-nodes 4 (the registered cluster's four
+ * nodes fill the inventory), 16. Eighteen nodes refused at
+ * resourceVersion 1 and shown again at 1 with labels that now fit: the 16
+ * remembered keep their first reason, the other two are read again (and
+ * refused now for the full inventory). */
+static void test_refused_bounded(void **state) {
+    (void)state;
+    const char *extra[] = {"--max-nodes", "4", NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "k8s-bound", extra), 0);
+    put_job(p.port, "ctr", cluster4());
+    for (int round = 0; round < 2; round++) {
+        json_t *items = json_array();
+        for (int i = 1; i <= 18; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "r%d", i);
+            json_t *n = node(name, round ? "gpu" : "m5.large", "a", "4", NULL, NULL);
+            json_object_set_new(json_object_get(n, "metadata"), "resourceVersion",
+                                json_string("1"));
+            json_array_append_new(items, n);
+        }
+        json_t *res = call(p.port, "filter", kubeflow_pod("ctr", "worker", "1"),
+                           json_pack("{s:o}", "items", items), NULL);
+        for (int i = 1; i <= 18; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "r%d", i);
+            const char *why = failed_why(res, name);
+            assert_non_null(why);
+            if (round == 0 || i <= 16) assert_non_null(strstr(why, "instance type \"m5.large\""));
+            else assert_non_null(strstr(why, "already knows"));
+        }
+        json_decref(res);
+    }
     assert_int_equal(sv_stop(&p), 0);
 }
 
@@ -781,6 +897,9 @@ int main(void) {
         cmocka_unit_test(test_body_limits),
         cmocka_unit_test(test_catalogue_types),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_nodes_passed_back),
+        cmocka_unit_test(test_refused_by_version),
+        cmocka_unit_test(test_refused_bounded),
         cmocka_unit_test(test_extender_listener),
         cmocka_unit_test(test_kubeflow_chief),
     };

@@ -134,7 +134,7 @@ static void test_metrics_page(void **state) {
                                  "20.001800000\n"));
     assert_null(strstr(page, "path=\"/v1/cost\""));
     free(page);
-    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7, 11, 13};
+    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7, 11, 13, 17, 19};
     page = metrics_render(m, &x, &len);
     assert_non_null(strstr(page, "strata_policy_loaded 1\n"));
     assert_non_null(strstr(page, "strata_policy_step 4200\n"));
@@ -143,8 +143,50 @@ static void test_metrics_page(void **state) {
     assert_non_null(strstr(page, "strata_parse_cache_total{result=\"miss\"} 4\n"));
     assert_non_null(strstr(page, "strata_decode_memo_total{result=\"hit\"} 11\n"));
     assert_non_null(strstr(page, "strata_decode_memo_total{result=\"miss\"} 13\n"));
+    assert_non_null(strstr(page, "strata_cluster_cache_total{result=\"hit\"} 17\n"));
+    assert_non_null(strstr(page, "strata_cluster_cache_total{result=\"miss\"} 19\n"));
     free(page);
     metrics_free(m);
+}
+
+/* member returns web_json_member's answer for key "c" in text, with the
+ * value's bytes in out (or "" when not found). */
+static int member(const char *text, char *out, size_t cap) {
+    size_t off = 0, len = 0;
+    int found = web_json_member(text, strlen(text), "c", &off, &len);
+    snprintf(out, cap, "%.*s", found ? (int)len : 0, found ? text + off : "");
+    return found;
+}
+
+/* web_json_member delimits the top-level member's object value by the
+ * text's strings and nesting, and refuses what it cannot be sure of. */
+static void test_json_member(void **state) {
+    (void)state;
+    char v[256];
+    assert_int_equal(member("{\"c\":{\"a\":1}}", v, sizeof v), 1);
+    assert_string_equal(v, "{\"a\":1}");
+    /* whitespace, other members before and after, nesting, and brackets,
+     * braces, quotes and backslashes inside strings */
+    assert_int_equal(member(" {\r\n \"j\" : [1, {\"c\": {}}], \"cc\": \"}\", \"c\"\t:\n"
+                            " {\"n\": [{\"x\": \"a}]\\\"{\"}, [[]]], \"k\\\\\": -1.5e3} ,"
+                            "\"o\": null, \"t\": true } ", v, sizeof v), 1);
+    assert_string_equal(v, "{\"n\": [{\"x\": \"a}]\\\"{\"}, [[]]], \"k\\\\\": -1.5e3}");
+    /* a key named c inside another member does not count */
+    assert_int_equal(member("{\"j\": {\"c\": {}}}", v, sizeof v), 0);
+    /* refused: twice, not an object, a key with escapes, no such key,
+     * unterminated, not an object at the top, junk after a value */
+    assert_int_equal(member("{\"c\": {}, \"c\": {}}", v, sizeof v), 0);
+    assert_int_equal(member("{\"c\": [1]}", v, sizeof v), 0);
+    assert_int_equal(member("{\"c\": \"{}\"}", v, sizeof v), 0);
+    assert_int_equal(member("{\"\\u0063\": {}}", v, sizeof v), 0);
+    assert_int_equal(member("{\"c\\\"\": {}}", v, sizeof v), 0);
+    assert_int_equal(member("{\"d\": {}}", v, sizeof v), 0);
+    assert_int_equal(member("{}", v, sizeof v), 0);
+    assert_int_equal(member("{\"c\": {\"a\": \"}", v, sizeof v), 0);
+    assert_int_equal(member("{\"c\": {\"a\": 1}", v, sizeof v), 0);
+    assert_int_equal(member("[{\"c\": {}}]", v, sizeof v), 0);
+    assert_int_equal(member("{\"c\": {} \"d\": 1}", v, sizeof v), 0);
+    assert_int_equal(member("", v, sizeof v), 0);
 }
 
 static void test_jobs(void **state) {
@@ -225,6 +267,7 @@ int main(void) {
         cmocka_unit_test(test_cache_lru),
         cmocka_unit_test(test_cache_bytes),
         cmocka_unit_test(test_metrics_page),
+        cmocka_unit_test(test_json_member),
         cmocka_unit_test(test_jobs),
         cmocka_unit_test(test_policy_slot_failed_load),
     };

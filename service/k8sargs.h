@@ -1,0 +1,95 @@
+/* k8sargs.h -- kube-scheduler's ExtenderArgs, read without building it.
+ *
+ * A filter or prioritize call carries {"Pod": {...}, "Nodes": {"items":
+ * [Node, ...]}, "NodeNames": [...]}; in the Nodes form, 5,000 Node objects
+ * are ~74 MB, mostly status.images, metadata.managedFields and conditions,
+ * none of which strata reads. ka_read walks the body with jscan
+ * (service/jscan.h): Pod and NodeNames are handed to jansson whole; of
+ * each Node object only the raw bytes of the parts strata reads are kept
+ * (metadata.name and resourceVersion, decoded; metadata.labels and
+ * annotations and status.allocatable as slices of the body), together with
+ * the slice of the whole object, which a filter answer passes back as it
+ * came. Everything else is validated and skipped.
+ *
+ * Keys are looked up as the handlers looked them up in the jansson tree
+ * (get_ci in service/k8s.c: Pod, Nodes, NodeNames, items and metadata
+ * exactly, else ignoring case; the rest exactly), so that a Node's slim
+ * object (ka_node_json) answers every lookup of derive_node and
+ * imp_node_read as the whole object did. The body is refused as jansson
+ * refused it: malformed JSON anywhere, with its line and column; a
+ * duplicate key in an object strata reads (the top level, Nodes, each
+ * Node, its metadata and status, labels, annotations, allocatable, and
+ * within Pod and NodeNames). A duplicate inside a part strata skips
+ * (managedFields, images, spec...) is not looked for: its value is never
+ * read.
+ */
+#ifndef STRATA_SERVICE_K8SARGS_H
+#define STRATA_SERVICE_K8SARGS_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+/* A slice of the body: p NULL when absent. */
+typedef struct {
+    const char *p;
+    size_t len;
+} ka_slice;
+
+/* What strata reads of one Node object. */
+typedef struct {
+    ka_slice raw;          /* the whole object (any JSON value) as sent */
+    int is_object;         /* 1 when raw is an object */
+    int md_exact;          /* metadata came under "metadata" (1) or another case (0) */
+    int has_md;            /* 1 when the node has a metadata object */
+    const char *name;      /* metadata.name when a string (decoded), else NULL */
+    const char *rv;        /* metadata.resourceVersion when a string, else NULL */
+    ka_slice labels, annotations; /* metadata.labels, .annotations (any value) */
+    int has_status;        /* 1 when "status" is an object */
+    ka_slice allocatable;  /* status.allocatable (any value) */
+    json_t *slim;          /* ka_node_json's answer, kept */
+    size_t name_at, rv_at; /* internal: offsets + 1 of name and rv in the arena, 0 for none */
+} ka_node;
+
+/* The ExtenderArgs of one call. Ownership: everything here belongs to the
+ * ka_args (ka_free); slices point into the body, which must outlive it. */
+typedef struct {
+    json_t *pod;           /* Pod (any value), NULL when absent */
+    json_t *names;         /* NodeNames (any value), NULL when absent */
+    int has_nodes;         /* Nodes is present */
+    int nodes_type;        /* json_type of Nodes when present */
+    json_t *nodes_value;   /* Nodes when it is neither an object nor null (messages) */
+    int has_items;         /* Nodes.items is present */
+    int items_type;        /* its json_type */
+    json_t *items_value;   /* items when neither an array nor null (messages) */
+    int n;                 /* elements of Nodes.items */
+    int kept;              /* of which the first kept read (at most max_items) */
+    ka_node *nodes;        /* [kept] */
+    char *arena;           /* the decoded names and resourceVersions */
+} ka_args;
+
+/* Return codes of ka_read. */
+enum { KA_OK = 0, KA_BAD = -1, KA_NOMEM = -2 };
+
+/* ka_read reads body[len] into *a; of Nodes.items, the first max_items
+ * elements are kept, the rest only validated and counted. Returns KA_OK; KA_BAD with err naming
+ * the line and column of malformed JSON or a duplicate key ("malformed
+ * JSON at line 3, column 9: ..."), or saying that the body is not an
+ * object; KA_NOMEM. *a is always left for ka_free. */
+int ka_read(const char *body, size_t len, int max_items, ka_args *a, char *err,
+            size_t errlen);
+
+/* ka_node_json returns the node as a Node object holding only what strata
+ * reads: {"metadata": {name, resourceVersion, labels, annotations},
+ * "status": {"allocatable": ...}} (keys present as in the body). Owned by
+ * the node (built once); NULL when out of memory. */
+const json_t *ka_node_json(ka_node *n);
+
+/* ka_slim makes the same object of a whole Node object in a jansson tree:
+ * what tests and fuzz/fuzz_jscan.c compare ka_node_json with. New
+ * reference, or NULL. */
+json_t *ka_slim(const json_t *node);
+
+void ka_free(ka_args *a);
+
+#endif
