@@ -7,8 +7,10 @@
  * with 100 nodes each (4 units a GPU node, 2 a CPU node: 1,800 units) to a
  * temporary file, draws a trace from the statistics of PRESET (philly,
  * helios or pai; sim/trace.h) on the shipped models (defaults: 1,000 jobs,
- * load 0.8, seed 1, philly), and plays
- * it with each method, printing a Markdown table: wall seconds (set-up,
+ * load 0.8, seed 1, philly), and plays it with each method (the policy
+ * with SRC_DIR/checkpoints/sim-philly.h5, or an untrained network of the
+ * same width when there is none: the same work per decision), printing a
+ * Markdown table: wall seconds (set-up,
  * plan cache and run), jobs done, mean and p95 completion time, cost. The
  * goal is under a minute per method. Exit status 1 when a method fails or
  * takes a minute or more.
@@ -22,6 +24,7 @@
 #include "base/clock.h"
 #include "sim/methods.h"
 #include "sim/sim.h"
+#include "sim/spolicy.h"
 #include "sim/trace.h"
 
 #define NODES_PER_TYPE 100
@@ -100,9 +103,14 @@ int main(int argc, char **argv) {
            "|---|---:|---:|---:|---:|---:|---:|\n");
     int n, status = 0;
     const sim_method *all = sim_methods(&n);
+    char ck[2048];
+    snprintf(ck, sizeof ck, "%s/checkpoints/sim-philly.h5", src);
+    spol_net *net = spol_load(ck, NULL, err, sizeof err);
+    if (!net) net = spol_net_create(32, 1, err, sizeof err);
+    spol_run arg = {net, 0, {0, 0, 0}, NULL};
     for (int i = 0; i < n; i++) {
         double a = clock_now_s();
-        sim *s = sim_create(t, cl, &all[i], err, sizeof err);
+        sim *s = sim_create_with(t, cl, &all[i], &arg, err, sizeof err);
         if (!s || sim_run(s, err, sizeof err)) {
             fprintf(stderr, "bench_sim: %s: %s\n", all[i].name, err);
             sim_free(s);
@@ -118,6 +126,7 @@ int main(int argc, char **argv) {
         if (secs >= 60) status = 1;
         sim_free(s);
     }
+    spol_net_free(net);
     sim_trace_free(t);
     return status;
 }

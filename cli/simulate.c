@@ -2,7 +2,7 @@
  *
  *   strata simulate CONFIG [--method M]... [--out DIR] [--json] [--quiet]
  *                   [--generate N] [--load L] [--seed S] [--arrivals poisson|bursty]
- *                   [--preset philly|helios|pai] [--write-trace FILE]
+ *                   [--preset philly|helios|pai] [--write-trace FILE] [--policy CKPT]
  *
  * Loads the simulate config (sim/trace.h), takes its trace file or draws a
  * trace with its generator (--generate N, or a config without trace:;
@@ -14,6 +14,9 @@
  * row per method and job), DIR/summary.md and DIR/plots/ (busy units per
  * type over time, CDF of completion time) with eval's machinery.
  * --write-trace FILE saves the trace played (to ship a generated one).
+ * Every method is also judged on the config's combined objective
+ * (objective:, sim_weights). The policy method decodes greedily with the
+ * checkpoint of --policy CKPT (default: the config's policy:).
  *
  * Exit status: 0 done; 1 a method failed or the plots could not be made;
  * 2 bad usage, a bad config or trace, an unwritable folder.
@@ -34,12 +37,14 @@
 #include "eval/report.h"
 #include "sim/methods.h"
 #include "sim/sim.h"
+#include "sim/spolicy.h"
 #include "sim/trace.h"
 
 #define SIM_USAGE                                                                             \
     "usage: strata simulate CONFIG [--method M]... [--out DIR] [--json] [--quiet]\n"          \
     "                       [--generate N] [--load L] [--seed S] [--arrivals poisson|bursty]\n" \
-    "                       [--preset philly|helios|pai] [--write-trace FILE]\n"
+    "                       [--preset philly|helios|pai] [--write-trace FILE]\n"           \
+    "                       [--policy CKPT]\n"
 #define ERRLEN 4096
 
 static const char *STATE_NAMES[] = {"pending", "waiting", "running", "done", "rejected", "starved"};
@@ -49,6 +54,7 @@ typedef struct {
     const sim_method *m;
     sim *s;
     sim_summary sum;
+    double objective; /* the combined objective, $ */
 } run_out;
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
@@ -60,8 +66,9 @@ static json_t *units_json(const model_cluster *cl, const int *units) {
     return o;
 }
 
-static json_t *summary_json(const model_cluster *cl, const sim_summary *u) {
+static json_t *summary_json(const model_cluster *cl, const sim_summary *u, double objective) {
     json_t *o = json_object();
+    json_object_set_new(o, "objective", num(objective));
     json_object_set_new(o, "jobs", json_integer(u->jobs));
     json_object_set_new(o, "done", json_integer(u->done));
     json_object_set_new(o, "rejected", json_integer(u->rejected));
@@ -144,7 +151,7 @@ static void fmt_h(char *b, size_t n, double s) {
 
 /* summary_table writes the per-method table (Markdown, aligned). */
 static int summary_table(FILE *f, const model_cluster *cl, const run_out *runs, int n) {
-    enum { NC_FIXED = 12 };
+    enum { NC_FIXED = 13 };
     int nc = NC_FIXED + cl->n_types;
     static int right[NC_FIXED + MODEL_MAX_TYPES];
     for (int c = 0; c < nc; c++) right[c] = c > 0;
@@ -154,7 +161,7 @@ static int summary_table(FILE *f, const model_cluster *cl, const run_out *runs, 
     char hbuf[MODEL_MAX_TYPES][MODEL_NAME_MAX + 8];
     const char *fixed[NC_FIXED] = {"method", "done", "rejected", "starved", "JCT mean",
                                    "JCT p50", "JCT p95", "queue mean", "queue p95",
-                                   "missed deadlines", "cost", "makespan"};
+                                   "missed deadlines", "cost", "makespan", "objective"};
     for (int c = 0; c < NC_FIXED; c++) head[c] = (char *)fixed[c];
     for (int ty = 0; ty < cl->n_types; ty++) {
         snprintf(hbuf[ty], sizeof hbuf[ty], "%s busy", cl->types[ty].name);
@@ -177,6 +184,7 @@ static int summary_table(FILE *f, const model_cluster *cl, const run_out *runs, 
         snprintf(b[9], sizeof b[9], "%d/%d", u->missed, u->deadline_jobs);
         snprintf(b[10], sizeof b[10], "$%.2f", u->cost);
         fmt_h(b[11], sizeof b[11], u->makespan);
+        snprintf(b[12], sizeof b[12], "$%.2f", runs[i].objective);
         for (int ty = 0; ty < cl->n_types; ty++)
             snprintf(b[NC_FIXED + ty], sizeof b[0], "%.1f%%", 100.0 * u->util[ty]);
         for (int c = 0; c < nc; c++) cell[c] = b[c];
@@ -346,7 +354,8 @@ static int write_summary(const char *path, const char *command, const sim_spec *
     fprintf(f, "JCT is the completion time (finish - arrival), queue the queueing delay "
                "(start - arrival), both over finished jobs; p50/p95 interpolate between order "
                "statistics. Busy is each type's time-averaged share of busy units up to the "
-               "makespan.\n\n");
+               "makespan. The objective is %g x cost + $%g per job-hour of completion time + "
+               "$%g per missed deadline.\n\n", sp->w.cost, sp->w.jct, sp->w.missed);
     summary_table(f, cl, runs, n);
     for (int i = 0; i < plots->n; i++)
         fprintf(f, "![%s](%s)\n\n", plots->title[i], plots->file[i]);
@@ -377,17 +386,17 @@ int cmd_simulate(int argc, char **argv) {
         {"generate", required_argument, 0, 'g'}, {"load", required_argument, 0, 'l'},
         {"seed", required_argument, 0, 's'},     {"arrivals", required_argument, 0, 'a'},
         {"write-trace", required_argument, 0, 'w'}, {"preset", required_argument, 0, 'p'},
-        {"help", no_argument, 0, 'h'},
+        {"help", no_argument, 0, 'h'},             {"policy", required_argument, 0, 'P'},
         {0, 0, 0, 0},
     };
-    const char *out_dir = NULL, *write_trace = NULL;
+    const char *out_dir = NULL, *write_trace = NULL, *policy = NULL;
     const char *names[SIM_MAX_METHODS];
     int n_names = 0, as_json = 0, quiet = 0, c;
     long long gen_jobs = 0, seed = -1;
     double load = 0;
     int arrivals = -1, preset = -1;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:o:Jqg:l:s:a:w:p:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:o:Jqg:l:s:a:w:p:P:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm':
             if (!sim_method_find(optarg)) {
@@ -426,6 +435,7 @@ int cmd_simulate(int argc, char **argv) {
             }
             break;
         case 'w': write_trace = optarg; break;
+        case 'P': policy = optarg; break;
         case 'p':
             for (int i = 0; i < SIM_N_PRESETS; i++)
                 if (!strcmp(optarg, sim_preset_get((sim_preset)i)->name)) preset = i;
@@ -487,7 +497,31 @@ int cmd_simulate(int argc, char **argv) {
     } else {
         int nm;
         const sim_method *all = sim_methods(&nm);
-        for (int i = 0; i < nm && n < SIM_MAX_METHODS; i++) ms[n++] = &all[i];
+        /* every method; the policy only when a checkpoint is at hand */
+        for (int i = 0; i < nm && n < SIM_MAX_METHODS; i++)
+            if (strcmp(all[i].name, "policy") || policy || sp.policy[0]) ms[n++] = &all[i];
+    }
+    /* the policy's checkpoint, when the policy method is asked for */
+    spol_run prun;
+    memset(&prun, 0, sizeof prun);
+    spol_net *net = NULL;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(ms[i]->name, "policy")) continue;
+        const char *ck = policy ? policy : sp.policy[0] ? sp.policy : NULL;
+        if (!ck) {
+            fprintf(stderr, "strata: simulate: the policy method needs a checkpoint: --policy CKPT "
+                            "or policy: in %s (strata train configs/train/sim-philly.yaml makes "
+                            "one)\n", sp.path);
+            sim_trace_free(t);
+            return CLI_USAGE;
+        }
+        if (!(net = spol_load(ck, NULL, err, sizeof err))) {
+            fprintf(stderr, "strata: %s\n", err);
+            sim_trace_free(t);
+            return CLI_USAGE;
+        }
+        prun.net = net;
+        break;
     }
     const model_cluster *cl = &t->models[0].run->cluster;
     run_out runs[SIM_MAX_METHODS];
@@ -495,7 +529,7 @@ int cmd_simulate(int argc, char **argv) {
     int status = CLI_OK, n_run = 0;
     for (int i = 0; i < n; i++) {
         runs[i].m = ms[i];
-        runs[i].s = sim_create(t, cl, ms[i], err, sizeof err);
+        runs[i].s = sim_create_with(t, cl, ms[i], &prun, err, sizeof err);
         if (!runs[i].s || sim_run(runs[i].s, err, sizeof err)) {
             fprintf(stderr, "strata: simulate: %s: %s\n", ms[i]->name, err);
             sim_free(runs[i].s);
@@ -504,6 +538,7 @@ int cmd_simulate(int argc, char **argv) {
             break;
         }
         sim_summarise(runs[i].s, &runs[i].sum);
+        runs[i].objective = sim_objective(runs[i].s, &sp.w, 0);
         n_run++;
     }
     const model_cluster *full = n_run ? sim_full(runs[0].s) : cl;
@@ -515,11 +550,16 @@ int cmd_simulate(int argc, char **argv) {
         json_object_set_new(tr, "source", json_string(t->path[0] ? t->path : "generated"));
         json_object_set_new(tr, "jobs", json_integer(t->n_jobs));
         json_object_set_new(o, "trace", tr);
+        json_t *wo = json_object();
+        json_object_set_new(wo, "cost", json_real(sp.w.cost));
+        json_object_set_new(wo, "jct_per_job_hour", json_real(sp.w.jct));
+        json_object_set_new(wo, "missed", json_real(sp.w.missed));
+        json_object_set_new(o, "objective_weights", wo);
         json_t *ma = json_array();
         for (int i = 0; i < n_run; i++) {
             json_t *mo = json_object();
             json_object_set_new(mo, "method", json_string(runs[i].m->name));
-            json_object_set_new(mo, "summary", summary_json(full, &runs[i].sum));
+            json_object_set_new(mo, "summary", summary_json(full, &runs[i].sum, runs[i].objective));
             json_object_set_new(mo, "occupancy", occupancy_json(runs[i].s, full));
             json_object_set_new(mo, "jobs", jobs_json(t, full, sim_outcomes(runs[i].s)));
             json_array_append_new(ma, mo);
@@ -563,6 +603,7 @@ int cmd_simulate(int argc, char **argv) {
     }
 done:
     for (int i = 0; i < n_run; i++) sim_free(runs[i].s);
+    spol_net_free(net);
     sim_trace_free(t);
     return status;
 }

@@ -6,7 +6,9 @@
  *                [--samples N] [--seed S] [--no-polish] [--out DIR] [--json]
  *                [--quiet] [--compare [--policy CKPT]]
  *
- * CONFIG is a train config (agent/trainconf.h, docs/agent.md); --search
+ * CONFIG is a train config (agent/trainconf.h, docs/agent.md), or a sim
+ * train config (`mode: sim`, sim/spoltrain.h, docs/simulate.md) that
+ * trains the policy of strata simulate over whole traces; --search
  * FILE trains from scratch on the one job of FILE with the search defaults
  * and prints the best plan found, as `strata solve` does (--json: the same
  * object, with method "policy-search"); --compare then prints the plan's
@@ -42,6 +44,7 @@
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "env/render.h"
+#include "sim/spoltrain.h"
 #include "solvers/solve.h"
 
 static void train_usage(FILE *f) {
@@ -316,6 +319,82 @@ static void compare(agent_trainer *t, const char *policy, double secs) {
     agent_policy_free(pol);
 }
 
+/* train_sim runs a sim train config (sim/spoltrain.h): steps until the
+ * config's steps or seconds (or --steps/--seconds), validation every
+ * eval_every steps and at the end, a progress line every few seconds. */
+static int train_sim(const char *path, double seconds, double steps, const char *out,
+                     int overwrite, int as_json, int quiet) {
+    char err[2048];
+    spt_conf *cf = spt_conf_load(path, err, sizeof err);
+    if (!cf) {
+        fprintf(stderr, "strata: %s\n", err);
+        return CLI_USAGE;
+    }
+    if (seconds >= 0) cf->seconds = seconds;
+    if (steps > 0) cf->steps = (int)fmin(steps, 2147483647.0);
+    if (out) snprintf(cf->out, sizeof cf->out, "%s", out);
+    if (!overwrite && earlier_run(cf->out, err, sizeof err)) {
+        fprintf(stderr, "strata: %s\n", err);
+        spt_conf_free(cf);
+        return CLI_USAGE;
+    }
+    spt *t = spt_create(cf, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "strata: %s\n", err);
+        spt_conf_free(cf);
+        return CLI_USAGE;
+    }
+    int status = CLI_OK;
+    double t0 = clock_now_s(), last = -1e9;
+    while (!spt_done(t) && !(cf->seconds > 0 && clock_now_s() - t0 >= cf->seconds)) {
+        if (spt_step(t, err, sizeof err)) {
+            fprintf(stderr, "strata: train: %s\n", err);
+            status = CLI_FAIL;
+            break;
+        }
+        const spt_metrics *m = spt_last(t);
+        if (!quiet && (clock_now_s() - last >= 5 || isfinite(m->valid_obj))) {
+            fprintf(stderr, "step %d | %.0f s | %.0f episodes | train objective $%.0f | entropy %.3f"
+                            " | %.0f decisions/episode",
+                    m->step, m->seconds, m->episodes, m->train_obj, m->entropy, m->decisions);
+            if (isfinite(m->valid_obj))
+                fprintf(stderr, " | valid $%.0f (best heuristic $%.0f, %+.1f%%)", m->valid_obj,
+                        m->valid_best_h, 100 * (m->valid_obj / m->valid_best_h - 1));
+            fputc('\n', stderr);
+            last = clock_now_s();
+        }
+    }
+    if (status == CLI_OK && spt_validate(t, err, sizeof err)) {
+        fprintf(stderr, "strata: train: %s\n", err);
+        status = CLI_FAIL;
+    }
+    if (status == CLI_OK) {
+        const spt_metrics *m = spt_last(t);
+        if (as_json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "mode", json_string("sim"));
+            json_object_set_new(o, "steps", json_integer(m->step));
+            json_object_set_new(o, "episodes", json_real(m->episodes));
+            json_object_set_new(o, "seconds", json_real(clock_now_s() - t0));
+            json_object_set_new(o, "valid_objective",
+                                isfinite(m->valid_obj) ? json_real(m->valid_obj) : json_null());
+            json_object_set_new(o, "valid_best_heuristic",
+                                isfinite(m->valid_best_h) ? json_real(m->valid_best_h) : json_null());
+            json_object_set_new(o, "out", json_string(cf->out));
+            report_json_print(stdout, o);
+        } else if (!quiet) {
+            printf("trained %d steps (%.0f episodes) in %.0f s; checkpoints in %s (last.h5, best.h5)\n",
+                   m->step, m->episodes, clock_now_s() - t0, cf->out);
+            if (isfinite(m->valid_obj))
+                printf("validation: policy $%.2f, best heuristic $%.2f (%+.1f%%)\n", m->valid_obj,
+                       m->valid_best_h, 100 * (m->valid_obj / m->valid_best_h - 1));
+        }
+    }
+    spt_free(t);
+    spt_conf_free(cf);
+    return status;
+}
+
 int cmd_train(int argc, char **argv) {
     static const struct option opts[] = {
         {"resume", required_argument, 0, 'r'}, {"seconds", required_argument, 0, 's'},
@@ -359,6 +438,14 @@ int cmd_train(int argc, char **argv) {
     if ((search && optind != argc) || (!search && optind != argc - 1)) {
         train_usage(stderr);
         return CLI_USAGE;
+    }
+    if (!search && spt_conf_is(argv[optind])) {
+        if (resume) {
+            fprintf(stderr, "strata: %s: --resume is not supported for a sim train config (mode: "
+                            "sim); start a new run\n", argv[optind]);
+            return CLI_USAGE;
+        }
+        return train_sim(argv[optind], seconds, steps, out, overwrite, as_json, quiet);
     }
     int mpi = 0, rank = 0;
 #ifdef STRATA_HAVE_MPI

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/spolicy.h"
 #include "solvers/multi.h"
 #include "solvers/solve.h"
 
@@ -346,6 +347,8 @@ static const sim_method METHODS[] = {
      smd_create, smd_destroy, smd_schedule},
     {"gavel", "Gavel-style heterogeneity-aware max-min fairness over normalised throughput",
      gavel_create, gavel_destroy, gavel_schedule},
+    {"policy", "the learned policy (sim/spolicy.h): a trained network picks a plan or waits",
+     spol_method_create, spol_method_destroy, spol_method_schedule},
 };
 
 const sim_method *sim_methods(int *n) {

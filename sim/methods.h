@@ -20,8 +20,12 @@
  *               normalised per job, after Gavel (Narayanan et al.,
  *               OSDI'20), simplified to whole units without preemption
  *
- * A learned policy plugs in as one more entry of the table (its state the
- * loaded checkpoint); none is listed yet.
+ * and the learned policy:
+ *
+ *   policy      a trained network (sim/spolicy.h, whose checkpoint comes in
+ *               through sim_create_with's argument) scores candidate plans
+ *               of the first queued jobs and "wait"; it starts the best
+ *               until it picks wait or nothing fits
  */
 #ifndef STRATA_SIM_METHODS_H
 #define STRATA_SIM_METHODS_H

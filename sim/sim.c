@@ -64,6 +64,8 @@ struct sim {
     solve_result *res;
     int *assign_buf;
     solve_opts so;
+    void *marg;    /* the method's argument (sim_create_with), borrowed */
+    int n_running; /* jobs holding units now */
 };
 
 /* ---------------------------------------------------------------------------
@@ -159,9 +161,15 @@ void sim_free(sim *s) {
 
 sim *sim_create(const sim_trace *t, const model_cluster *cl, const sim_method *m, char *err,
                 size_t errlen) {
+    return sim_create_with(t, cl, m, NULL, err, errlen);
+}
+
+sim *sim_create_with(const sim_trace *t, const model_cluster *cl, const sim_method *m, void *arg,
+                     char *err, size_t errlen) {
     sim *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     s->t = t;
+    s->marg = arg;
     int n = t->n_jobs;
     if (copy_types(&s->full, cl) || copy_types(&s->freec, cl)) goto oom;
     /* nodes, and one virtual node per type that has none */
@@ -245,6 +253,8 @@ int sim_cache_key(const sim *s, int j) { return s->cls[j]; }
 int sim_cache_classes(const sim *s) { return s->n_cls; }
 int sim_n_nodes(const sim *s) { return s->n_nodes; }
 int sim_node_used(const sim *s, int n) { return s->node_used[n]; }
+void *sim_method_arg(const sim *s) { return s->marg; }
+int sim_n_running(const sim *s) { return s->n_running; }
 
 /* solve_class fills class c's plan on the empty cluster (once). */
 static void solve_class(sim *s, int c, int j) {
@@ -388,6 +398,7 @@ int sim_start(sim *s, int j, const int *assign, double target) {
             break;
         }
     s->version++;
+    s->n_running++;
     if (heap_push(s, r->finish, EV_DONE, j)) return -2;
     return 0;
 }
@@ -400,6 +411,7 @@ static void finish(sim *s, int j) {
     for (int ty = 0; ty < s->full.n_types; ty++) s->freec.types[ty].count += r->units[ty];
     r->state = SIM_DONE;
     s->version++;
+    s->n_running--;
 }
 
 int sim_run(sim *s, char *err, size_t errlen) {
@@ -459,6 +471,25 @@ static double quantile(const double *v, int n, double q) {
     int lo = (int)floor(pos);
     if (lo >= n - 1) return v[n - 1];
     return v[lo] + (pos - lo) * (v[lo + 1] - v[lo]);
+}
+
+double sim_objective(const sim *s, const sim_weights *w, double from) {
+    double total = 0;
+    for (int j = 0; j < s->t->n_jobs; j++) {
+        const sim_outcome *r = &s->out[j];
+        const sim_job *tj = &s->t->jobs[j];
+        if (r->state == SIM_REJECTED || r->state == SIM_PENDING) continue;
+        int done = r->state == SIM_DONE;
+        if (done && r->start >= from) total += w->cost * r->cost;
+        /* a job not finished when the run ended counts until then */
+        double end = done ? r->finish : s->now;
+        double a = tj->arrival > from ? tj->arrival : from;
+        if (end > a) total += w->jct * (end - a) / 3600.0;
+        if (tj->deadline > 0 && tj->arrival + tj->deadline >= from &&
+            (!done || r->finish - tj->arrival > tj->deadline))
+            total += w->missed;
+    }
+    return total;
 }
 
 void sim_summarise(const sim *s, sim_summary *o) {

@@ -75,11 +75,18 @@ typedef struct {
 
 struct sim_method;
 
+/* sim_weights (the combined objective's weights) is in sim/trace.h. */
+
 /* sim_create prepares a run of method m on trace t over cluster cl (the
  * cluster is copied: types, counts, nodes). Returns the simulator, or NULL
  * with err (out of memory, the method's own set-up failing). */
 sim *sim_create(const sim_trace *t, const model_cluster *cl, const struct sim_method *m,
                 char *err, size_t errlen);
+/* sim_create_with is sim_create handing arg (borrowed; it must outlive
+ * the simulator) to the method, which reads it with sim_method_arg: the
+ * policy method's loaded network and decoding mode (sim/spolicy.h). */
+sim *sim_create_with(const sim_trace *t, const model_cluster *cl, const struct sim_method *m,
+                     void *arg, char *err, size_t errlen);
 void sim_free(sim *s);
 
 /* sim_run plays the whole trace. Returns 0, or -1 with err when the method
@@ -91,6 +98,14 @@ int sim_run(sim *s, char *err, size_t errlen);
 const sim_outcome *sim_outcomes(const sim *s);
 const sim_sample *sim_samples(const sim *s, int *n);
 void sim_summarise(const sim *s, sim_summary *out);
+
+/* sim_objective returns, after sim_run, the part of the combined objective
+ * (w) that accrues at or after time `from` (s): the cost of jobs started
+ * from then on, the completion time lived from then on, and the deadlines
+ * falling due from then on that were missed. from = 0 gives the whole
+ * trace's objective; the learned policy's training reads it at each of
+ * its decisions as the cost-to-go. */
+double sim_objective(const sim *s, const sim_weights *w, double from);
 
 /* ---------------------------------------------------------------------------
  * What a method sees and does (sim/methods.h)
@@ -148,5 +163,10 @@ int sim_n_nodes(const sim *s);
  * one class share their plans (methods key their own caches by it). */
 int sim_cache_key(const sim *s, int j);
 int sim_cache_classes(const sim *s);
+
+/* sim_method_arg returns the argument given to sim_create_with (NULL from
+ * sim_create); sim_n_running the jobs holding units now. */
+void *sim_method_arg(const sim *s);
+int sim_n_running(const sim *s);
 
 #endif

@@ -66,16 +66,42 @@ typedef struct {
     char name[MODEL_NAME_MAX];
     char cluster[CFG_TEXT_MAX];
     char trace[CFG_TEXT_MAX];
+    char policy[CFG_TEXT_MAX];
 } spec_in;
 
-enum { SF_NAME, SF_CLUSTER, SF_TRACE, SF_GENERATE, SF_METHODS, N_SF };
+enum { SF_NAME, SF_CLUSTER, SF_TRACE, SF_GENERATE, SF_METHODS, SF_POLICY, SF_OBJECTIVE, N_SF };
 static const cfg_field SPEC_FIELDS[N_SF] = {
     [SF_NAME] = CFG_ROW_NAME("name", 0, spec_in, name),
     [SF_CLUSTER] = CFG_ROW_TEXT("cluster", 1, spec_in, cluster),
     [SF_TRACE] = CFG_ROW_TEXT("trace", 0, spec_in, trace),
     [SF_GENERATE] = CFG_ROW_NODE("generate", CFG_FT_MAP, 0),
     [SF_METHODS] = CFG_ROW_NODE("methods", CFG_FT_LIST, 0),
+    [SF_POLICY] = CFG_ROW_TEXT("policy", 0, spec_in, policy),
+    [SF_OBJECTIVE] = CFG_ROW_NODE("objective", CFG_FT_MAP, 0),
 };
+
+/* objective: the combined objective's weights (sim_weights), in $ per $,
+ * per job-hour of completion time and per missed deadline */
+enum { OF_COST, OF_JCT, OF_MISSED, N_OF };
+static const cfg_field OBJ_FIELDS[N_OF] = {
+    [OF_COST] = CFG_ROW_NUM("cost", UNITS_NUMBER, 0, SIM_W_COST, CFG_B_GE, 0, CFG_B_NONE, 0,
+                            sim_weights, cost),
+    [OF_JCT] = CFG_ROW_NUM("jct", UNITS_NUMBER, 0, SIM_W_JCT, CFG_B_GE, 0, CFG_B_NONE, 0,
+                           sim_weights, jct),
+    [OF_MISSED] = CFG_ROW_NUM("missed", UNITS_NUMBER, 0, SIM_W_MISSED, CFG_B_GE, 0, CFG_B_NONE,
+                              0, sim_weights, missed),
+};
+
+int sim_weights_load(cfg_doc *doc, yaml_node_t *node, const char *key, sim_weights *w, char *err,
+                     size_t errlen) {
+    w->cost = SIM_W_COST;
+    w->jct = SIM_W_JCT;
+    w->missed = SIM_W_MISSED;
+    if (!node) return 0;
+    yaml_node_t *k[N_OF], *v[N_OF];
+    return cfg_doc_walk(doc, node, key, "a mapping of weights (cost, jct, missed)", OBJ_FIELDS,
+                        N_OF, w, k, v, err, errlen);
+}
 
 typedef struct {
     int jobs, seed, arrivals, preset;
@@ -330,6 +356,14 @@ int sim_spec_load(const char *path, sim_spec *out, char *err, size_t errlen) {
     }
     if (spec_file(doc, v[SF_CLUSTER], "cluster", dir, in.cluster, out->cluster, err, errlen))
         goto fail;
+    if (sim_weights_load(doc, v[SF_OBJECTIVE], "objective", &out->w, err, errlen)) goto fail;
+    /* the checkpoint is opened when the policy runs */
+    if (v[SF_POLICY]) {
+        if (in.policy[0] == '/')
+            snprintf(out->policy, sizeof out->policy, "%.1000s", in.policy);
+        else
+            snprintf(out->policy, sizeof out->policy, "%.500s/%.500s", dir, in.policy);
+    }
     if (!v[SF_TRACE] && !v[SF_GENERATE]) {
         cfg_doc_fail(doc, root, "trace", err, errlen,
                      "missing required key: give trace: (a file) or generate: (a generator)");

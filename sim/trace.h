@@ -90,6 +90,28 @@ typedef struct {
     sim_preset preset;      /* sizes and durations (0: philly) */
 } sim_gen_opts;
 
+/* The combined objective a trace is judged on (docs/simulate.md), in $:
+ *   cost x (total $ of the finished jobs)
+ *   + jct x (sum over jobs of completion time, in job-hours; a job still
+ *           queued or running when the run ends counts until then)
+ *   + missed x (jobs with a deadline that finished late or never).
+ * Rejected jobs (no plan even on the empty cluster) count nothing. */
+typedef struct {
+    double cost;   /* weight per $ (1: dollars as they are) */
+    double jct;    /* $ per job-hour of completion time */
+    double missed; /* $ per missed deadline */
+} sim_weights;
+#define SIM_W_COST 1.0   /* the defaults, when a config gives no objective: */
+#define SIM_W_JCT 1.0    /* $1 per job-hour */
+#define SIM_W_MISSED 0.0 /* deadlines only reported */
+
+/* sim_weights_load reads an objective: mapping (node; NULL gives the
+ * defaults) of doc into w, reporting "file:line:col: KEY.field: ..." */
+struct yaml_node_s;
+struct cfg_doc;
+int sim_weights_load(struct cfg_doc *doc, struct yaml_node_s *node, const char *key,
+                     sim_weights *w, char *err, size_t errlen);
+
 /* A simulate config (under configs/sim/; docs/simulate.md): the cluster,
  * the trace (a file, or a generator section), the methods to compare. */
 #define SIM_MAX_METHODS 16
@@ -100,6 +122,9 @@ typedef struct {
     char trace[SIM_PATH_MAX];   /* trace file, joined to the config's folder; "" when none */
     int has_gen;                /* 1 when a generate: section is given */
     sim_gen_opts gen;           /* models absolute */
+    char policy[SIM_PATH_MAX];  /* policy: checkpoint of the policy method, joined to the
+                                   config's folder; "" when none */
+    sim_weights w;              /* objective: weights of the combined objective */
     int n_methods;              /* 0: every method */
     char methods[SIM_MAX_METHODS][MODEL_NAME_MAX];
 } sim_spec;

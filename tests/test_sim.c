@@ -32,6 +32,7 @@
 
 #include "sim/methods.h"
 #include "sim/sim.h"
+#include "sim/spolicy.h"
 #include "sim/trace.h"
 #include "tests/harness.h"
 
@@ -178,8 +179,12 @@ static void test_rejected(void **state) {
     if (!t) fail_msg("%s", err);
     int nm;
     const sim_method *all = sim_methods(&nm);
+    /* the policy method with an untrained network (its argument) */
+    spol_net *net = spol_net_create(4, 1, err, sizeof err);
+    spol_run arg = {net, 0, {0, 0, 0}, NULL};
     for (int i = 0; i < nm; i++) {
-        sim *s = sim_create(t, &t->models[0].run->cluster, &all[i], err, sizeof err);
+        sim *s = sim_create_with(t, &t->models[0].run->cluster, &all[i], &arg, err, sizeof err);
+        assert_non_null(s);
         assert_int_equal(sim_run(s, err, sizeof err), 0);
         const sim_outcome *o = sim_outcomes(s);
         assert_int_equal(o[0].state, SIM_REJECTED);
@@ -187,6 +192,7 @@ static void test_rejected(void **state) {
         assert_true(o[1].start == 1);
         sim_free(s);
     }
+    spol_net_free(net);
     sim_trace_free(t);
 }
 
