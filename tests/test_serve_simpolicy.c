@@ -11,7 +11,8 @@
  * the job as a queue of one (waiting 0, no deadline), two running jobs.
  * The plan (assignment, units per stage, target), the candidate count and
  * the probability wait held must match; its commit takes the units it
- * names. A damaged checkpoint (the real one cut in half, and a text file)
+ * names. A hand-set network that waits gives "wait" once a job runs (and
+ * the same in-process), and its commit is 409 taking nothing. A damaged checkpoint (the real one cut in half, and a text file)
  * stops the daemon at start with exit 2 and a message naming the file; the
  * method without the checkpoint, or without options.on "free", is refused
  * naming why.
@@ -317,6 +318,55 @@ static void test_without_checkpoint(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* A network that wants to wait: only the wait flag (x0) reaches the
+ * score, 10 tanh(3 tanh(3)) = 9.95 for wait and 0 for every plan, so wait
+ * holds > 0.99 whenever it is offered (some job running). The idle cluster
+ * still starts the job (no wait row); with one job running the answer is
+ * "wait" with no plan, as in-process, and its commit is 409 taking nothing. */
+static void test_wait_and_its_commit(void **state) {
+    (void)state;
+    char err[512];
+    spol_net *net = spol_net_create(2, 1, err, sizeof err);
+    assert_non_null(net);
+    nn_params *pp = spol_net_params(net);
+    static const size_t sizes[SPOL_N_TENSORS] = {2 * SPOL_FEATURES, 2, 4, 2, 2, 1};
+    for (int t = 0; t < SPOL_N_TENSORS; t++) memset(nn_param(pp, t), 0, sizes[t] * sizeof(float));
+    nn_param(pp, 0)[0] = 3;  /* w1[0][x0] */
+    nn_param(pp, 2)[0] = 3;  /* w2[0][0] */
+    nn_param(pp, 4)[0] = 10; /* w3[0] */
+    snprintf(ckpt_path, sizeof ckpt_path, "%s/simpol-wait-%d.h5", sv_tmp(), (int)getpid());
+    spol_meta m = {1, 1, 0, 0, NULL};
+    if (spol_save(ckpt_path, net, &m, err, sizeof err)) fail_msg("%s", err);
+    spol_net_free(net);
+    sv_proc p;
+    const char *extra[] = {"--state", state_path, "--sim-policy", ckpt_path, NULL};
+    assert_int_equal(sv_start(&p, "simpol-wait", extra), 0);
+    sv_resp r;
+    json_t *cl = json_pack("{s:{s:o, s:[{s:s}], s:o}}", "cluster", "types", sv_two_types(),
+                           "zones", "name", "a", "nodes", cluster_nodes());
+    assert_int_equal(sv_json_req(p.port, "PUT", "/v1/cluster", cl, NULL, &r), 200);
+    sv_resp_free(&r);
+    json_t *ans = check_same(p.port, 100, 0);
+    assert_string_equal(json_string_value(json_object_get(ans, "decision")), "start");
+    json_decref(ans);
+    assert_int_equal(place(p.port, "greedy", 400, "default/a", &ans), 200);
+    json_decref(ans);
+    ans = check_same(p.port, 100, 1);
+    assert_string_equal(json_string_value(json_object_get(ans, "decision")), "wait");
+    assert_true(num(json_object_get(ans, "cluster_policy"), "p_wait") > 0.99);
+    json_decref(ans);
+    int fc0, fg0, fc1, fg1;
+    free_units(p.port, &fc0, &fg0);
+    assert_int_equal(place(p.port, "cluster-policy", 100, "default/w", &ans), 409);
+    assert_non_null(strstr(json_dumps(ans, 0), "the policy waits"));
+    json_decref(ans);
+    free_units(p.port, &fc1, &fg1);
+    assert_int_equal(fc1, fc0);
+    assert_int_equal(fg1, fg0);
+    assert_int_equal(sv_stop(&p), 0);
+    remove(ckpt_path);
+}
+
 /* Runs strata serve with --sim-policy path; expects exit 2 naming it. */
 static void expect_refused(const char *path) {
     const char *bin = getenv("STRATA_BIN");
@@ -362,6 +412,7 @@ static void test_corrupt_checkpoint_refused(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_decides_as_in_process, setup),
+        cmocka_unit_test_setup(test_wait_and_its_commit, setup),
         cmocka_unit_test_setup(test_without_checkpoint, setup),
         cmocka_unit_test_setup(test_corrupt_checkpoint_refused, setup),
     };
