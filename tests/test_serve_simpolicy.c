@@ -313,7 +313,9 @@ static void test_without_checkpoint(void **state) {
     sv_resp_free(&r);
     json_t *ans;
     assert_int_equal(place(p.port, "cluster-policy", 100, NULL, &ans), 503);
-    assert_non_null(strstr(json_dumps(ans, 0), "--sim-policy"));
+    char *text = json_dumps(ans, 0);
+    assert_non_null(strstr(text, "--sim-policy"));
+    free(text);
     json_decref(ans);
     assert_int_equal(sv_stop(&p), 0);
 }
@@ -358,7 +360,9 @@ static void test_wait_and_its_commit(void **state) {
     int fc0, fg0, fc1, fg1;
     free_units(p.port, &fc0, &fg0);
     assert_int_equal(place(p.port, "cluster-policy", 100, "default/w", &ans), 409);
-    assert_non_null(strstr(json_dumps(ans, 0), "the policy waits"));
+    char *text = json_dumps(ans, 0);
+    assert_non_null(strstr(text, "the policy waits"));
+    free(text);
     json_decref(ans);
     free_units(p.port, &fc1, &fg1);
     assert_int_equal(fc1, fc0);
