@@ -61,9 +61,12 @@ static int push_frames(stack *s, const agent_rollout *ro, int from, int d) {
     return 0;
 }
 
-int agent_decode_greedy(agent_rollout *ro, const nn_params *p, const agent_instance *in,
-                        int placement, double penalty, int max_runs, int *assign, int *runs,
-                        char *err, size_t errlen) {
+/* decode_from is agent_decode_greedy with the first n_prefix TYPE actions
+ * forced to prefix[] (n_prefix 0: none); backtracking revisits only the
+ * decisions after them. Same returns. */
+static int decode_from(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                       int placement, double penalty, const int *prefix, int n_prefix,
+                       int max_runs, int *assign, int *runs, char *err, size_t errlen) {
     int L = in->job->n_layers;
     int *forced = malloc((size_t)L * sizeof *forced);
     if (!forced) {
@@ -73,8 +76,8 @@ int agent_decode_greedy(agent_rollout *ro, const nn_params *p, const agent_insta
     const int *fp[1] = {forced};
     int of[1] = {0};
     stack st = {NULL, 0, 0};
-    int status = 1, n = 0, plen = 0;
-    for (int t = 0; t < L; t++) forced[t] = -1;
+    int status = 1, n = 0, plen = n_prefix;
+    for (int t = 0; t < L; t++) forced[t] = t < n_prefix ? prefix[t] : -1;
     if (max_runs < 1) max_runs = 1;
     for (;;) {
         agent_rollout_opts o = {.placement = placement,
@@ -125,5 +128,34 @@ int agent_decode_greedy(agent_rollout *ro, const nn_params *p, const agent_insta
     stack_free(&st);
     free(forced);
     if (runs) *runs = n;
+    return status;
+}
+
+int agent_decode_greedy(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                        int placement, double penalty, int max_runs, int *assign, int *runs,
+                        char *err, size_t errlen) {
+    return decode_from(ro, p, in, placement, penalty, NULL, 0, max_runs, assign, runs, err, errlen);
+}
+
+int agent_decode_anchored(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                          int placement, double penalty, const int *anchor, int max_runs,
+                          int *assign, int *runs, int *n_anchored, char *err, size_t errlen) {
+    int L = in->job->n_layers, total = 0, status = 1;
+    if (max_runs < 1) max_runs = 1;
+    *n_anchored = 0;
+    /* k = L/8, 2L/8, ..., L (distinct, increasing): the first that
+     * completes is kept; k = L is the anchor itself, which the sound mask
+     * lets through */
+    for (int step = 1, last = 0; step <= AGENT_ANCHOR_STEPS && status == 1; step++) {
+        int k = (int)(((long)L * step + AGENT_ANCHOR_STEPS - 1) / AGENT_ANCHOR_STEPS);
+        if (k <= last) continue;
+        last = k;
+        int n = 0;
+        status = decode_from(ro, p, in, placement, penalty, anchor, k, k == L ? 1 : max_runs, assign,
+                             &n, err, errlen);
+        total += n;
+        if (status == 0) *n_anchored = k;
+    }
+    if (runs) *runs = total;
     return status;
 }

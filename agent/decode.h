@@ -28,4 +28,20 @@ int agent_decode_greedy(agent_rollout *ro, const nn_params *p, const agent_insta
                         int placement, double penalty, int max_runs, int *assign, int *runs,
                         char *err, size_t errlen);
 
+/* agent_decode_anchored is the fallback for a greedy decode that found no
+ * plan although `anchor` (a feasible plan from a solver, [n_layers]) exists:
+ * it forces the anchor's first k layers and decodes the rest greedily with
+ * backtracking (max_runs passes), for k = L/8, 2L/8, ..., L
+ * (AGENT_ANCHOR_STEPS tries), and keeps the first plan that completes -- the
+ * one with the most layers the policy chose. The last try is the anchor
+ * itself, so a feasible anchor always yields a plan. Returns 0 with
+ * assign[] filled, the episode left as episode 0 of ro and *n_anchored = k
+ * (the layers taken from the anchor), 1 when none completed, -1 with a
+ * message on error (a forced action the mask refuses: an infeasible
+ * anchor). *runs (may be NULL) receives all passes made. */
+#define AGENT_ANCHOR_STEPS 8
+int agent_decode_anchored(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                          int placement, double penalty, const int *anchor, int max_runs,
+                          int *assign, int *runs, int *n_anchored, char *err, size_t errlen);
+
 #endif

@@ -27,6 +27,9 @@ typedef struct {
     double best_gap;         /* search: best_cost / exact - 1 */
     double best_from_ref;    /* search: 1 when a reference plan (exact, ...) is cheaper than
                                 every sample so far, and is what the search returns; else 0 */
+    double best_polished;    /* search: 1 when best_cost is a sample improved by polish
+                                (segment moves, agent/train.c) rather than a sample as
+                                played; else 0 */
     double infeasible_frac;  /* episodes without a feasible plan (or placement) */
     double policy_loss;      /* mean over episodes of -sum adv logp */
     double entropy;          /* mean entropy per decision (of the episodes with a gradient) */

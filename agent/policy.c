@@ -24,9 +24,15 @@
 #include "agent/trainconf.h"
 #include "base/clock.h"
 #include "env/place.h"
+#include "solvers/solve.h"
 
 #define DECODE_CHUNK 64 /* samples per batched rollout while sampling */
 #define DECODE_RUNS 64  /* greedy decoding passes when backtracking out of dead ends */
+#define ANCHOR_BUDGET_MS 60000L /* the exact solver's budget for an anchor plan when the
+                                   caller has none (q8's exact budget: at 10 s a loaded
+                                   machine ran out on a 60-layer job) */
+#define ANCHOR_EVALS 20000L   /* the genetic search's, when exact gives none */
+#define ANCHOR_RUNS 8         /* backtracking passes per anchored prefix */
 #define POLICY_IDLE 8   /* rollouts kept for the next decodes */
 #define POLICY_KEEP_BYTES ((size_t)16 << 20) /* ... when their decode took less (estimate) */
 
@@ -134,6 +140,44 @@ int agent_policy_max_tasks(const model_job *job, const model_cluster *cl) {
     return total > 1e9 ? 1000000000 : (int)total;
 }
 
+/* anchored_decode is the policy's way out of a dead end: a feasible plan
+ * from the exact solver (budget_ms, or ANCHOR_BUDGET_MS when <= 0; when it
+ * is refused or stopped without a plan, the genetic search) anchors
+ * agent_decode_anchored. Returns its status, with *runs its passes, *k the
+ * layers taken from the anchor and *method the solver that gave it; 1 (no
+ * plan) when no solver found one, with *no_anchor 2 after exact's proof
+ * that none exists, 1 when the budget ran out first (else 0). */
+static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                           int placement, long budget_ms, int *assign, int *runs, int *k, int *method,
+                           int *no_anchor, char *err, size_t errlen) {
+    *runs = 0;
+    *no_anchor = 0;
+    solve_result *sr = solve_result_create(in->job->n_layers);
+    if (!sr) {
+        snprintf(err, errlen, "decode: out of memory");
+        return -1;
+    }
+    solve_opts so;
+    solve_opts_default(&so);
+    so.budget_ms = budget_ms > 0 ? budget_ms : ANCHOR_BUDGET_MS;
+    int st = solve_run(in->job, in->cl, &so, sr);
+    if (st != 0 && !sr->infeasible) {
+        so.method = SOLVE_GENETIC;
+        so.max_evals = ANCHOR_EVALS;
+        st = solve_run(in->job, in->cl, &so, sr);
+    }
+    if (st == 0) {
+        *method = (int)so.method;
+        st = agent_decode_anchored(ro, p, in, placement, 4.0, sr->assign, ANCHOR_RUNS, assign, runs,
+                                   k, err, errlen);
+    } else {
+        st = 1;
+        *no_anchor = sr->infeasible ? 2 : 1;
+    }
+    solve_result_free(sr);
+    return st;
+}
+
 int agent_policy_decode(const agent_policy *pol, const model_job *job, const model_cluster *cl,
                         const agent_decode_opts *opts, agent_decode_result *res, char *err,
                         size_t errlen) {
@@ -183,7 +227,8 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     agent_instance in = {job, cl, 1.0};
     double t0 = clock_now_s(), best = INFINITY;
     res->stopped = res->cancelled = 0;
-    int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0;
+    res->anchored = res->anchor_method = 0;
+    int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0, no_anchor = 0;
     /* KEEP_EPISODE(b) copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \
     do {                                                                                         \
@@ -243,15 +288,30 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         int st = scratch ? agent_decode_greedy(ro, pol->p, &in, placement, 4.0, budget, scratch, &runs, err,
                                                errlen)
                          : -1;
+        used += runs;
+        if (st == 1 && !found && scratch) {
+            /* a dead end the backtracking did not get out of: anchor the
+             * decode on a solver's feasible plan, if one exists */
+            int k = 0;
+            /* within what is left of the caller's budget, if it has one */
+            long left = 0;
+            if (opts->budget_ms > 0) {
+                left = opts->budget_ms - (long)((clock_now_s() - t0) * 1e3);
+                if (left < 1) left = 1;
+            }
+            st = anchored_decode(ro, pol->p, &in, placement, left, scratch, &runs, &k, &res->anchor_method,
+                                 &no_anchor, err, errlen);
+            used += runs;
+            if (st == 0) res->anchored = k;
+        }
         if (!scratch) snprintf(err, errlen, "decode: out of memory");
-        free(scratch);
         if (st < 0)
             rc = -1;
         else if (st == 0)
             KEEP_EPISODE(0);
         else
             reason = MODEL_ERR_CAPACITY;
-        used += runs;
+        free(scratch);
     }
 #undef KEEP_EPISODE
     give_rollout(pol, ro, rc == 0 && agent_policy_decode_bytes(job, cl, opts) <= POLICY_KEEP_BYTES);
@@ -265,8 +325,11 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         pl->bad_stage = pl->bad_type = -1;
         pl->throughput = pl->time = pl->cost = pl->unit_price = 0;
         pl->placed = 0;
-        snprintf(pl->why, sizeof pl->why, "the policy found no feasible %s in %d decoded plan%s",
-                 reason == MODEL_ERR_PLACEMENT ? "placement" : "plan", used, used == 1 ? "" : "s");
+        snprintf(pl->why, sizeof pl->why, "the policy found no feasible %s in %d decoded plan%s%s",
+                 reason == MODEL_ERR_PLACEMENT ? "placement" : "plan", used, used == 1 ? "" : "s",
+                 no_anchor == 2   ? ", and the exact solver proved that none exists"
+                 : no_anchor == 1 ? ", and no solver found a plan to anchor on within the budget"
+                                  : "");
         return reason;
     }
     int st = model_eval(job, cl, res->assign, res->plan);

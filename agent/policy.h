@@ -62,6 +62,11 @@ typedef struct {
     int stopped;      /* 1 when budget_ms ran out before `samples` were drawn:
                          the answer is the best of samples_used */
     int cancelled;    /* 1 when opts->cancelled stopped sampling (stopped too) */
+    int anchored;     /* 0, or when the policy's own decodes all ended in dead
+                         ends: the first `anchored` layers of the plan were
+                         forced to a solver's feasible plan and the policy
+                         decoded the rest (agent_decode_anchored) */
+    int anchor_method; /* that solver, a solve_method (when anchored) */
 } agent_decode_result;
 
 /* agent_policy_load reads a checkpoint. Returns NULL with a message that

@@ -85,7 +85,11 @@ struct agent_trainer {
     double time_s;
     double base_type, base_node; /* moving baselines */
     int base_init;               /* bit 0: type, bit 1: node */
-    double best_cost;            /* search */
+    double best_cost;            /* search: the best plan (polished when polish is on) */
+    double best_sampled;         /* search: the cheapest sample before polish (this run) */
+    long drawn_key;              /* general: the step whose batch t->batch holds (-1: none) */
+    int best_polished;           /* search: 1 when polish improved best_assign over its sample
+                                    (0 after a resume: not in the checkpoint) */
     int *best_assign;            /* search [L] */
     int have_best;
     double best_valid;           /* general: best validation gap */
@@ -289,6 +293,8 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     t->tc = tc;
     agent_ranks_world(&t->rank, &t->ranks);
     t->best_cost = INFINITY;
+    t->best_sampled = INFINITY;
+    t->drawn_key = -1;
     t->best_valid = INFINITY;
     int Bg = tc->instances * tc->samples;
     if (Bg % t->ranks) {
@@ -438,30 +444,35 @@ agent_trainer *agent_train_create_on(const agent_trainconf *tc, const model_job 
 }
 
 /* ---------------------------------------------------------------------------
- * Search: local polish of a plan (1-flip hill climbing on model_eval)
+ * Search: local polish of a plan (segment moves, hill climbing on model_eval)
  * ------------------------------------------------------------------------ */
 
-/* polish improves assign[L] (cost `cost`) by single-layer type changes
- * while one lowers the cost; returns the final cost (assign updated). plan
- * is scratch for model_eval. */
+/* polish improves assign[L] (cost `cost`) by segment moves -- every run of
+ * layers i..j given one type t, which covers the single-layer changes (i =
+ * j), the merging of neighbouring stages and the homogeneous plans (0..L-1)
+ * -- taking each move that lowers the cost, until none does; returns the
+ * final cost (assign updated). O(L^2 T) model_eval calls per pass: keep_best
+ * runs it only on a step's best sample when that beats every earlier one.
+ * plan is scratch for model_eval; trial is scratch of L ints. */
 static double polish(const model_job *job, const model_cluster *cl, int *assign, double cost,
-                     model_plan *plan) {
+                     model_plan *plan, int *trial) {
     int L = job->n_layers, T = cl->n_types;
     for (int improved = 1; improved;) {
         improved = 0;
-        for (int l = 0; l < L; l++) {
-            int keep = assign[l];
-            for (int ty = 0; ty < T; ty++) {
-                if (ty == keep) continue;
-                assign[l] = ty;
-                if (model_eval(job, cl, assign, plan) == 0 && plan->cost < cost * (1 - 1e-12)) {
-                    cost = plan->cost;
-                    keep = ty;
-                    improved = 1;
+        for (int i = 0; i < L; i++)
+            for (int j = i; j < L; j++)
+                for (int ty = 0; ty < T; ty++) {
+                    int same = 1;
+                    for (int l = i; l <= j && same; l++) same = assign[l] == ty;
+                    if (same) continue;
+                    memcpy(trial, assign, (size_t)L * sizeof *trial);
+                    for (int l = i; l <= j; l++) trial[l] = ty;
+                    if (model_eval(job, cl, trial, plan) == 0 && plan->cost < cost * (1 - 1e-12)) {
+                        cost = plan->cost;
+                        memcpy(assign, trial, (size_t)L * sizeof *assign);
+                        improved = 1;
+                    }
                 }
-            }
-            assign[l] = keep;
-        }
     }
     return cost;
 }
@@ -533,11 +544,18 @@ static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
     if (tc->mode == AGENT_MODE_SEARCH) {
         t->ai[0] = t->problem.ai;
     } else {
-        draw_ctx dc = {t, t->batch + st->g0, (uint64_t)st->s * (uint64_t)st->G + (uint64_t)st->g0, 0};
-        agent_pool_for(t->pool, st->nl, draw_fn, &dc);
-        if (dc.failed) {
-            snprintf(err, errlen, "%s: cannot draw a feasible instance at step %ld", tc->generator, st->s);
-            return -1;
+        /* reuse R: steps s of one block of R share the batch of the
+         * block's first step (R = 1: every step its own, as always) */
+        long key = tc->reuse > 1 ? (st->s - 1) / tc->reuse * tc->reuse + 1 : st->s;
+        if (key != t->drawn_key) {
+            draw_ctx dc = {t, t->batch + st->g0, (uint64_t)key * (uint64_t)st->G + (uint64_t)st->g0, 0};
+            agent_pool_for(t->pool, st->nl, draw_fn, &dc);
+            if (dc.failed) {
+                t->drawn_key = -1;
+                snprintf(err, errlen, "%s: cannot draw a feasible instance at step %ld", tc->generator, st->s);
+                return -1;
+            }
+            t->drawn_key = key;
         }
         for (int i = 0; i < st->nl; i++) t->ai[i] = t->batch[st->g0 + i].ai;
     }
@@ -777,21 +795,29 @@ static int keep_best(agent_trainer *t, const tr_step *st, int best_e, agent_metr
         if (owner_rank == t->rank)
             memcpy(cand, agent_rollout_assign(t->ro, best_e - st->e0), (size_t)L * sizeof *cand);
         agent_ranks_bcast_i(t->ranks, cand, L, owner_rank);
-        if (t->tc->polish) {
+        double sampled = c;
+        if (t->tc->polish && sampled < t->best_sampled) {
+            /* only a sample better than every earlier one: a converged
+             * policy replays its plan, which was polished already */
             model_plan *plan = model_plan_create(L);
-            if (plan) c = polish(job, t->problem.ai.cl, cand, c, plan);
+            int *trial = malloc((size_t)L * sizeof *trial);
+            if (plan && trial) c = polish(job, t->problem.ai.cl, cand, c, plan, trial);
             model_plan_free(plan);
+            free(trial);
         }
+        if (sampled < t->best_sampled) t->best_sampled = sampled;
         if (c < t->best_cost) {
             t->best_cost = c;
             memcpy(t->best_assign, cand, (size_t)L * sizeof *cand);
             t->have_best = 1;
+            t->best_polished = c < sampled;
         }
         free(cand);
     }
     if (t->have_best) {
         m->best_cost = t->best_cost;
         m->best_gap = t->best_cost / t->problem.exact - 1;
+        m->best_polished = t->best_polished;
     }
     const int *as;
     double c;
@@ -1040,7 +1066,7 @@ void agent_train_answer(const agent_trainer *t, const int **assign, double *cost
     const tr_inst *p = &t->problem;
     *assign = t->have_best ? t->best_assign : NULL;
     *cost = t->have_best ? t->best_cost : INFINITY;
-    snprintf(from, fromlen, "sampled");
+    snprintf(from, fromlen, "%s", t->have_best && t->best_polished ? "sampled+polish" : "sampled");
     if (!p->ai.job) return;
     /* the references, best first: a sample must be strictly beaten */
     if (p->exact_assign && p->exact < *cost) {

@@ -97,10 +97,11 @@ void agent_train_best(const agent_trainer *t, const model_job **job, const model
                       const int **assign, double *cost, double *exact);
 
 /* agent_train_answer (search) gives the plan the search returns: the best
- * sampled plan, unless a reference plan the trainer already computed (the
- * exact solver's, the reward's reference) is strictly cheaper than every
- * sample, when it gives that one. *assign (NULL when there is no plan at
- * all) points into the trainer; from receives "sampled" or
+ * sampled plan (improved by polish when it is on), unless a reference plan
+ * the trainer already computed (the exact solver's, the reward's reference)
+ * is strictly cheaper, when it gives that one. *assign (NULL when there is
+ * no plan at all) points into the trainer; from receives "sampled" (a
+ * sample as played), "sampled+polish" (a sample polish improved) or
  * "reference:<method>" (solve_method_name), e.g. "reference:exact". */
 void agent_train_answer(const agent_trainer *t, const int **assign, double *cost, char *from,
                         size_t fromlen);

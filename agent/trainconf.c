@@ -49,7 +49,8 @@ void agent_trainconf_default(agent_trainconf *tc, int mode) {
     tc->eval_samples = 16;
     tc->ckpt_every = mode == AGENT_MODE_SEARCH ? 0 : 500;
     snprintf(tc->out, sizeof tc->out, "%s", mode == AGENT_MODE_SEARCH ? "runs/search" : "runs/general");
-    tc->polish = 0;
+    tc->reuse = 1;
+    tc->polish = mode == AGENT_MODE_SEARCH; /* segment moves around the best samples */
 }
 
 /* The table. Every key but mode is optional: the defaults are the mode's
@@ -62,7 +63,7 @@ typedef struct {
     char problem[CFG_TEXT_MAX], generator[CFG_TEXT_MAX], out[CFG_TEXT_MAX];
     int valid, seed, steps, instances, samples, baseline, adv_norm, reference, placement, reward;
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
-        ckpt_every, polish, freeze_plan;
+        ckpt_every, polish, freeze_plan, reuse;
     double seconds, lr, lr_final, weight_decay, grad_clip, entropy, entropy_final,
         baseline_decay, risk, penalty, clip, imitation;
 } tc_in;
@@ -72,7 +73,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, K_REWARD, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, N_K
 };
 
 /* The table (rows built by env/config.h's CFG_ROW_*; defaults are not
@@ -126,6 +127,7 @@ static const cfg_field FIELDS[N_K] = {
                                 imitation),
     [K_FREEZE] = CFG_ROW_BOOL("freeze_plan", 0, 0, tc_in, freeze_plan),
     [K_REWARD] = CFG_ROW_ENUM("reward", "log|ratio|rank", 0, 0, tc_in, reward),
+    [K_REUSE] = CFG_ROW_INT("reuse", 0, 0, CFG_B_GE, 1, CFG_B_LE, 1000, tc_in, reuse),
 };
 
 /* resolve writes dir/name into out unless name is absolute; returns 0, or
@@ -207,6 +209,7 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     TAKE(K_POLISH, polish, polish);
     TAKE(K_IMITATION, imitation, imitation);
     TAKE(K_FREEZE, freeze_plan, freeze_plan);
+    TAKE(K_REUSE, reuse, reuse);
 #undef TAKE
     /* the placement enum lists none, policy, then the placers in order:
      * PLACER_PLACE_NONE (-2), PLACER_PLACE_POLICY (-1), placer_method 0.. */

@@ -76,7 +76,12 @@ typedef struct {
     int eval_samples;    /* the sample-N-keep-best decoding of the evaluation */
     int ckpt_every;      /* checkpoint every N steps (0: only at the end) */
     char out[AGENT_PATH_MAX]; /* output folder: metrics.csv, last.h5, best.h5, step-N.h5 */
-    int polish;          /* search: 1 = local search around each step's best sample */
+    int reuse;           /* general: a batch of instances serves this many consecutive
+                            steps (1: a new batch every step). Drawing one (the exact
+                            solver, for the demonstrations) is most of a wide-family
+                            step; each step still samples new episodes on it */
+    int polish;          /* search: 1 (default) = local search (segment moves) around a
+                            step's best sample when it beats every earlier one */
 } agent_trainconf;
 
 /* agent_trainconf_default fills the defaults of `mode`. */

@@ -32,8 +32,10 @@ for m in "$src"/configs/models/*.yaml; do
     name=$(basename "$m" .yaml)
     run="$tmp/$name.yaml"
     printf 'model: v1\nobjective: cost\ninclude: [%s, %s]\n' "$cluster" "$(realpath "$m")" >"$run"
+    # --no-polish: the peer is the learning algorithm alone, so strata runs
+    # without its polish of the best samples (on by default in search mode)
     "$build/strata" train --search "$run" --seconds "$secs" --seed "$seed" --threads "$threads" \
-        --out "$tmp/out-$name" --overwrite --quiet --json >"$tmp/$name.strata.json"
+        --no-polish --out "$tmp/out-$name" --overwrite --quiet --json >"$tmp/$name.strata.json"
     /usr/bin/python3 "$src/bench/agent_peer.py" "$run" --seconds "$secs" --seed "$seed" --threads "$threads" \
         --torch-threads "$tthreads" --lib "$build/libstrata_peer.so" >"$tmp/$name.peer.json"
     /usr/bin/python3 - "$name" "$tmp/out-$name/metrics.csv" "$tmp/$name.peer.json" <<'EOF'

@@ -1,7 +1,7 @@
 /* bench_search_gap.c -- issue #15's study: how far from the optimum search
  * mode ends, by reward (docs/agent.md copies its tables).
  *
- *   bench_search_gap [N [SECONDS [REWARDS [SEED [THREADS [FIRST]]]]]]
+ *   bench_search_gap [N [SECONDS [REWARDS [SEED [THREADS [FIRST [POLISH]]]]]]]
  *
  * N random instances (default 200; FIRST.. FIRST+N-1, default FIRST 0) of 6
  * to 12 layers, family SEED
@@ -14,7 +14,9 @@
  * (default 20) of CPU time (the process's: with THREADS = 1, the default,
  * and OPENBLAS_NUM_THREADS=1 it is one core's time, whatever the load of
  * a shared machine; wall time is printed beside it), stopping early
- * once a sample reaches the optimum. Printed: one line per instance and
+ * once the best plan reaches the optimum. POLISH 1 (the default) keeps
+ * search mode's polish of its best samples (segment moves), 0 turns it off
+ * (the sampling alone). Printed: one line per instance and
  * reward (the best sample's gap, the answer's best_from, the mean share of
  * zero advantages, time), then per reward the distribution of the best
  * sample's gap (min, median, p90, p99, max; count above 1%), the same over
@@ -65,6 +67,7 @@ int main(int argc, char **argv) {
     uint64_t seed = argc > 4 ? strtoull(argv[4], NULL, 10) : 1;
     int threads = argc > 5 ? atoi(argv[5]) : 1;
     int first = argc > 6 ? atoi(argv[6]) : 0;
+    int polish = argc > 7 ? atoi(argv[7]) != 0 : 1;
     int rw[3], nr = 0;
     static const char *const RNAME[3] = {"log", "ratio", "rank"};
     char buf[64];
@@ -74,7 +77,7 @@ int main(int argc, char **argv) {
         for (int j = 0; j < 3; j++)
             if (!strcmp(tok, RNAME[j])) k = j; /* the order of agent_reward */
         if (k < 0 || N < 1) {
-            fprintf(stderr, "usage: bench_search_gap [N [SECONDS [log,ratio,rank [SEED [THREADS [FIRST]]]]]]\n");
+            fprintf(stderr, "usage: bench_search_gap [N [SECONDS [log,ratio,rank [SEED [THREADS [FIRST [POLISH]]]]]]]\n");
             return 2;
         }
         rw[nr++] = k;
@@ -90,8 +93,8 @@ int main(int argc, char **argv) {
     int *from_ref = calloc((size_t)N * nr, sizeof *from_ref);
     if (!gap || !ans || !zadv || !tsec || !single || !cap || !from_ref) return 1;
     int mismatch = 0, n_single = 0, n_cap = 0;
-    printf("search mode, %d instances of family %llu, at most %.0f CPU s each, %d thread(s)\n", N,
-           (unsigned long long)seed, secs, threads);
+    printf("search mode, %d instances of family %llu, at most %.0f CPU s each, %d thread(s), polish %s\n", N,
+           (unsigned long long)seed, secs, threads, polish ? "on" : "off");
     printf("%-22s %3s %2s %6s %3s %3s | %-5s %9s %8s %7s %6s %6s %s\n", "instance", "L", "T", "brute", "1ty", "cap",
            "reward", "gap", "zero_adv", "steps", "cpu", "wall", "best_from");
     for (int i = 0; i < N; i++) {
@@ -105,7 +108,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < nr; k++) {
             sg_search_result r;
             char err[1024];
-            if (sg_search(&in, rw[k], secs, 1 << 30, b.opt, threads, out, &r, err, sizeof err)) {
+            if (sg_search(&in, rw[k], secs, 1 << 30, b.opt, threads, polish, out, &r, err, sizeof err)) {
                 fprintf(stderr, "%s: %s\n", in.job.name, err);
                 return 1;
             }
@@ -118,7 +121,7 @@ int main(int argc, char **argv) {
             ans[e] = r.answer / b.opt - 1;
             zadv[e] = r.zero_adv_mean;
             tsec[e] = r.seconds;
-            from_ref[e] = strcmp(r.from, "sampled") != 0;
+            from_ref[e] = strncmp(r.from, "reference:", 10) == 0;
             printf("%-22s %3d %2d %6ld %3s %3s | %-5s %8.3f%% %8.3f %7ld %5.1fs %5.1fs %s\n", in.job.name,
                    in.job.n_layers, in.cl.n_types, b.n, b.single_type ? "yes" : "no", b.cap_binds ? "yes" : "no",
                    RNAME[rw[k]], 100 * gap[e], r.zero_adv_mean, r.steps, r.seconds, r.wall, r.from);

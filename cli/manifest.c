@@ -275,7 +275,7 @@ int cmd_manifest(int argc, char **argv) {
                                .samples = 1,
                                .seed = seed,
                                .placement = PLACER_PLACE_NONE};
-        agent_decode_result r = {assign, NULL, plan, 0, 0, 0};
+        agent_decode_result r = {.assign = assign, .task_node = NULL, .plan = plan};
         int rc = agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err);
         if (rc < 0) {
             fprintf(stderr, "strata: %s\n", err);

@@ -143,7 +143,7 @@ static int place_with_policy(const model_job *job, const model_cluster *cl, cons
     }
     agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = seed,
                            .placement = PLACER_PLACE_POLICY};
-    agent_decode_result res = {assign, task_node, plan, 0, 0, 0};
+    agent_decode_result res = {.assign = assign, .task_node = task_node, .plan = plan};
     int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "strata: %s\n", err);

@@ -3,7 +3,7 @@
  *   strata train CONFIG [--resume CKPT | --overwrite] [--seconds N] [--steps N]
  *                [--stop-at N] [--out DIR] [--threads N] [--json] [--quiet]
  *   strata train --search FILE [--overwrite] [--seconds N] [--steps N]
- *                [--samples N] [--seed S] [--polish] [--out DIR] [--json]
+ *                [--samples N] [--seed S] [--no-polish] [--out DIR] [--json]
  *                [--quiet] [--compare [--policy CKPT]]
  *
  * CONFIG is a train config (agent/trainconf.h, docs/agent.md), or a sim
@@ -52,10 +52,12 @@ static void train_usage(FILE *f) {
             "usage: strata train CONFIG [--resume CKPT | --overwrite] [--seconds N] [--steps N] [--stop-at N] "
             "[--out DIR] [--threads N] [--json] [--quiet]\n"
             "       strata train --search FILE [--overwrite] [--seconds N] [--steps N] [--samples N] [--seed S] "
-            "[--polish] [--out DIR] [--json] [--quiet] [--compare [--policy CKPT]]\n"
+            "[--no-polish] [--out DIR] [--json] [--quiet] [--compare [--policy CKPT]]\n"
             "  --resume CKPT  continue the run saved in CKPT (its files in the folder are updated)\n"
             "  --overwrite    start afresh even if the folder holds metrics.csv, last.h5 or best.h5\n"
-            "                 of an earlier run (they are replaced); without it such a run is refused\n");
+            "                 of an earlier run (they are replaced); without it such a run is refused\n"
+            "  --no-polish    search: no segment-move polish of the best samples (on by default;\n"
+            "                 --polish, the former opt-in, is still accepted)\n");
 }
 
 /* earlier_run: 1 with a message in err when folder `out` holds a file of
@@ -214,7 +216,7 @@ static int report_search(agent_trainer *t, const agent_trainconf *tc, int as_jso
         if (found && isfinite(exact))
             printf("; exact optimum $%.6g, gap %.3f%%", exact, 100 * (plan->cost / exact - 1));
         printf("\nbest from: %s", from);
-        if (sampled && strcmp(from, "sampled") && isfinite(exact))
+        if (sampled && !strncmp(from, "reference:", 10) && isfinite(exact))
             printf(" (best sample $%.6g, gap %.3f%%)", sampled_cost, 100 * (sampled_cost / exact - 1));
         printf("\ncheckpoint: %s\n", agent_train_file(t, "best.h5"));
         print_times(stdout, agent_train_timing(t));
@@ -304,7 +306,7 @@ static void compare(agent_trainer *t, const char *policy, double secs) {
                                .seed = 1,
                                .placement = PLACER_PLACE_NONE,
                                .budget_ms = 0};
-        agent_decode_result r = {as, NULL, plan, 0, 0, 0};
+        agent_decode_result r = {.assign = as, .task_node = NULL, .plan = plan};
         snprintf(label, sizeof label, "general policy, %s", k ? "best of 16" : "greedy");
         if (agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err) == 0)
             printf("  %-34s %14.6g %+11.2f%%\n", label, plan->cost, 100 * (plan->cost / exact - 1));
@@ -400,6 +402,7 @@ int cmd_train(int argc, char **argv) {
         {"threads", required_argument, 0, 't'}, {"search", required_argument, 0, 'S'},
         {"samples", required_argument, 0, 'k'}, {"seed", required_argument, 0, 'e'},
         {"polish", no_argument, 0, 'p'},       {"json", no_argument, 0, 'J'},
+        {"no-polish", no_argument, 0, 'N'},
         {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
         {"stop-at", required_argument, 0, 'x'},
         {"compare", no_argument, 0, 'c'},      {"policy", required_argument, 0, 'P'},
@@ -410,7 +413,7 @@ int cmd_train(int argc, char **argv) {
     double seconds = -1, steps = -1, threads = -1, samples = -1, seed = -1, stop_at = -1;
     int as_json = 0, quiet = 0, polish = 0, do_compare = 0, overwrite = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "r:s:n:o:t:S:k:e:x:cP:pwJqh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:s:n:o:t:S:k:e:x:cP:pNwJqh", opts, NULL)) != -1) {
         switch (c) {
         case 'r': resume = optarg; break;
         case 's': if (parse_num("--seconds", optarg, 0, &seconds)) return CLI_USAGE; break;
@@ -422,6 +425,7 @@ int cmd_train(int argc, char **argv) {
         case 'e': if (parse_num("--seed", optarg, 0, &seed)) return CLI_USAGE; break;
         case 'x': if (parse_num("--stop-at", optarg, 1, &stop_at)) return CLI_USAGE; break;
         case 'p': polish = 1; break;
+        case 'N': polish = -1; break;
         case 'w': overwrite = 1; break;
         case 'c': do_compare = 1; break;
         case 'P': policy = optarg; break;
@@ -465,7 +469,7 @@ int cmd_train(int argc, char **argv) {
     if (threads >= 0) tc->threads = (int)threads;
     if (samples > 0) tc->samples = (int)samples;
     if (seed >= 0) tc->seed = (int)fmin(seed, 2147483647.0);
-    if (polish) tc->polish = 1;
+    if (polish) tc->polish = polish > 0;
     if (out) snprintf(tc->out, sizeof tc->out, "%s", out);
     if (search && !out) snprintf(tc->out, sizeof tc->out, "runs/search");
     /* rank 0 looks (before it writes there) and tells the others, so that
@@ -553,7 +557,7 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
                            .seed = seed,
                            .placement = PLACER_PLACE_NONE,
                            .budget_ms = budget_ms <= 0 ? 0 : budget_ms > INT_MAX ? INT_MAX : (int)budget_ms};
-    agent_decode_result res = {assign, NULL, plan, 0, 0, 0};
+    agent_decode_result res = {.assign = assign, .task_node = NULL, .plan = plan};
     double t0 = clock_now_s();
     int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
     double secs = clock_now_s() - t0;
@@ -583,6 +587,11 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
         json_object_set_new(o2, "evaluations", json_integer(res.samples_used));
         json_object_set_new(o2, "decoding", json_string(decoding));
         json_object_set_new(o2, "samples", json_integer(res.samples_used));
+        if (res.anchored) { /* only then: the answers of plans the policy decoded alone are unchanged */
+            json_object_set_new(o2, "anchored_layers", json_integer(res.anchored));
+            json_object_set_new(o2, "anchor_method",
+                                json_string(solve_method_name((solve_method)res.anchor_method)));
+        }
         json_t *po = json_object();
         json_object_set_new(po, "path", json_string(agent_policy_path(pol)));
         json_object_set_new(po, "step", json_integer(agent_policy_step(pol)));
@@ -594,6 +603,9 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
             report_plan_table(stdout, job, cl, plan);
         else
             printf("no feasible plan: %s\n", plan->why);
+        if (res.anchored)
+            printf("dead end: the first %d of %d layers are %s's plan, the rest decoded by the policy\n",
+                   res.anchored, job->n_layers, solve_method_name((solve_method)res.anchor_method));
         printf("method: policy (%s, %d decoded%s), not proven optimal\npolicy: %s, step %lld, weights %s\n"
                "wall time: %.3f s\n",
                decoding, res.samples_used, res.stopped ? ", stopped by the budget" : "",

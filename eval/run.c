@@ -230,6 +230,9 @@ static void cell_policy(run_ctx *x, int mi, const eval_method *m, eval_row *r) {
     if (rc == 0) {
         r->feasible = 1;
         plan_figures(r, res.plan);
+        if (res.anchored)
+            set_note(r, "dead end: the first %d of %d layers from %s's plan, the rest decoded",
+                     res.anchored, job->n_layers, solve_method_name((solve_method)res.anchor_method));
         r->plan_cost = res.plan->cost;
         if (res.plan->placed) { /* the plan's own cost, before placement */
             model_plan *p2 = model_plan_create(job->n_layers);

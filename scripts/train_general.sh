@@ -21,6 +21,12 @@
 #     the table by size band). The shipped checkpoint is replaced only with
 #     INSTALL=1, meant for a result better than it on every band.
 #
+#   scripts/train_general.sh warm       the shipped policy trained on: resumes
+#                                       checkpoints/general.h5 (its network)
+#     with configs/train/general-wide-warm.yaml (gen-wide-full.yaml: the wide
+#     family without a curriculum; batches reused over 4 steps), then
+#     general-wide-warm-place.yaml, then the banded evaluation as for wide.
+#
 # Environment:
 #   STRATA_BUILD_DIR=build-x            where the strata binary is (default build)
 #   OUT=runs/x                          run folder (default runs/general[-wide])
@@ -39,7 +45,9 @@ case "$FAMILY" in
           OUT=${OUT:-runs/general} ;;
   wide)   PLAN=configs/train/general-wide.yaml; PLACE=configs/train/general-wide-place.yaml
           OUT=${OUT:-runs/general-wide} ;;
-  *) echo "usage: scripts/train_general.sh [narrow|wide]" >&2; exit 2 ;;
+  warm)   PLAN=configs/train/general-wide-warm.yaml; PLACE=configs/train/general-wide-warm-place.yaml
+          OUT=${OUT:-runs/general-wide-warm} ;;
+  *) echo "usage: scripts/train_general.sh [narrow|wide|warm]" >&2; exit 2 ;;
 esac
 [ -x "$BIN" ] || { echo "train_general: $BIN not found; build first (scripts/setup.sh)" >&2; exit 2; }
 
@@ -58,11 +66,19 @@ plan_args=(); place_args=()
 start=$(date +%s)
 # --overwrite: a re-run replaces the earlier run in $OUT (the place phase
 # resumes from its last.h5, which --resume allows into any folder)
-"${RUN[@]}" train "$PLAN" --out "$OUT" --overwrite "${plan_args[@]}"
+if [ "$FAMILY" = warm ]; then
+  # the shipped network and its step go on (the folder's earlier files are
+  # replaced: --resume writes into any folder)
+  mkdir -p "$OUT"
+  cp checkpoints/general.h5 "$OUT/start.h5"
+  "${RUN[@]}" train "$PLAN" --resume "$OUT/start.h5" --out "$OUT" "${plan_args[@]}"
+else
+  "${RUN[@]}" train "$PLAN" --out "$OUT" --overwrite "${plan_args[@]}"
+fi
 "${RUN[@]}" train "$PLACE" --resume "$OUT/last.h5" --out "$OUT/place" "${place_args[@]}"
 echo "train_general: trained in $(( $(date +%s) - start )) s"
 
-if [ "$FAMILY" = wide ]; then
+if [ "$FAMILY" != narrow ]; then
   # the banded evaluation of the new policy: q8's config with its checkpoint
   mkdir -p "$OUT/eval"
   ckpt=$(realpath "$OUT/place/last.h5")

@@ -220,7 +220,7 @@ static int decision_ok(const decide_result *d, int place) {
 static int policy_decode(const model_job *job, const model_cluster *cl,
                          const agent_decode_opts *ao, const pslot_entry *pol, int place,
                          decide_result *d, char *err, size_t errlen) {
-    agent_decode_result res = {d->assign, place ? d->task_node : NULL, d->plan, 0, 0, 0};
+    agent_decode_result res = {.assign = d->assign, .task_node = place ? d->task_node : NULL, .plan = d->plan};
     char msg[1024] = "";
     d->found = 0;
     d->why[0] = d->placement_by[0] = '\0';

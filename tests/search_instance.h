@@ -111,7 +111,7 @@ static inline int sg_make(ri_instance *in, uint64_t seed, int i, sg_brute_result
 
 /* One search run's outcome. */
 typedef struct {
-    double sampled;       /* best sampled cost (INFINITY: none) */
+    double sampled;       /* best sampled cost, polished when polish is on (INFINITY: none) */
     double answer;        /* the cost the search returns (agent_train_answer) */
     char from[64];        /* its best_from */
     double exact;         /* the exact solver's optimum, as the trainer computed it */
@@ -134,15 +134,17 @@ static inline double sg_cpu_s(void) {
 
 /* sg_search runs search mode on in with `reward` for at most `seconds` of
  * CPU time (sg_cpu_s; 0: no limit) and `steps` updates, stopping early once the best
- * sample reaches opt (within 1e-9); files go to folder out. Returns 0, or
- * -1 with a message. */
+ * sample reaches opt (within 1e-9); polish 1 or 0 sets the trainer's
+ * polish (segment moves on the best samples), -1 keeps its default (on);
+ * files go to folder out. Returns 0, or -1 with a message. */
 static inline int sg_search(const ri_instance *in, int reward, double seconds, int steps, double opt, int threads,
-                            const char *out, sg_search_result *r, char *err, size_t errlen) {
+                            int polish, const char *out, sg_search_result *r, char *err, size_t errlen) {
     agent_trainconf tc;
     tc.text = NULL;
     agent_trainconf_default(&tc, AGENT_MODE_SEARCH);
     tc.reward = reward;
     tc.threads = threads;
+    if (polish >= 0) tc.polish = polish;
     snprintf(tc.out, sizeof tc.out, "%s", out);
     agent_trainer *t = agent_train_create_on(&tc, &in->job, &in->cl, err, errlen);
     if (!t) return -1;

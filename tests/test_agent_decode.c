@@ -206,7 +206,7 @@ static int decode_once(const agent_policy *pol, const model_job *job, const mode
     char err[2048];
     agent_decode_opts o = {sample ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, sample ? 24 : 1, 5,
                            PLACER_PLACE_POLICY, 0, NULL, NULL};
-    agent_decode_result r = {assign, task_node, plan, 0, 0, 0};
+    agent_decode_result r = {.assign = assign, .task_node = task_node, .plan = plan};
     int st = agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err);
     assert_true(st >= 0);
     *used = r.samples_used;

@@ -377,7 +377,8 @@ static void test_search(void **state) {
     char out[1200], js[1200];
     path_in(out, sizeof out, "search");
     path_in(js, sizeof js, "search.json");
-    assert_int_equal(sh_run("%s train --search %s/small.yaml --steps 15 --samples 16 --threads 2 --quiet --json --out %s > %s",
+    /* --no-polish: the sampling alone (polish, the default, is test_agent_search.c's) */
+    assert_int_equal(sh_run("%s train --search %s/small.yaml --steps 15 --samples 16 --threads 2 --no-polish --quiet --json --out %s > %s",
                             bin, tmp, out, js), 0);
     json_error_t je;
     json_t *o = json_load_file(js, 0, &je);
@@ -505,6 +506,42 @@ static void test_resume_exact(void **state) {
     free(msg);
 }
 
+/* reuse: 4 -- steps 1-4 share the batch drawn for step 1, 5-6 the one for
+ * step 5. A run interrupted at step 3 (inside a block) and resumed draws
+ * the block's batch again and ends bit for bit where the uninterrupted run
+ * does; and the reuse changes what is trained on (the weights differ from
+ * test_resume_exact's run A, the same config with a new batch every step). */
+static void test_reuse(void **state) {
+    (void)state;
+    char buf[4096], cfg[1200];
+    snprintf(buf, sizeof buf, "%sreuse: 4\n", GENERAL);
+    afx_write_file(tmp, "reuse.yaml", buf);
+    path_in(cfg, sizeof cfg, "reuse.yaml");
+    assert_int_equal(sh_run("%s train %s --quiet --out %s/R > /dev/null", bin, cfg, tmp), 0);
+    assert_int_equal(sh_run("%s train %s --quiet --stop-at 3 --out %s/S > /dev/null", bin, cfg, tmp), 0);
+    assert_int_equal(sh_run("%s train %s --quiet --resume %s/S/last.h5 --out %s/S > /dev/null", bin, cfg, tmp, tmp), 0);
+    agent_ckpt_state sr, ss, sa;
+    nn_params *r = afx_load_run(tmp, "R", 6, &sr), *s2 = afx_load_run(tmp, "S", 6, &ss);
+    assert_memory_equal(r->params, s2->params, r->total * sizeof(float));
+    assert_memory_equal(r->v, s2->v, r->total * sizeof(float));
+    struct stat sb;
+    char pa[1200];
+    snprintf(pa, sizeof pa, "%s/A/last.h5", tmp);
+    if (stat(pa, &sb)) fail_msg("%s missing (test_resume_exact makes it)", pa);
+    nn_params *a = afx_load_run(tmp, "A", 6, &sa);
+    assert_int_equal(a->total, r->total);
+    assert_true(memcmp(a->params, r->params, a->total * sizeof(float)) != 0);
+    agent_ckpt_state_clear(&sr);
+    agent_ckpt_state_clear(&ss);
+    agent_ckpt_state_clear(&sa);
+    nn_params_free(r);
+    nn_params_free(s2);
+    nn_params_free(a);
+    /* bounds: 1 to 1000 */
+    snprintf(buf, sizeof buf, "%sreuse: 0\n", GENERAL);
+    expect_conf_error(buf, "reuse");
+}
+
 /* ---------------------------------------------------------------------------
  * A saved policy
  * ------------------------------------------------------------------------ */
@@ -530,7 +567,7 @@ static void test_policy(void **state) {
     assert_int_equal(nt, 20);
     int *tasks = malloc((size_t)nt * sizeof *tasks);
     model_plan *plan = model_plan_create(3);
-    agent_decode_result res = {assign, tasks, plan, 0, 0, 0};
+    agent_decode_result res = {.assign = assign, .task_node = tasks, .plan = plan};
     agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, PLACER_PLACE_NONE, 0, NULL, NULL};
     assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
     assert_int_equal(res.samples_used, 1);
@@ -602,6 +639,7 @@ int main(void) {
         cmocka_unit_test(test_absurd_figures),
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_resume_exact),
+        cmocka_unit_test(test_reuse),
         cmocka_unit_test(test_policy),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
