@@ -171,6 +171,21 @@ static void test_sjf(void **state) {
     run_cfg("six-sim.yaml", "sjf", want, 6, 1, 24.625);
 }
 
+/* sjf's ties go by arrival (tie.yaml). x (R 32) takes G x4 and y (R 16)
+ * C x4, both [0, 3600] ($8 and $2). p (10 s) and q (20 s) both expect
+ * 18,000 / 16 = 1,125 s and queue. At 3,600 s everything is free; p, the
+ * earlier, gets the cheaper plan C x4 ($2/h): [3600, 4725], $0.625; q
+ * then gets G x2 ($4/h): [3600, 4725], $1.25, within its 2 h deadline.
+ * Total $11.875. (Ties the other way round swap p's and q's plans.) */
+static void test_sjf_tie(void **state) {
+    (void)state;
+    const expect want[4] = {{"x", 0, 3600, 8.0, "Gx4"},
+                            {"y", 0, 3600, 2.0, "Cx4"},
+                            {"p", 3600, 4725, 0.625, "Cx4"},
+                            {"q", 3600, 4725, 1.25, "Gx2"}};
+    run_cfg("tie-sim.yaml", "sjf", want, 4, 0, 11.875);
+}
+
 /* The occupancy curve and utilisation of fcfs (worked out above). */
 static void test_utilisation(void **state) {
     (void)state;
@@ -653,6 +668,7 @@ int main(void) {
         cmocka_unit_test(test_fcfs),          cmocka_unit_test(test_exact_wait),
         cmocka_unit_test(test_smd),           cmocka_unit_test(test_gavel),
         cmocka_unit_test(test_sjf_three),     cmocka_unit_test(test_sjf),
+        cmocka_unit_test(test_sjf_tie),
         cmocka_unit_test(test_utilisation),   cmocka_unit_test(test_rejected),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_write_trace),
         cmocka_unit_test(test_out_dir),       cmocka_unit_test(test_bad_line),
