@@ -34,7 +34,7 @@ for setting in "0.9 poisson" "0.9 bursty" "0.7 poisson"; do
     for seed in 101 102 103 104 105; do
         base="$OUT/load$load-$arr-seed$seed"
         "$B/strata" simulate configs/eval/q7-shared.yaml --method fcfs --method exact-wait \
-            --method smd --method gavel --load "$load" --arrivals "$arr" --seed "$seed" \
+            --method smd --method gavel --method sjf --load "$load" --arrivals "$arr" --seed "$seed" \
             --json > "$base-heuristics.json"
         for ck in "$@"; do
             name=$(basename "$ck" .h5)
@@ -47,6 +47,7 @@ for cfg in configs/sim/heldout-philly-095.yaml configs/sim/heldout-philly-bursty
     configs/sim/heldout-helios-095.yaml configs/sim/heldout-pai-095.yaml; do
     base="$OUT/shipped-$(basename "$cfg" .yaml)"
     "$B/strata" simulate "$cfg" --method fcfs --method exact-wait --method smd --method gavel \
+        --method sjf \
         --json > "$base-heuristics.json"
     for ck in "$@"; do
         "$B/strata" simulate "$cfg" --method policy --policy "$ck" --json \

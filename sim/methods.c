@@ -6,7 +6,7 @@
  * the throughput, time and cost of a started job are the cost model's.
  * What each keeps between instants: fcfs and exact-wait nothing (the
  * simulator caches the plans); smd each class's candidate plans; gavel
- * each class's one-type plans.
+ * each class's one-type plans; sjf a buffer to sort the queue in.
  */
 #include "sim/methods.h"
 
@@ -335,6 +335,83 @@ static int gavel_schedule(sim *s, void *state, char *err, size_t errlen) {
 }
 
 /* ---------------------------------------------------------------------------
+ * sjf: shortest expected job first, with backfilling
+ * ------------------------------------------------------------------------ */
+
+typedef struct {
+    double dur; /* samples / target: the job's run time at exactly its target */
+    int pos;    /* queue position: ties go by arrival */
+    int j;
+} sjf_key;
+
+typedef struct {
+    sjf_key *keys; /* [jobs of the trace], the queue's order this instant */
+} sjf_state;
+
+static void sjf_destroy(void *state) {
+    sjf_state *st = state;
+    if (!st) return;
+    free(st->keys);
+    free(st);
+}
+
+static int sjf_create(sim *s, void **state, char *err, size_t errlen) {
+    sjf_state *st = calloc(1, sizeof *st);
+    int n = sim_get_trace(s)->n_jobs;
+    if (!st || !(st->keys = malloc(sizeof *st->keys * (size_t)(n > 0 ? n : 1)))) {
+        sjf_destroy(st);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *state = st;
+    return 0;
+}
+
+static int sjf_cmp(const void *a, const void *b) {
+    const sjf_key *x = a, *y = b;
+    if (x->dur != y->dur) return x->dur < y->dur ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* sjf_schedule orders the whole queue by expected duration at target
+ * (samples / target; ties by arrival) and gives each job in that order
+ * the exact plan on the units free now, when one fits. A job that does not
+ * fit is passed over (backfilling): it does not hold back the longer jobs
+ * behind it. One pass suffices: free units only shrink within an instant,
+ * so a job passed over cannot fit later in the same instant. */
+static int sjf_schedule(sim *s, void *state, char *err, size_t errlen) {
+    sjf_state *st = state;
+    int n = sim_queue_len(s);
+    for (int i = 0; i < n; i++) {
+        int j = sim_queue_at(s, i);
+        const model_job *job = sim_job_of(s, j);
+        st->keys[i] = (sjf_key){job->samples / job->min_throughput, i, j};
+    }
+    qsort(st->keys, (size_t)n, sizeof *st->keys, sjf_cmp);
+    const model_cluster *fr = sim_free_units(s);
+    for (int i = 0; i < n; i++) {
+        long free_total = 0;
+        for (int ty = 0; ty < fr->n_types; ty++) free_total += fr->types[ty].count;
+        if (free_total <= 0) break;
+        const int *as;
+        int rc = sim_plan_free_now(s, st->keys[i].j, &as, err, errlen);
+        if (rc < 0) return -1;
+        if (rc != 0) continue;
+        rc = sim_start(s, st->keys[i].j, as, 0);
+        if (rc == -2) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        if (rc) {
+            snprintf(err, errlen, "sjf: job %s: its plan could not start (units taken)",
+                     sim_job_of(s, st->keys[i].j)->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
  * The table
  * ------------------------------------------------------------------------ */
 
@@ -347,6 +424,8 @@ static const sim_method METHODS[] = {
      smd_create, smd_destroy, smd_schedule},
     {"gavel", "Gavel-style heterogeneity-aware max-min fairness over normalised throughput",
      gavel_create, gavel_destroy, gavel_schedule},
+    {"sjf", "shortest job first: by run time at target, exact plan on the free units, backfilling",
+     sjf_create, sjf_destroy, sjf_schedule},
     {"policy", "the learned policy (sim/spolicy.h): a trained network picks a plan or waits",
      spol_method_create, spol_method_destroy, spol_method_schedule},
 };

@@ -19,6 +19,11 @@
  *   gavel       heterogeneity-aware max-min fairness over throughput
  *               normalised per job, after Gavel (Narayanan et al.,
  *               OSDI'20), simplified to whole units without preemption
+ *   sjf         shortest job first: the whole queue by expected run time
+ *               at target (samples / target, ties by arrival), each job
+ *               the exact plan on the free units if one fits; one that
+ *               does not fit is passed over (backfilling), so long wide
+ *               jobs can wait while shorter ones keep taking the units
  *
  * and the learned policy:
  *

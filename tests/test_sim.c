@@ -42,10 +42,12 @@ typedef struct {
     const char *plan;
 } expect;
 
-/* run_three plays three.yaml with method `method` and checks every job. */
-static void run_three(const char *method, const expect *want, int missed, double total) {
+/* run_cfg plays tests/data/sim/CFG (a trace of n jobs, one of them with a
+ * deadline) with method `method` and checks every job. */
+static void run_cfg(const char *cfg, const char *method, const expect *want, int n, int missed,
+                    double total) {
     char path[2048], err[4096];
-    snprintf(path, sizeof path, "%s/tests/data/sim/three-sim.yaml", harness_src());
+    snprintf(path, sizeof path, "%s/tests/data/sim/%s", harness_src(), cfg);
     static sim_spec sp;
     assert_int_equal(sim_spec_load(path, &sp, err, sizeof err), 0);
     sim_trace *t = sim_trace_load(sp.trace, sp.cluster, err, sizeof err);
@@ -56,7 +58,8 @@ static void run_three(const char *method, const expect *want, int missed, double
     assert_non_null(s);
     assert_int_equal(sim_run(s, err, sizeof err), 0);
     const sim_outcome *out = sim_outcomes(s);
-    for (int j = 0; j < 3; j++) {
+    assert_int_equal(t->n_jobs, n);
+    for (int j = 0; j < n; j++) {
         assert_string_equal(t->jobs[j].name, want[j].name);
         assert_int_equal(out[j].state, SIM_DONE);
         if (out[j].start != want[j].start || out[j].finish != want[j].finish ||
@@ -67,12 +70,17 @@ static void run_three(const char *method, const expect *want, int missed, double
     }
     sim_summary u;
     sim_summarise(s, &u);
-    assert_int_equal(u.done, 3);
+    assert_int_equal(u.done, n);
     assert_int_equal(u.deadline_jobs, 1);
     assert_int_equal(u.missed, missed);
     assert_true(u.cost == total);
     sim_free(s);
     sim_trace_free(t);
+}
+
+/* run_three plays three.yaml with method `method` and checks every job. */
+static void run_three(const char *method, const expect *want, int missed, double total) {
+    run_cfg("three-sim.yaml", method, want, 3, missed, total);
 }
 
 /* fcfs: j1 gets its exact plan C x2 on the empty cluster: [0, 3600] (T =
@@ -127,6 +135,55 @@ static void test_gavel(void **state) {
                             {"j2", 600, 4200, 4.0, "Gx2"},
                             {"j3", 1200, 3000, 1.0, "Gx1"}};
     run_three("gavel", want, 0, 7.0);
+}
+
+/* sjf on three.yaml: the queue never holds two jobs, so it plays as fcfs
+ * (each arrival gets the exact plan on the free units at once). */
+static void test_sjf_three(void **state) {
+    (void)state;
+    const expect want[3] = {{"j1", 0, 3600, 1.0, "Cx2"},
+                            {"j2", 600, 4200, 4.0, "Gx2"},
+                            {"j3", 1200, 3000, 0.5, "Cx2"}};
+    run_three("sjf", want, 0, 5.5);
+}
+
+/* sjf on six.yaml, a queue it reorders. Expected run times at target
+ * (S / R): a 3,600 s, b 7,200, c 7,200, d 1,800, e 900, f 900.
+ * At 0 s a (first: shorter) takes its exact plan C x4 (theta 16, $2/h;
+ * G x2 would be $4/h): [0, 3600], $2; b takes G x4 (theta 32, $8/h; C
+ * cannot reach 32): [0, 7200], $16. The cluster is full; c (60 s), d
+ * (120), e (180), f (240) queue. At 3,600 s a ends, C x4 is free; the
+ * order is e (900 s), f (900 s, arrived after e), d (1,800), c (7,200).
+ * e: C x1 (theta 4, $0.5/h): [3600, 4500], $0.125. f needs 32 samples/s,
+ * only G reaches it and G is taken: passed over (backfilling). d: C x2
+ * (theta 8): [3600, 5400], $0.5. c needs 16: 1 C left, passed over. At
+ * 4,500 s e ends (2 C free): neither f nor c fits. At 5,400 s d ends, C x4
+ * is free: c takes it: [5400, 12600], $4, completion 12,540 s > its 3 h
+ * deadline (10,800 s): missed. At 7,200 s b ends: f takes G x4 (theta 32):
+ * [7200, 8100], $2. Total $24.625.
+ * (fcfs instead starts c at 3,600 s on C x4 and meets its deadline; without
+ * backfilling d would wait behind f until 7,200 s.) */
+static void test_sjf(void **state) {
+    (void)state;
+    const expect want[6] = {{"a", 0, 3600, 2.0, "Cx4"},       {"b", 0, 7200, 16.0, "Gx4"},
+                            {"c", 5400, 12600, 4.0, "Cx4"},   {"d", 3600, 5400, 0.5, "Cx2"},
+                            {"e", 3600, 4500, 0.125, "Cx1"},  {"f", 7200, 8100, 2.0, "Gx4"}};
+    run_cfg("six-sim.yaml", "sjf", want, 6, 1, 24.625);
+}
+
+/* sjf's ties go by arrival (tie.yaml). x (R 32) takes G x4 and y (R 16)
+ * C x4, both [0, 3600] ($8 and $2). p (10 s) and q (20 s) both expect
+ * 18,000 / 16 = 1,125 s and queue. At 3,600 s everything is free; p, the
+ * earlier, gets the cheaper plan C x4 ($2/h): [3600, 4725], $0.625; q
+ * then gets G x2 ($4/h): [3600, 4725], $1.25, within its 2 h deadline.
+ * Total $11.875. (Ties the other way round swap p's and q's plans.) */
+static void test_sjf_tie(void **state) {
+    (void)state;
+    const expect want[4] = {{"x", 0, 3600, 8.0, "Gx4"},
+                            {"y", 0, 3600, 2.0, "Cx4"},
+                            {"p", 3600, 4725, 0.625, "Cx4"},
+                            {"q", 3600, 4725, 1.25, "Gx2"}};
+    run_cfg("tie-sim.yaml", "sjf", want, 4, 0, 11.875);
 }
 
 /* The occupancy curve and utilisation of fcfs (worked out above). */
@@ -610,6 +667,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fcfs),          cmocka_unit_test(test_exact_wait),
         cmocka_unit_test(test_smd),           cmocka_unit_test(test_gavel),
+        cmocka_unit_test(test_sjf_three),     cmocka_unit_test(test_sjf),
+        cmocka_unit_test(test_sjf_tie),
         cmocka_unit_test(test_utilisation),   cmocka_unit_test(test_rejected),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_write_trace),
         cmocka_unit_test(test_out_dir),       cmocka_unit_test(test_bad_line),
