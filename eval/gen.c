@@ -53,13 +53,7 @@ int eval_rng_int(eval_rng *r, int lo, int hi) {
  * ------------------------------------------------------------------------ */
 
 void eval_gen_cluster_free(model_cluster *cl) {
-    if (!cl) return;
-    free(cl->types);
-    free(cl->nodes);
-    free(cl->zones);
-    free(cl->zone_bw);
-    free(cl->zone_lat);
-    memset(cl, 0, sizeof *cl);
+    if (cl) model_cluster_clear(cl);
 }
 
 int eval_gen_cluster(model_cluster *out, const model_cluster *base, eval_rng *r) {

@@ -64,6 +64,16 @@ static inline const char *sv_tmp(void) {
     return t && *t ? t : "/tmp";
 }
 
+/* sv_remove_db removes an SQLite state file and its -wal and -shm files. */
+static inline void sv_remove_db(const char *path) {
+    char p[1100];
+    remove(path);
+    snprintf(p, sizeof p, "%s-wal", path);
+    remove(p);
+    snprintf(p, sizeof p, "%s-shm", path);
+    remove(p);
+}
+
 /* The daemons started and not yet reaped, killed at exit. */
 #define SV_MAX_PROCS 64
 static pid_t sv_live[SV_MAX_PROCS];

@@ -32,12 +32,7 @@ static int setup(void **st) {
     (void)st;
     mkdir(sv_tmp(), 0777);
     snprintf(state_path, sizeof state_path, "%s/serve-cluster-%d.db", sv_tmp(), (int)getpid());
-    char p[1100];
-    remove(state_path);
-    snprintf(p, sizeof p, "%s-wal", state_path);
-    remove(p);
-    snprintf(p, sizeof p, "%s-shm", state_path);
-    remove(p);
+    sv_remove_db(state_path);
     return 0;
 }
 

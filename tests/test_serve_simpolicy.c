@@ -37,12 +37,7 @@ static int setup(void **st) {
     (void)st;
     mkdir(sv_tmp(), 0777);
     snprintf(state_path, sizeof state_path, "%s/serve-simpol-%d.db", sv_tmp(), (int)getpid());
-    char p[1100];
-    remove(state_path);
-    snprintf(p, sizeof p, "%s-wal", state_path);
-    remove(p);
-    snprintf(p, sizeof p, "%s-shm", state_path);
-    remove(p);
+    sv_remove_db(state_path);
     const char *src = getenv("STRATA_SRC");
     snprintf(ckpt_path, sizeof ckpt_path, "%s/checkpoints/sim-philly.h5", src ? src : ".");
     return 0;
