@@ -588,6 +588,13 @@ static __attribute__((noinline)) void set_default(const cfg_field *f, char *at)
         at[0] = '\0';
 }
 
+void cfg_fields_default(const cfg_field *f, int nf, void *obj)
+{
+    for (int i = 0; i < nf; i++)
+        if (!f[i].required)
+            set_default(&f[i], (char *)obj + f[i].off);
+}
+
 /* walk_key handles key `name` of a mapping (its key node k, value node v;
  * kpath[1024] gets its key path) for cfg_walk_map: finds its row of f[nf]
  * (an unknown one is refused with a "did you mean"), refuses it seen twice,
@@ -647,11 +654,10 @@ int cfg_walk_map(cfg_ctx *c, cfg_item *map, const char *path, const char *what,
         cfg_describe(c, map, d, sizeof d);
         return cfg_fail(c, map, path, "expected %s, got %s", what, d);
     }
-    for (int i = 0; i < nf; i++) {
+    for (int i = 0; i < nf; i++)
         keys[i] = vals[i] = NULL;
-        if (!f[i].required && obj)
-            set_default(&f[i], (char *)obj + f[i].off);
-    }
+    if (obj)
+        cfg_fields_default(f, nf, obj);
     if (is_json(c)) {
         const char *name;
         json_t *v;

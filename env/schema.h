@@ -124,6 +124,11 @@ int cfg_doc_walk(cfg_doc *d, struct yaml_node_s *map, const char *path, const ch
                  const cfg_field *f, int nf, void *obj, struct yaml_node_s **keys,
                  struct yaml_node_s **vals, char *err, size_t errlen);
 
+/* cfg_fields_default writes the default of every optional row of f[nf]
+ * into obj, as a walk does before it reads a mapping, for callers that
+ * start from the defaults without a document. */
+void cfg_fields_default(const cfg_field *f, int nf, void *obj);
+
 /* cfg_doc_value parses one scalar node v (a list item, say) as field f
  * would be and stores it into obj at f->off; messages as cfg_doc_walk. */
 int cfg_doc_value(cfg_doc *d, const cfg_field *f, struct yaml_node_s *v, const char *path,

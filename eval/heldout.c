@@ -40,17 +40,12 @@ static const cfg_field FIELDS[N_H] = {
 
 void eval_heldout_default(eval_heldout_conf *c) {
     memset(c, 0, sizeof *c);
-    c->count = 1;
-    c->layers[0] = 1;
+    cfg_fields_default(FIELDS, N_H, c); /* the scalars: the table's defaults */
+    c->count = 1; /* a required row, 1 when the conf is built in code */
+    c->layers[0] = 1; /* a range row has one default for both ends */
     c->layers[1] = 64;
     c->types[0] = 2;
     c->types[1] = 8;
-    c->tight = 0.3;
-    c->blocks = 0.5;
-    c->mem_bound = 0.08;
-    c->io_bound = 0.06;
-    c->flops_median = 2e9;
-    c->flops_sigma = 2.0;
 }
 
 int eval_heldout_walk(struct cfg_doc *d, struct yaml_node_s *map, const char *path,
