@@ -160,12 +160,19 @@ char *metrics_render(metrics *m, const metrics_extra *x, size_t *len) {
                 "before, byte for byte (hit: only the rest was parsed), or not (miss).\n"
                 "# TYPE strata_cluster_cache_total counter\n"
                 "strata_cluster_cache_total{result=\"hit\"} %llu\n"
-                "strata_cluster_cache_total{result=\"miss\"} %llu\n",
+                "strata_cluster_cache_total{result=\"miss\"} %llu\n"
+                "# HELP strata_body_buffers_total Request bodies of 64 KiB or more received "
+                "into a new mapping (new) or into the spare one the last large body left "
+                "(reused).\n"
+                "# TYPE strata_body_buffers_total counter\n"
+                "strata_body_buffers_total{source=\"new\"} %llu\n"
+                "strata_body_buffers_total{source=\"reused\"} %llu\n",
                 (unsigned long long)x->reloads_ok, (unsigned long long)x->reloads_failed,
                 x->inflight, x->jobs, (unsigned long long)x->cache_hits,
                 (unsigned long long)x->cache_misses, x->cache_entries,
                 (unsigned long long)x->memo_hits, (unsigned long long)x->memo_misses,
-                (unsigned long long)x->cluster_hits, (unsigned long long)x->cluster_misses);
+                (unsigned long long)x->cluster_hits, (unsigned long long)x->cluster_misses,
+                (unsigned long long)x->body_bufs_new, (unsigned long long)x->body_bufs_reused);
     }
     if (fclose(f) != 0) {
         free(buf);

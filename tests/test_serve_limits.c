@@ -11,6 +11,9 @@
  *   - partial bodies are charged to --max-body-memory-mb: past it, 503
  *     with a JSON error, and the budget comes back when they close;
  *   - conflicting Content-Length headers get 400;
+ *   - a large body reuses the buffer the last one left, and never reads
+ *     its old bytes; chunked bodies, a lying Content-Length and a body
+ *     over the limit get their 400 or 413 with the buffer coming back;
  *   - a token file with a NUL is refused, naming the file; /readyz shows
  *     the policy's path to an authenticated caller only;
  *   - newlines and terminal escapes a client sends reach neither the log
@@ -225,6 +228,118 @@ static void test_conflicting_length(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* The value of series name on the daemon's /metrics page (-1: none). */
+static double series_now(int port, const char *name) {
+    sv_resp r;
+    double v = sv_http(port, "GET", "/metrics", NULL, NULL, 0, &r) == 200
+                   ? sv_series(r.body, name) : -2;
+    sv_resp_free(&r);
+    return v;
+}
+
+/* Sends body[len] in chunks of 100,000 bytes (Transfer-Encoding: chunked,
+ * no Content-Length) and returns the status; the answer's body in out. */
+static int chunked_status(int port, const char *body, size_t len, char *out, size_t olen) {
+    int fd = sv_connect(port);
+    static const char head[] = "POST /v1/cost HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                               "Connection: close\r\n\r\n";
+    if (fd < 0 || sv_send_all(fd, head, sizeof head - 1) < 0) return -1;
+    for (size_t at = 0; at < len; at += 100000) {
+        size_t n = len - at < 100000 ? len - at : 100000;
+        char size[32];
+        int k = snprintf(size, sizeof size, "%zx\r\n", n);
+        if (sv_send_all(fd, size, (size_t)k) < 0 || sv_send_all(fd, body + at, n) < 0 ||
+            sv_send_all(fd, "\r\n", 2) < 0)
+            break; /* refused early: read the answer */
+    }
+    sv_send_all(fd, "0\r\n\r\n", 5);
+    char b[8192];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof b - 1 && (n = recv(fd, b + got, sizeof b - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    close(fd);
+    b[got] = '\0';
+    const char *sep = strstr(b, "\r\n\r\n");
+    snprintf(out, olen, "%s", sep ? sep + 4 : "");
+    return got > 12 && !strncmp(b, "HTTP/1.1 ", 9) ? atoi(b + 9) : -1;
+}
+
+/* A large body is received into the mapping the last large body left
+ * (strata_body_buffers_total{source="reused"}), and what that mapping
+ * held before is never read: a shorter, truncated body after a longer,
+ * well-formed one is refused at its own end. Chunked bodies without a
+ * Content-Length, a Content-Length shorter than what is sent and a body
+ * over the limit each get their clean 400 or 413, and the buffer comes
+ * back for the next body. */
+static void test_body_reuse(void **state) {
+    (void)state;
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "reuse", NULL), 0);
+    const char *NEW = "strata_body_buffers_total{source=\"new\"}";
+    const char *REUSED = "strata_body_buffers_total{source=\"reused\"}";
+    /* A: {"pad": "aaa...a"}, 600,000 bytes of well-formed JSON (no such
+     * field: 400 naming a field, not malformed JSON). */
+    size_t alen = 600000;
+    char *a = malloc(alen + 1);
+    assert_non_null(a);
+    memcpy(a, "{\"pad\": \"", 9);
+    memset(a + 9, 'a', alen - 11);
+    memcpy(a + alen - 2, "\"}", 2);
+    a[alen] = '\0';
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "POST", "/v1/cost", NULL, a, alen, &r), 400);
+    assert_null(strstr(r.body, "malformed JSON"));
+    sv_resp_free(&r);
+    assert_true(series_now(p.port, NEW) == 1);
+    assert_true(series_now(p.port, REUSED) == 0);
+    /* B: A's first 300,000 bytes (the string never closes), into A's
+     * buffer: refused at its own end, not completed by A's bytes. */
+    assert_int_equal(sv_http(p.port, "POST", "/v1/cost", NULL, a, 300000, &r), 400);
+    assert_non_null(strstr(r.body, "malformed JSON at line 1"));
+    sv_resp_free(&r);
+    assert_true(series_now(p.port, REUSED) == 1);
+    /* C: B again, chunked without a Content-Length: the same answer. */
+    char out[4096];
+    assert_int_equal(chunked_status(p.port, a, 300000, out, sizeof out), 400);
+    assert_non_null(strstr(out, "malformed JSON at line 1"));
+    assert_true(series_now(p.port, REUSED) == 2);
+    /* D: a Content-Length of 200,000 with A's 600,000 bytes behind it: the
+     * body is the first 200,000 (malformed), the rest is no request. */
+    int fd = sv_connect(p.port);
+    static const char head[] = "POST /v1/cost HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n"
+                               "\r\n";
+    assert_int_equal(sv_send_all(fd, head, sizeof head - 1), 0);
+    sv_send_all(fd, a, alen); /* the daemon may close before the end */
+    char b[8192];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof b - 1 && (n = recv(fd, b + got, sizeof b - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    close(fd);
+    b[got] = '\0';
+    assert_int_equal(strncmp(b, "HTTP/1.1 400", 12), 0);
+    assert_non_null(strstr(b, "malformed JSON at line 1"));
+    /* E: 1.5 MB chunked, over the 1 MiB limit: 413, and the buffer comes
+     * back (F reuses it). */
+    size_t elen = 1500000;
+    char *e = malloc(elen);
+    assert_non_null(e);
+    memset(e, ' ', elen);
+    assert_int_equal(chunked_status(p.port, e, elen, out, sizeof out), 413);
+    assert_non_null(strstr(out, "request body over 1048576 bytes"));
+    double reused = series_now(p.port, REUSED);
+    assert_int_equal(sv_http(p.port, "POST", "/v1/cost", NULL, a, alen, &r), 400);
+    assert_null(strstr(r.body, "malformed JSON"));
+    sv_resp_free(&r);
+    assert_true(series_now(p.port, REUSED) == reused + 1);
+    assert_int_equal(sv_http(p.port, "GET", "/healthz", NULL, NULL, 0, &r), 200);
+    sv_resp_free(&r);
+    free(a);
+    free(e);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
 static void test_token_file(void **state) {
     (void)state;
     char dir[1024], tok[1100], yaml[1100], out[1100], pol[1200];
@@ -374,6 +489,7 @@ int main(void) {
         cmocka_unit_test(test_body_budget),     cmocka_unit_test(test_conflicting_length),
         cmocka_unit_test(test_token_file),      cmocka_unit_test(test_log_escaping),
         cmocka_unit_test(test_shutdown_bound),  cmocka_unit_test(test_probes_while_busy),
+        cmocka_unit_test(test_body_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
