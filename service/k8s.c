@@ -1095,19 +1095,21 @@ static int begin(const k8s_env *env, const web_request *req, web_reply *rep, ext
 /* The filter's answer in the Nodes form: {"Nodes": {"metadata": {},
  * "items": [...]}, "NodeNames": null, "FailedNodes": failed,
  * "FailedAndUnresolvableNodes": unresolvable, "Error": ""}, the kept Node
- * objects copied as they came in the body (validated JSON), the rest
- * dumped by jansson. Sets the reply (500 when out of memory). */
+ * objects copied as they came in the body (validated JSON), the failure
+ * maps written by web_dump_strings (as json_dumps would). Sets the reply
+ * (500 when out of memory). */
 static void reply_nodes(web_reply *rep, const ext_args *a, const int *keep, int n_keep,
                         const json_t *failed, const json_t *unresolvable) {
-    char *f = json_dumps(failed, JSON_COMPACT);
-    char *u = json_dumps(unresolvable, JSON_COMPACT);
+    size_t flen = 0, ulen = 0;
+    char *f = web_dump_strings(failed, &flen);
+    char *u = web_dump_strings(unresolvable, &ulen);
     static const char head[] = "{\"Nodes\":{\"metadata\":{},\"items\":[";
     static const char mid[] = "]},\"NodeNames\":null,\"FailedNodes\":";
     static const char mid2[] = ",\"FailedAndUnresolvableNodes\":";
     static const char tail[] = ",\"Error\":\"\"}";
     size_t len = sizeof head + sizeof mid + sizeof mid2 + sizeof tail + (size_t)n_keep;
     for (int k = 0; k < n_keep; k++) len += a->c[keep[k]].item->raw.len;
-    char *body = f && u ? malloc(len + strlen(f) + strlen(u) + 1) : NULL;
+    char *body = f && u ? malloc(len + flen + ulen + 1) : NULL;
     if (!body) {
         free(f);
         free(u);
@@ -1123,9 +1125,9 @@ static void reply_nodes(web_reply *rep, const ext_args *a, const int *keep, int 
         PUT(raw->p, raw->len);
     }
     PUT(mid, sizeof mid - 1);
-    PUT(f, strlen(f));
+    PUT(f, flen);
     PUT(mid2, sizeof mid2 - 1);
-    PUT(u, strlen(u));
+    PUT(u, ulen);
     PUT(tail, sizeof tail - 1);
 #undef PUT
     body[at] = '\0';

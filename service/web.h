@@ -89,6 +89,16 @@ size_t web_escape_controls(char *dst, size_t cap, const char *src);
  * refused. */
 json_t *web_parse_json(const char *body, size_t len, char *err, size_t errlen);
 
+/* web_dump_strings writes obj, an object whose values are all strings,
+ * byte for byte as json_dumps(obj, JSON_COMPACT) does (members in the
+ * object's order) into a new malloc'd, NUL-terminated string of *len
+ * bytes. A key or value that needs no escape (no '"', '\\' or byte below
+ * 0x20) is copied between quotes as it is; the others are escaped by
+ * jansson. The extender's failure maps (5,000 node names with a reason
+ * each) are written several times faster than by json_dumps. Returns
+ * NULL when out of memory or when obj is not such an object. */
+char *web_dump_strings(const json_t *obj, size_t *len);
+
 /* web_json_member finds, without parsing it, the bytes of the value of the
  * top-level member `key` of the JSON object text body[len]: returns 1 with
  * the value's first byte at body + *off and its length in *vlen when the

@@ -151,6 +151,43 @@ static void test_metrics_page(void **state) {
     metrics_free(m);
 }
 
+/* web_dump_strings writes an object of strings byte for byte as
+ * json_dumps(JSON_COMPACT) does: escapes, non-ASCII, a key set twice, the
+ * members' order; anything but an object of strings is NULL. */
+static void test_dump_strings(void **state) {
+    (void)state;
+    json_t *o = json_object();
+    size_t len = 0;
+    char *d = web_dump_strings(o, &len);
+    assert_string_equal(d, "{}");
+    assert_int_equal(len, 2);
+    free(d);
+    const char *keys[] = {"ip-10-0-0-1.ec2.internal", "a\"b", "back\\slash", "nl\nx", "ctl\x01",
+                          "caf\xc3\xa9", "sl/ash", "del\x7f", ""};
+    const char *vals[] = {"strata: instance type \"m5.xlarge\" is not a type", "tab\there",
+                          "plain", "\xe2\x82\xac 3", "", "x\x1fy", "/", "\\", "end"};
+    for (int i = 0; i < 9; i++) json_object_set_new(o, keys[i], json_string(vals[i]));
+    for (int i = 0; i < 300; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "node-%d", (i * 7919) % 1000);
+        json_object_set_new(o, k, json_string(i % 3 ? "busy" : "never"));
+    }
+    json_object_set_new(o, "a\"b", json_string("set again")); /* replaced in place */
+    char *want = json_dumps(o, JSON_COMPACT);
+    d = web_dump_strings(o, &len);
+    assert_non_null(d);
+    assert_string_equal(d, want);
+    assert_int_equal(len, strlen(want));
+    free(d);
+    free(want);
+    json_object_set_new(o, "n", json_integer(1));
+    assert_null(web_dump_strings(o, &len));
+    json_decref(o);
+    json_t *arr = json_pack("[s]", "x");
+    assert_null(web_dump_strings(arr, &len));
+    json_decref(arr);
+}
+
 /* member returns web_json_member's answer for key "c" in text, with the
  * value's bytes in out (or "" when not found). */
 static int member(const char *text, char *out, size_t cap) {
@@ -270,6 +307,7 @@ int main(void) {
         cmocka_unit_test(test_cache_bytes),
         cmocka_unit_test(test_metrics_page),
         cmocka_unit_test(test_json_member),
+        cmocka_unit_test(test_dump_strings),
         cmocka_unit_test(test_jobs),
         cmocka_unit_test(test_policy_slot_failed_load),
     };
