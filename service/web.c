@@ -162,77 +162,68 @@ json_t *web_parse_json(const char *body, size_t len, char *err, size_t errlen) {
     return root;
 }
 
-/* ---- objects of strings (web_dump_strings) ---- */
+/* ---- JSON text piece by piece (web_text) ---- */
 
-/* A growing output buffer. */
-typedef struct {
-    char *b;
-    size_t n, cap;
-    int bad; /* out of memory, or not an object of strings */
-} strbuf;
-
-static void sb_put(strbuf *o, const char *p, size_t n) {
-    if (o->bad) return;
-    if (o->cap - o->n < n + 1) {
-        size_t cap = o->cap ? o->cap : 4096;
-        while (cap - o->n < n + 1) cap *= 2;
-        char *b = realloc(o->b, cap);
+void web_text_put(web_text *t, const char *p, size_t n) {
+    if (t->bad) return;
+    if (t->cap - t->n < n + 1) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap - t->n < n + 1) cap *= 2;
+        char *b = realloc(t->b, cap);
         if (!b) {
-            o->bad = 1;
+            t->bad = 1;
             return;
         }
-        o->b = b;
-        o->cap = cap;
+        t->b = b;
+        t->cap = cap;
     }
-    memcpy(o->b + o->n, p, n);
-    o->n += n;
-    o->b[o->n] = '\0';
+    memcpy(t->b + t->n, p, n);
+    t->n += n;
+    t->b[t->n] = '\0';
 }
 
-/* Writes the string p[n] as jansson dumps it: quoted as it is when no
- * byte needs an escape, else through json_dumps. */
-static void sb_string(strbuf *o, const char *p, size_t n) {
+void web_text_string(web_text *t, const char *p, size_t n) {
     size_t i = 0;
     while (i < n && p[i] != '"' && p[i] != '\\' && (unsigned char)p[i] >= 0x20) i++;
     if (i == n) {
-        sb_put(o, "\"", 1);
-        sb_put(o, p, n);
-        sb_put(o, "\"", 1);
+        web_text_put(t, "\"", 1);
+        web_text_put(t, p, n);
+        web_text_put(t, "\"", 1);
         return;
     }
-    json_t *t = json_stringn(p, n);
-    char *d = t ? json_dumps(t, JSON_ENCODE_ANY) : NULL;
-    json_decref(t);
+    json_t *s = json_stringn(p, n);
+    char *d = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+    json_decref(s);
     if (!d) {
-        o->bad = 1;
+        t->bad = 1;
         return;
     }
-    sb_put(o, d, strlen(d));
+    web_text_put(t, d, strlen(d));
     free(d);
 }
 
 char *web_dump_strings(const json_t *obj, size_t *len) {
-    strbuf o = {NULL, 0, 0, !json_is_object(obj)};
+    web_text t = {NULL, 0, 0, !json_is_object(obj)};
     const char *k;
     json_t *v;
-    sb_put(&o, "{", 1);
+    web_text_put(&t, "{", 1);
     int first = 1;
     json_object_foreach((json_t *)obj, k, v) {
-        if (!json_is_string(v)) o.bad = 1;
-        if (o.bad) break;
-        if (!first) sb_put(&o, ",", 1);
+        if (!json_is_string(v)) t.bad = 1;
+        if (t.bad) break;
+        if (!first) web_text_put(&t, ",", 1);
         first = 0;
-        sb_string(&o, k, strlen(k));
-        sb_put(&o, ":", 1);
-        sb_string(&o, json_string_value(v), json_string_length(v));
+        web_text_string(&t, k, strlen(k));
+        web_text_put(&t, ":", 1);
+        web_text_string(&t, json_string_value(v), json_string_length(v));
     }
-    sb_put(&o, "}", 1);
-    if (o.bad) {
-        free(o.b);
+    web_text_put(&t, "}", 1);
+    if (t.bad) {
+        free(t.b);
         return NULL;
     }
-    *len = o.n;
-    return o.b;
+    *len = t.n;
+    return t.b;
 }
 
 /* ---- finding a member's bytes (web_json_member) ---- */

@@ -186,6 +186,18 @@ static void test_dump_strings(void **state) {
     json_t *arr = json_pack("[s]", "x");
     assert_null(web_dump_strings(arr, &len));
     json_decref(arr);
+    /* web_text_string alone, as the prioritize answer writes names */
+    for (int i = 0; i < 9; i++) {
+        web_text t = {NULL, 0, 0, 0};
+        web_text_string(&t, keys[i], strlen(keys[i]));
+        json_t *js = json_string(keys[i]);
+        want = json_dumps(js, JSON_ENCODE_ANY);
+        assert_false(t.bad);
+        assert_string_equal(t.b, want);
+        free(want);
+        free(t.b);
+        json_decref(js);
+    }
 }
 
 /* member returns web_json_member's answer for key "c" in text, with the
