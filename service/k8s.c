@@ -1096,13 +1096,11 @@ static int begin(const k8s_env *env, const web_request *req, web_reply *rep, ext
  * "items": [...]}, "NodeNames": null, "FailedNodes": failed,
  * "FailedAndUnresolvableNodes": unresolvable, "Error": ""}, the kept Node
  * objects copied as they came in the body (validated JSON), the failure
- * maps written by web_dump_strings (as json_dumps would). Sets the reply
- * (500 when out of memory). */
+ * maps f[flen] and u[ulen] as the caller wrote them (maps_direct, or
+ * web_dump_strings of jansson's maps; NULL when out of memory). Sets the
+ * reply (500 when out of memory). */
 static void reply_nodes(web_reply *rep, const ext_args *a, const int *keep, int n_keep,
-                        const json_t *failed, const json_t *unresolvable) {
-    size_t flen = 0, ulen = 0;
-    char *f = web_dump_strings(failed, &flen);
-    char *u = web_dump_strings(unresolvable, &ulen);
+                        const char *f, size_t flen, const char *u, size_t ulen) {
     static const char head[] = "{\"Nodes\":{\"metadata\":{},\"items\":[";
     static const char mid[] = "]},\"NodeNames\":null,\"FailedNodes\":";
     static const char mid2[] = ",\"FailedAndUnresolvableNodes\":";
@@ -1111,8 +1109,6 @@ static void reply_nodes(web_reply *rep, const ext_args *a, const int *keep, int 
     for (int k = 0; k < n_keep; k++) len += a->c[keep[k]].item->raw.len;
     char *body = f && u ? malloc(len + flen + ulen + 1) : NULL;
     if (!body) {
-        free(f);
-        free(u);
         web_reply_error(rep, 500, "out of memory");
         return;
     }
@@ -1131,15 +1127,116 @@ static void reply_nodes(web_reply *rep, const ext_args *a, const int *keep, int 
     PUT(tail, sizeof tail - 1);
 #undef PUT
     body[at] = '\0';
-    free(f);
-    free(u);
     web_reply_take(rep, 200, body, at);
+}
+
+/* The filter's verdict on candidate c: FIT_OK, FIT_BUSY or FIT_NEVER,
+ * with the reason in why[len] ("" when it fits). */
+static int verdict(const pod_plan *pp, const candidate *c, char *why, size_t len) {
+    why[0] = '\0';
+    int fit = pp->refused ? FIT_NEVER : pp->planned ? fits(pp, c, why, len) : FIT_OK;
+    if (pp->refused) /* no node will do: the scheduler need not try preemption */
+        snprintf(why, len, "%s", pp->note);
+    return fit;
+}
+
+/* Whether two of the call's candidates have the same name (kube-scheduler
+ * never sends that; the answer then follows jansson's rule for a key set
+ * twice, through the maps of k8s_filter). 1, 0, or -1 when out of memory. */
+static int names_repeat(const ext_args *a) {
+    size_t nslot = 16;
+    while (nslot < 2 * (size_t)a->n) nslot *= 2;
+    int *slot = malloc(nslot * sizeof *slot);
+    if (!slot) return -1;
+    for (size_t j = 0; j < nslot; j++) slot[j] = -1;
+    int dup = 0;
+    for (int i = 0; i < a->n && !dup; i++) {
+        uint32_t h = 2166136261u;
+        for (const unsigned char *p = (const unsigned char *)a->c[i].name; *p; p++)
+            h = (h ^ *p) * 16777619u;
+        size_t j = h & (nslot - 1);
+        for (; slot[j] >= 0; j = (j + 1) & (nslot - 1))
+            if (!strcmp(a->c[slot[j]].name, a->c[i].name)) dup = 1;
+        slot[j] = i;
+    }
+    free(slot);
+    return dup;
+}
+
+/* The Nodes form's failure maps written as text in the candidates' order,
+ * as web_dump_strings writes the maps k8s_filter builds: busy and never
+ * get {"name":"why",...}, keep[*n_keep] the candidates that fit, *n_failed
+ * the failures. For candidates of distinct names (names_repeat). Returns
+ * 0; 1 when a reason is not valid UTF-8 (json_string refuses it, and the
+ * maps leave that node out: the caller takes their path); -1 when out of
+ * memory. The reasons repeat (a few distinct ones over 5,000 nodes): the
+ * last few found valid are remembered. */
+static int maps_direct(const ext_args *a, const pod_plan *pp, int *keep, int *n_keep,
+                       web_text *busy, web_text *never, int *n_failed) {
+    enum { MEMO = 8 };
+    char memo[MEMO][320];
+    int n_memo = 0, next = 0;
+    *n_keep = *n_failed = 0;
+    web_text_put(busy, "{", 1);
+    web_text_put(never, "{", 1);
+    for (int i = 0; i < a->n; i++) {
+        const candidate *c = &a->c[i];
+        char why[320];
+        int fit = verdict(pp, c, why, sizeof why);
+        if (fit == FIT_OK) {
+            keep[(*n_keep)++] = i;
+            continue;
+        }
+        int known = 0;
+        for (int m = 0; m < n_memo && !known; m++) known = !strcmp(memo[m], why);
+        if (!known) {
+            json_t *t = json_string(why);
+            if (!t) return 1;
+            json_decref(t);
+            memcpy(memo[next], why, sizeof why);
+            next = (next + 1) % MEMO;
+            if (n_memo < MEMO) n_memo++;
+        }
+        web_text *o = fit == FIT_BUSY ? busy : never;
+        if (o->n > 1) web_text_put(o, ",", 1);
+        web_text_string(o, c->name, strlen(c->name));
+        web_text_put(o, ":", 1);
+        web_text_string(o, why, strlen(why));
+        (*n_failed)++;
+    }
+    web_text_put(busy, "}", 1);
+    web_text_put(never, "}", 1);
+    return busy->bad || never->bad ? -1 : 0;
 }
 
 void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
     ext_args a;
     pod_plan pp;
     if (begin(env, req, rep, &a, &pp)) return;
+    int rep_n = a.nodes_form ? names_repeat(&a) : 1;
+    if (rep_n == 0) { /* the Nodes form: the maps as text, without jansson trees */
+        int *keep = malloc((size_t)(a.n ? a.n : 1) * sizeof *keep);
+        web_text busy = {NULL, 0, 0, 0}, never = {NULL, 0, 0, 0};
+        int n_keep = 0, n_failed = 0;
+        int rc = keep ? maps_direct(&a, &pp, keep, &n_keep, &busy, &never, &n_failed) : -1;
+        if (rc == 0) {
+            reply_nodes(rep, &a, keep, n_keep, busy.b, busy.n, never.b, never.n);
+            snprintf(rep->note, sizeof rep->note, "%.200s; kept %d of %d", pp.note,
+                     a.n - n_failed, a.n);
+        }
+        free(keep);
+        free(busy.b);
+        free(never.b);
+        if (rc < 0) web_reply_error(rep, 500, "out of memory");
+        if (rc <= 0) {
+            args_free(&a);
+            return;
+        }
+    } else if (rep_n < 0) {
+        args_free(&a);
+        web_reply_error(rep, 500, "out of memory");
+        return;
+    }
     json_t *failed = json_object();
     json_t *unresolvable = json_object();
     json_t *kept = json_array();
@@ -1156,10 +1253,8 @@ void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
     }
     for (int i = 0; i < a.n; i++) {
         const candidate *c = &a.c[i];
-        char why[320] = "";
-        int fit = pp.refused ? FIT_NEVER : pp.planned ? fits(&pp, c, why, sizeof why) : FIT_OK;
-        if (pp.refused) /* no node will do: the scheduler need not try preemption */
-            snprintf(why, sizeof why, "%s", pp.note);
+        char why[320];
+        int fit = verdict(&pp, c, why, sizeof why);
         if (fit == FIT_OK) {
             keep[n_keep++] = i;
             if (a.names) json_array_append(kept, json_array_get(a.names, (size_t)i));
@@ -1170,7 +1265,12 @@ void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
     }
     int n_failed = (int)(json_object_size(failed) + json_object_size(unresolvable));
     if (a.nodes_form) {
-        reply_nodes(rep, &a, keep, n_keep, failed, unresolvable);
+        size_t flen = 0, ulen = 0;
+        char *f = web_dump_strings(failed, &flen);
+        char *u = web_dump_strings(unresolvable, &ulen);
+        reply_nodes(rep, &a, keep, n_keep, f, flen, u, ulen);
+        free(f);
+        free(u);
         json_decref(failed);
         json_decref(unresolvable);
         json_decref(kept);

@@ -181,6 +181,45 @@ static const char *spot(const json_t *ext, const char *role, int i, const char *
                                                              (size_t)i), key));
 }
 
+/* A Nodes-form filter answer's failure maps are written as text (not
+ * dumped from jansson trees) and must read byte for byte as json_dumps
+ * writes the same maps: names in the candidates' order, escaped where
+ * needed, and a name sent twice in the map once, at its first place (as
+ * jansson sets a key twice). */
+static void test_filter_maps_text(void **state) {
+    (void)state;
+    sv_proc p = start();
+    put_job(p.port, "ctr", cluster4());
+    for (int twice = 0; twice < 2; twice++) {
+        json_t *nl = node_list();
+        json_t *items = json_object_get(nl, "items");
+        json_array_append_new(items, node("odd\"2\\\n", "m5.large", "a", NULL, NULL, NULL));
+        if (twice) json_array_append_new(items, node("odd-1", "m5.large", "b", NULL, NULL, NULL));
+        json_t *args = json_pack("{s:o, s:o, s:n}", "Pod", kubeflow_pod("ctr", "worker", "1"),
+                                 "Nodes", nl, "NodeNames");
+        sv_resp r;
+        assert_int_equal(sv_json_req(p.port, "POST", "/k8s/filter", args, NULL, &r), 200);
+        json_t *res = sv_body_json(&r);
+        assert_non_null(res);
+        const json_t *un = json_object_get(res, "FailedAndUnresolvableNodes");
+        assert_int_equal(json_object_size(un), 5);
+        char *want = json_dumps(un, JSON_COMPACT);
+        char *at = strstr(r.body, "\"FailedAndUnresolvableNodes\":");
+        assert_non_null(at);
+        assert_int_equal(strncmp(at + 29, want, strlen(want)), 0);
+        assert_int_equal(strncmp(want, "{\"cpu-a\":", 9), 0); /* the candidates' order */
+        assert_non_null(strstr(want, "\"odd\\\"2\\\\\\n\":"));
+        const char *first = strstr(r.body, "\"odd-1\":");
+        assert_non_null(first);
+        assert_null(strstr(first + 1, "\"odd-1\":"));
+        assert_non_null(strstr(r.body, "\"FailedNodes\":{},"));
+        free(want);
+        json_decref(res);
+        sv_resp_free(&r);
+    }
+    assert_int_equal(sv_stop(&p), 0);
+}
+
 static void test_kubeflow_nodes_form(void **state) {
     (void)state;
     sv_proc p = start();
@@ -890,6 +929,7 @@ static void test_extender_listener(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kubeflow_nodes_form),
+        cmocka_unit_test(test_filter_maps_text),
         cmocka_unit_test(test_volcano),
         cmocka_unit_test(test_node_names_form),
         cmocka_unit_test(test_pass_through),
