@@ -1170,16 +1170,19 @@ static int names_repeat(const ext_args *a) {
  * 0; 1 when a reason is not valid UTF-8 (json_string refuses it, and the
  * maps leave that node out: the caller takes their path); -1 when out of
  * memory. The reasons repeat (a few distinct ones over 5,000 nodes): the
- * last few found valid are remembered. */
+ * last few are remembered, validated and escaped by jansson once each. */
 static int maps_direct(const ext_args *a, const pod_plan *pp, int *keep, int *n_keep,
                        web_text *busy, web_text *never, int *n_failed) {
     enum { MEMO = 8 };
-    char memo[MEMO][320];
-    int n_memo = 0, next = 0;
+    struct {
+        char why[320];
+        char *text; /* the reason as json_dumps writes it */
+    } memo[MEMO];
+    int n_memo = 0, next = 0, rc = 0;
     *n_keep = *n_failed = 0;
     web_text_put(busy, "{", 1);
     web_text_put(never, "{", 1);
-    for (int i = 0; i < a->n; i++) {
+    for (int i = 0; i < a->n && rc == 0; i++) {
         const candidate *c = &a->c[i];
         char why[320];
         int fit = verdict(pp, c, why, sizeof why);
@@ -1187,23 +1190,32 @@ static int maps_direct(const ext_args *a, const pod_plan *pp, int *keep, int *n_
             keep[(*n_keep)++] = i;
             continue;
         }
-        int known = 0;
-        for (int m = 0; m < n_memo && !known; m++) known = !strcmp(memo[m], why);
-        if (!known) {
+        int m = 0;
+        while (m < n_memo && strcmp(memo[m].why, why)) m++;
+        if (m == n_memo) { /* a new reason: validated and escaped once */
             json_t *t = json_string(why);
-            if (!t) return 1;
+            char *text = t ? json_dumps(t, JSON_ENCODE_ANY) : NULL;
             json_decref(t);
-            memcpy(memo[next], why, sizeof why);
+            if (!text) {
+                rc = t ? -1 : 1;
+                break;
+            }
+            m = next;
             next = (next + 1) % MEMO;
             if (n_memo < MEMO) n_memo++;
+            else free(memo[m].text);
+            memcpy(memo[m].why, why, sizeof why);
+            memo[m].text = text;
         }
         web_text *o = fit == FIT_BUSY ? busy : never;
         if (o->n > 1) web_text_put(o, ",", 1);
         web_text_string(o, c->name, strlen(c->name));
         web_text_put(o, ":", 1);
-        web_text_string(o, why, strlen(why));
+        web_text_put(o, memo[m].text, strlen(memo[m].text));
         (*n_failed)++;
     }
+    for (int m = 0; m < n_memo; m++) free(memo[m].text);
+    if (rc) return rc;
     web_text_put(busy, "}", 1);
     web_text_put(never, "}", 1);
     return busy->bad || never->bad ? -1 : 0;
