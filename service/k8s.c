@@ -638,16 +638,14 @@ static void plan_counts(const model_plan *pl, int *w, int *p) {
     }
 }
 
-/* Gives the plan exactly w workers and p ps tasks (-1: keep the plan's):
- * the plan's counts are the least that reach R (k_s, g_s), so fewer fails;
- * each extra task goes to the stage with the fewest of its role (ties: the
- * first). Returns 0, or -1 with err. */
-static int fix_counts(model_plan *pl, int w, int p, char *err, size_t errlen) {
-    int kw = 0, kp = 0;
-    for (int s = 0; s < pl->n_stages; s++) {
-        kw += pl->stages[s].units;
-        kp += pl->stages[s].n_ps;
-    }
+/* Gives the plan exactly w workers and p ps tasks (-1: keep the plan's) by
+ * model_plan_set_counts: the plan's counts are the least that reach R
+ * (k_s, g_s), so fewer fails; each extra task goes to the stage with the
+ * fewest of its role (ties: the first). Returns 0, or -1 with err. */
+static int fix_counts(const model_job *job, const model_cluster *cl, model_plan *pl, int w,
+                      int p, char *err, size_t errlen) {
+    int kw, kp;
+    plan_counts(pl, &kw, &kp);
     if (w >= 0 && w < kw) {
         snprintf(err, errlen, "replicas.worker: the plan needs %d workers over its %d stages to "
                  "reach the job's min_throughput; the job has %d", kw, pl->n_stages, w);
@@ -658,17 +656,9 @@ static int fix_counts(model_plan *pl, int w, int p, char *err, size_t errlen) {
                  "job has %d", kp, pl->n_stages, p);
         return -1;
     }
-    for (; w > kw; kw++) {
-        int best = 0;
-        for (int s = 1; s < pl->n_stages; s++)
-            if (pl->stages[s].units < pl->stages[best].units) best = s;
-        pl->stages[best].units++;
-    }
-    for (; p > kp; kp++) {
-        int best = 0;
-        for (int s = 1; s < pl->n_stages; s++)
-            if (pl->stages[s].n_ps < pl->stages[best].n_ps) best = s;
-        pl->stages[best].n_ps++;
+    if (model_plan_set_counts(job, cl, pl, w, p) != MODEL_FEASIBLE) {
+        snprintf(err, errlen, "replicas: %.900s", pl->why);
+        return -1;
     }
     return 0;
 }
@@ -748,29 +738,33 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
     decide_result d;
     int rc, out = -1;
     char note[300] = "";
-    /* With fixed counts and the policy's node head asked for, the node head
-     * places when the plan it decodes has exactly those counts: it places
-     * the tasks of the plan it decodes, no others. */
+    /* With fixed counts and the policy's node head asked for, the policy
+     * decodes its plan, the plan gets the registered counts and the node
+     * head places exactly those tasks (agent_decode_opts.workers, .ps). When
+     * it cannot (no plan of it holds them, or its node head places none),
+     * the zone placer places them below and placement_note says why. */
     if (fixed && o.from_policy && o.placement == PLACER_PLACE_POLICY) {
-        rc = decide_run(job, cl, &o, pol, &d, err, errlen);
+        decide_opts oc = o;
+        oc.workers = w > 0 ? w : 0;
+        oc.ps = p > 0 ? p : 0;
+        rc = decide_run(job, cl, &oc, pol, &d, err, errlen);
+        int kw = -1, kp = -1;
+        if (rc == 0 && d.found) plan_counts(d.final, &kw, &kp);
         if (rc == 0 && d.found && !d.why[0] && d.final->reason == MODEL_FEASIBLE &&
-            d.final->placed) {
-            int kw, kp;
-            plan_counts(d.final, &kw, &kp);
-            if ((w < 0 || w == kw) && (p < 0 || p == kp)) {
-                if (!(*plan = plan_json(cl, d.final, d.task_node, d.plan_from, d.placement_by)))
-                    snprintf(err, errlen, "out of memory");
-                else out = 0;
-                goto placed;
-            }
-            snprintf(note, sizeof note, "the policy decodes %d workers and %d ps tasks and its "
-                     "node head places those; the registered counts (%d, %d) differ, so the "
-                     "zone placer placed them", kw, kp, w >= 0 ? w : kw, p >= 0 ? p : kp);
-        } else if (rc == 0) {
-            snprintf(note, sizeof note, "the policy's node head placed no plan (%.150s); the "
-                     "zone placer placed the registered counts",
-                     d.why[0] ? d.why : d.final->why[0] ? d.final->why : "not placed");
+            d.final->placed && !strcmp(d.placement_by, "policy") && (w < 0 || w == kw) &&
+            (p < 0 || p == kp)) {
+            if (!(*plan = plan_json(cl, d.final, d.task_node, d.plan_from, d.placement_by)))
+                snprintf(err, errlen, "out of memory");
+            else out = 0;
+            goto placed;
         }
+        if (rc == 0)
+            snprintf(note, sizeof note, "the policy's node head placed no plan with the "
+                     "registered counts (%d workers, %d ps tasks): %.150s; the zone placer "
+                     "placed them", w >= 0 ? w : kw, p >= 0 ? p : kp,
+                     d.why[0]                              ? d.why
+                     : d.final->reason != MODEL_FEASIBLE ? d.final->why
+                     : d.plan_from[0] ? d.plan_from : "not placed");
         decide_result_free(&d);
         if (rc == RJ_NOMEM) goto done;
     }
@@ -789,7 +783,7 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
         else if (!(*plan = plan_json(cl, d.final, d.task_node, d.plan_from, d.placement_by)))
             snprintf(err, errlen, "out of memory");
         else out = 0;
-    } else if (fix_counts(d.plan, w, p, err, errlen) == 0) {
+    } else if (fix_counts(job, cl, d.plan, w, p, err, errlen) == 0) {
         int n = place_task_count(d.plan);
         int *task_node = calloc((size_t)n + 1, sizeof *task_node);
         model_plan *placed = model_plan_create(job->n_layers);
