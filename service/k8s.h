@@ -117,10 +117,12 @@ void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep);
  * Kubeflow ReplicaSpecs {"replicas": n}; a Chief or Master: 1 counts as
  * one more worker, and the plan's replicas then say "chief": 1) the plan
  * has exactly W workers and P ps tasks: the stages are planned first, extra tasks go to the
- * stages with the fewest, then a placer places them (the policy's node
- * head when it is asked for and the decoded plan has exactly those counts;
- * else the zone placer, the plan's placement_note saying why); fewer than
- * the plan needs fails. Returns 0 with *plan (caller owns it): {planned: true,
+ * stages with the fewest (model_plan_set_counts), then a placer places
+ * them: the policy's node head when it is asked for (the policy decodes a
+ * plan that holds the counts and its node head places exactly those tasks:
+ * placement_by "policy"); else, or when no decoded plan holds them, the
+ * zone placer, the plan's placement_note saying why. Fewer than the plan
+ * needs, or more units than are free, fails. Returns 0 with *plan (caller owns it): {planned: true,
  * plan_from, placement_by, replicas {worker, ps}, workers [{index, stage,
  * type, node, zone}], ps [...], reason?} or, for a cluster without nodes,
  * {planned: false, reason}; or -1 with the reason in err (registration
