@@ -338,8 +338,14 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         pl->bad_stage = pl->bad_type = -1;
         pl->throughput = pl->time = pl->cost = pl->unit_price = 0;
         pl->placed = 0;
-        snprintf(pl->why, sizeof pl->why, "the policy found no feasible %s in %d decoded plan%s%s",
-                 reason == MODEL_ERR_PLACEMENT ? "placement" : "plan", used, used == 1 ? "" : "s",
+        char counts[80] = "", w[32] = "", g[32] = ""; /* fixed counts the plans had to hold */
+        if (opts->workers > 0) snprintf(w, sizeof w, "%d workers", opts->workers);
+        if (opts->ps > 0) snprintf(g, sizeof g, "%d ps tasks", opts->ps);
+        if (w[0] || g[0])
+            snprintf(counts, sizeof counts, " holding %s%s%s", w, w[0] && g[0] ? " and " : "", g);
+        snprintf(pl->why, sizeof pl->why, "the policy found no feasible %s%s in %d decoded plan%s%s",
+                 reason == MODEL_ERR_PLACEMENT ? "placement" : "plan", counts, used,
+                 used == 1 ? "" : "s",
                  no_anchor == 2   ? ", and the exact solver proved that none exists"
                  : no_anchor == 1 ? ", and no solver found a plan to anchor on within the budget"
                                   : "");
