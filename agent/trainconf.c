@@ -65,7 +65,7 @@ typedef struct {
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
         ckpt_every, polish, freeze_plan, reuse;
     double seconds, lr, lr_final, weight_decay, grad_clip, entropy, entropy_final,
-        baseline_decay, risk, penalty, clip, imitation;
+        baseline_decay, risk, penalty, clip, imitation, node_imitation;
 } tc_in;
 
 enum {
@@ -73,7 +73,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, N_K
 };
 
 /* The table (rows built by env/config.h's CFG_ROW_*; defaults are not
@@ -128,6 +128,8 @@ static const cfg_field FIELDS[N_K] = {
     [K_FREEZE] = CFG_ROW_BOOL("freeze_plan", 0, 0, tc_in, freeze_plan),
     [K_REWARD] = CFG_ROW_ENUM("reward", "log|ratio|rank", 0, 0, tc_in, reward),
     [K_REUSE] = CFG_ROW_INT("reuse", 0, 0, CFG_B_GE, 1, CFG_B_LE, 1000, tc_in, reuse),
+    [K_NODE_IMITATION] = CFG_ROW_NUM("node_imitation", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6,
+                                     tc_in, node_imitation),
 };
 
 /* resolve writes dir/name into out unless name is absolute; returns 0, or
@@ -210,6 +212,7 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     TAKE(K_IMITATION, imitation, imitation);
     TAKE(K_FREEZE, freeze_plan, freeze_plan);
     TAKE(K_REUSE, reuse, reuse);
+    TAKE(K_NODE_IMITATION, node_imitation, node_imitation);
 #undef TAKE
     /* the placement enum lists none, policy, then the placers in order:
      * PLACER_PLACE_NONE (-2), PLACER_PLACE_POLICY (-1), placer_method 0.. */
@@ -257,6 +260,11 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     if (tc->freeze_plan && tc->placement != PLACER_PLACE_POLICY) {
         cfg_doc_fail(d, vals[K_FREEZE], "freeze_plan", err, errlen,
                      "only the node head would learn: needs placement: policy");
+        goto fail;
+    }
+    if (tc->node_imitation > 0 && tc->placement != PLACER_PLACE_POLICY) {
+        cfg_doc_fail(d, vals[K_NODE_IMITATION], "node_imitation", err, errlen,
+                     "demonstrates the node head: needs placement: policy");
         goto fail;
     }
     if (mode == AGENT_MODE_SEARCH && tc->instances != 1) {
