@@ -13,7 +13,7 @@
 
 struct rc_entry {
     uint64_t hash;
-    int kind;
+    uint64_t kind;
     size_t len;
     char *key;      /* [len] copy of the body, NULL for a private entry */
     void *value;
@@ -90,7 +90,7 @@ void rc_free(rc_cache *c) {
     free(c);
 }
 
-static int find_locked(rc_cache *c, int kind, const char *body, size_t len, uint64_t h) {
+static int find_locked(rc_cache *c, uint64_t kind, const char *body, size_t len, uint64_t h) {
     for (int i = 0; i < c->capacity; i++) {
         rc_entry *e = c->slot[i];
         if (e && e->hash == h && e->kind == kind && e->len == len &&
@@ -100,7 +100,7 @@ static int find_locked(rc_cache *c, int kind, const char *body, size_t len, uint
     return -1;
 }
 
-void *rc_get(rc_cache *c, int kind, const char *body, size_t len, rc_entry **ref) {
+void *rc_get(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref) {
     uint64_t h = rc_hash(body, len);
     pthread_mutex_lock(&c->mu);
     int i = find_locked(c, kind, body, len, h);
@@ -133,7 +133,7 @@ static rc_entry *evict_locked(rc_cache *c) {
     return unref_locked(e);
 }
 
-void *rc_put(rc_cache *c, int kind, const char *body, size_t len, void *value,
+void *rc_put(rc_cache *c, uint64_t kind, const char *body, size_t len, void *value,
              void (*value_free)(void *), rc_entry **ref) {
     *ref = NULL;
     rc_entry *e = calloc(1, sizeof *e);
@@ -203,6 +203,27 @@ void rc_release(rc_cache *c, rc_entry *ref) {
     rc_entry *dead = unref_locked(ref);
     pthread_mutex_unlock(&c->mu);
     if (dead) entry_free(dead);
+}
+
+void rc_clear(rc_cache *c) {
+    rc_entry *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->capacity; i++) {
+        rc_entry *e = c->slot[i];
+        if (!e) continue;
+        c->slot[i] = NULL;
+        c->bytes -= e->len;
+        if (unref_locked(e)) {
+            e->next = dead;
+            dead = e;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    while (dead) {
+        rc_entry *next = dead->next;
+        entry_free(dead);
+        dead = next;
+    }
 }
 
 void rc_stats(rc_cache *c, uint64_t *hits, uint64_t *misses, int *entries) {

@@ -36,9 +36,11 @@ typedef struct rc_entry rc_entry;
 rc_cache *rc_create(int capacity, size_t max_bytes);
 void rc_free(rc_cache *c);
 
-/* rc_get returns the value parsed from (kind, body[len]) and a reference
- * in *ref that the caller gives back with rc_release; NULL on a miss. */
-void *rc_get(rc_cache *c, int kind, const char *body, size_t len, rc_entry **ref);
+/* kind is any number that sets keys apart beside their bytes (a body
+ * schema, a policy generation). rc_get returns the value parsed from
+ * (kind, body[len]) and a reference in *ref that the caller gives back with
+ * rc_release; NULL on a miss. */
+void *rc_get(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref);
 
 /* rc_put inserts value (ownership passes to the cache; value_free frees it)
  * for (kind, body[len]) and returns the value to use, with a reference in
@@ -46,11 +48,15 @@ void *rc_get(rc_cache *c, int kind, const char *body, size_t len, rc_entry **ref
  * given value is then freed). A key longer than max_bytes is not kept: the
  * value is returned in a private entry freed on release. Returns NULL only
  * when out of memory (the value is freed). */
-void *rc_put(rc_cache *c, int kind, const char *body, size_t len, void *value,
+void *rc_put(rc_cache *c, uint64_t kind, const char *body, size_t len, void *value,
              void (*value_free)(void *), rc_entry **ref);
 
 /* rc_release drops a reference from rc_get/rc_put; accepts NULL. */
 void rc_release(rc_cache *c, rc_entry *ref);
+
+/* rc_clear drops every entry (an entry a request still holds is freed when
+ * it is released); the hit and miss counts stay. */
+void rc_clear(rc_cache *c);
 
 /* rc_stats reports hits, misses and entries held (any may be NULL). */
 void rc_stats(rc_cache *c, uint64_t *hits, uint64_t *misses, int *entries);

@@ -134,7 +134,7 @@ static void test_metrics_page(void **state) {
                                  "20.001800000\n"));
     assert_null(strstr(page, "path=\"/v1/cost\""));
     free(page);
-    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7, 11, 13, 17, 19};
+    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7, 11, 13, 17, 19, 23};
     page = metrics_render(m, &x, &len);
     assert_non_null(strstr(page, "strata_policy_loaded 1\n"));
     assert_non_null(strstr(page, "strata_policy_step 4200\n"));
@@ -145,6 +145,7 @@ static void test_metrics_page(void **state) {
     assert_non_null(strstr(page, "strata_decode_memo_total{result=\"miss\"} 13\n"));
     assert_non_null(strstr(page, "strata_cluster_cache_total{result=\"hit\"} 17\n"));
     assert_non_null(strstr(page, "strata_cluster_cache_total{result=\"miss\"} 19\n"));
+    assert_non_null(strstr(page, "strata_plan_memo_entries 23\n"));
     free(page);
     metrics_free(m);
 }
