@@ -2,8 +2,9 @@
  *
  * What the socket tests cannot pin down exactly: the parse cache's
  * eviction order and refcounts, the metrics page's text, the jobs
- * registry's replacement semantics, and the policy slot keeping the old
- * policy when a load fails. Each value below is worked out by hand.
+ * registry's replacement semantics, the policy slot keeping the old
+ * policy when a load fails, and the plan memo's problem key. Each value
+ * below is worked out by hand.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +17,10 @@
 
 #include "service/jobs.h"
 #include "service/metrics.h"
+#include "env/config.h"
+#include "service/decide.h"
 #include "service/policy_slot.h"
+#include "service/probkey.h"
 #include "service/reqcache.h"
 #include "service/web.h"
 
@@ -262,11 +266,99 @@ static void test_error_cut_utf8(void **state) {
     web_reply_clear(&rep);
 }
 
+/* A small run; the first %s is the job's name, the second layer b's flops,
+ * the third one more line of the job (or ""). */
+static const char *PK_YAML =
+    "cluster:\n"
+    "  types:\n"
+    "    - {name: gpu, kind: gpu, flops: 1TFLOPS, io_bw: 1GB/s, net_bw: 8Gbit/s, mem: 10GB, price: %s}\n"
+    "  zones: [{name: a}, {name: b}]\n"
+    "  nodes:\n"
+    "    - {name: n0, type: gpu, units: %s, zone: a, bw: 1GB/s}\n"
+    "    - {name: n1, type: gpu, units: 4, zone: b, bw: 1GB/s}\n"
+    "job:\n"
+    "  name: %s\n"
+    "  batch: 10\n"
+    "  samples: 3.6e6\n"
+    "  min_throughput: %s\n"
+    "  layers:\n"
+    "    - {name: %s, flops: 1GFLOP, io: 0, act: 0, params: 1MB, mem: 1MB}\n"
+    "    - {name: b, flops: %s, io: 0, act: 0, params: 0, mem: %s}\n";
+
+/* pk_place's bytes for the run PK_YAML makes of the given fields, with
+ * the default decision options; *len gets their count. */
+static char *pk_of(const char *price, const char *units, const char *name, const char *target,
+                   const char *layer, const char *flops, const char *mem, size_t *len) {
+    char text[2048], err[1024];
+    snprintf(text, sizeof text, PK_YAML, price, units, name, target, layer, flops, mem);
+    cfg_run *run = cfg_load_buffer("pk.yaml", text, strlen(text), err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    decide_opts o;
+    assert_int_equal(decide_opts_parse(NULL, 1, 1000, &o, err, sizeof err), 0);
+    char *k = pk_place(&run->jobs[0], &run->cluster, &o, len);
+    assert_non_null(k);
+    cfg_free(run);
+    return k;
+}
+
+/* The problem key ignores the job's name and how figures are spelled, and
+ * changes with any figure or name the decision reads, and with options. */
+static void test_problem_key(void **state) {
+    (void)state;
+    size_t n0, n;
+    char *k0 = pk_of("3.6", "4", "one", "100", "a", "1GFLOP", "1MB", &n0);
+    /* another name, flops and memory in other units: the same bytes */
+    char *k = pk_of("3.6", "4", "another-name", "100", "a", "1000MFLOP", "1000kB", &n);
+    assert_int_equal(n, n0);
+    assert_memory_equal(k, k0, n0);
+    free(k);
+    /* one figure or name changed at a time: other bytes */
+    const char *v[][7] = {
+        {"3.7", "4", "one", "100", "a", "1GFLOP", "1MB"},     /* a type's price */
+        {"3.6", "3", "one", "100", "a", "1GFLOP", "1MB"},     /* a node's units */
+        {"3.6", "4", "one", "101", "a", "1GFLOP", "1MB"},     /* the target */
+        {"3.6", "4", "one", "100", "a2", "1GFLOP", "1MB"},    /* a layer's name */
+        {"3.6", "4", "one", "100", "a", "1.000001GFLOP", "1MB"}, /* a layer's flops */
+        {"3.6", "4", "one", "100", "a", "1GFLOP", "2MB"},     /* a layer's memory */
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        k = pk_of(v[i][0], v[i][1], v[i][2], v[i][3], v[i][4], v[i][5], v[i][6], &n);
+        assert_false(n == n0 && memcmp(k, k0, n) == 0);
+        free(k);
+    }
+    /* the options are part of the problem */
+    char err[256];
+    cfg_run *run = NULL;
+    char text[2048];
+    snprintf(text, sizeof text, PK_YAML, "3.6", "4", "one", "100", "a", "1GFLOP", "1MB");
+    run = cfg_load_buffer("pk.yaml", text, strlen(text), err, sizeof err);
+    assert_non_null(run);
+    json_t *opts = json_pack("{s:s, s:i, s:i}", "decode", "sample", "samples", 4, "seed", 7);
+    decide_opts o;
+    assert_int_equal(decide_opts_parse(opts, 1, 1000, &o, err, sizeof err), 0);
+    k = pk_place(&run->jobs[0], &run->cluster, &o, &n);
+    assert_false(n == n0 && memcmp(k, k0, n) == 0);
+    free(k);
+    json_object_set_new(opts, "seed", json_integer(8));
+    decide_opts o8;
+    assert_int_equal(decide_opts_parse(opts, 1, 1000, &o8, err, sizeof err), 0);
+    size_t n8;
+    char *k8 = pk_place(&run->jobs[0], &run->cluster, &o8, &n8);
+    k = pk_place(&run->jobs[0], &run->cluster, &o, &n);
+    assert_false(n == n8 && memcmp(k, k8, n) == 0);
+    free(k);
+    free(k8);
+    json_decref(opts);
+    cfg_free(run);
+    free(k0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_cut_utf8),
         cmocka_unit_test(test_cache_lru),
         cmocka_unit_test(test_cache_bytes),
+        cmocka_unit_test(test_problem_key),
         cmocka_unit_test(test_metrics_page),
         cmocka_unit_test(test_json_member),
         cmocka_unit_test(test_jobs),
