@@ -21,8 +21,9 @@
 #include "service/probkey.h"
 #include "solvers/placers.h"
 
-/* Cache kinds: one per body schema. */
-enum { KIND_PLACE = 1, KIND_COST = 2, KIND_SOLVE = 3 };
+/* Cache kinds: one per body schema; KIND_PLACE_NAMELESS + (offset << 8)
+ * keys a /v1/place body by its bytes without its job's name (place_cached). */
+enum { KIND_PLACE = 1, KIND_COST = 2, KIND_SOLVE = 3, KIND_PLACE_NAMELESS = 4 };
 
 /* ---- rendering ------------------------------------------------------------------------ */
 
@@ -314,6 +315,88 @@ static void *cached_body(const api_env *env, const web_request *req, web_reply *
 
 /* ---- POST /v1/place ------------------------------------------------------------------ */
 
+/* plain_job_name finds the job's name in a /v1/place body without parsing
+ * it: returns 1 with the name's string (quotes included) at body + *off,
+ * *len bytes, when the body reads as an object with one "job" object whose
+ * one "name" is a plain name: 1 to MODEL_NAME_MAX - 1 letters, digits, '.',
+ * '_' or '-', written without escapes. Any such name is one the loader
+ * takes as it is written; else 0. */
+static int plain_job_name(const char *body, size_t n, size_t *off, size_t *len) {
+    size_t joff = 0, jlen = 0, noff = 0, nlen = 0;
+    if (!web_json_member(body, n, "job", &joff, &jlen) ||
+        !web_json_string_member(body + joff, jlen, "name", &noff, &nlen) || nlen < 3 ||
+        nlen - 2 >= MODEL_NAME_MAX)
+        return 0;
+    const char *s = body + joff + noff;
+    for (size_t i = 1; i + 1 < nlen; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    *off = joff + noff;
+    *len = nlen;
+    return 1;
+}
+
+/* place_cached finds the parsed /v1/place body in the cache or parses and
+ * caches it, as cached_body does, and writes the job's name as a JSON
+ * string into name[MODEL_NAME_MAX + 2] ("" when the body's own parse
+ * holds it: use b->name_json). A body whose job has a plain name
+ * (plain_job_name) is kept by its bytes with the name cut out, the cut's
+ * offset in its kind: bodies that differ only by the job's name (a job
+ * resubmitted under a new name) share one parse, each answered under its
+ * own name; nothing but the name differs between them, so each reads as
+ * the parse that is kept (the name is read by nothing the decision does:
+ * service/probkey.h). Online bodies are kept by their full bytes (their
+ * job, name included, goes to the state file). Returns the value with
+ * *ref held, or NULL after filling rep. */
+static place_body *place_cached(const api_env *env, const web_request *req, web_reply *rep,
+                                char *name, rc_entry **ref) {
+    size_t off = 0, nlen = 0, slen = 0;
+    char *shape = NULL;
+    uint64_t kind = 0;
+    name[0] = '\0';
+    if (plain_job_name(req->body, req->body_len, &off, &nlen) &&
+        (shape = malloc(req->body_len - nlen + 1))) {
+        slen = req->body_len - nlen;
+        memcpy(shape, req->body, off);
+        memcpy(shape + off, req->body + off + nlen, req->body_len - off - nlen);
+        kind = KIND_PLACE_NAMELESS + ((uint64_t)off << 8);
+        memcpy(name, req->body + off, nlen);
+        name[nlen] = '\0';
+        place_body *b = rc_get(env->cache, kind, shape, slen, ref);
+        if (b) {
+            free(shape);
+            return b;
+        }
+    }
+    place_body *b = rc_get(env->cache, KIND_PLACE, req->body, req->body_len, ref);
+    if (b) {
+        free(shape);
+        name[0] = '\0';
+        return b;
+    }
+    char err[2048];
+    void *v = NULL;
+    int rc = parse_place(env, req, &v, err, sizeof err);
+    if (rc != RJ_OK) {
+        free(shape);
+        web_reply_error(rep, http_status(rc), "%s", err);
+        return NULL;
+    }
+    b = v;
+    if (shape && b->run) {
+        b = rc_put(env->cache, kind, shape, slen, b, place_body_free, ref);
+    } else {
+        name[0] = '\0';
+        b = rc_put(env->cache, KIND_PLACE, req->body, req->body_len, b, place_body_free, ref);
+    }
+    free(shape);
+    if (!b) web_reply_error(rep, 500, "out of memory");
+    return b;
+}
+
 /* A policy decode is memoised when it is a function of the body and the
  * policy alone: greedy, or sampling with no time budget (the seed is in
  * the body). Solvers and placers are cheap and always run. */
@@ -348,12 +431,12 @@ static int reply_answer(web_reply *rep, const web_request *req, const char *text
 /* memo_answer replies from the plan memo when it holds b's problem decoded
  * by policy generation gen (the generation is the memo's kind: an entry
  * put by a request still on the previous policy never answers for the
- * next). Returns 1 when it replied, else 0. */
-static int memo_answer(const api_env *env, const place_body *b, uint64_t gen,
-                       const web_request *req, web_reply *rep) {
+ * next); the answer names the job name_json. Returns 1 when it replied, else 0. */
+static int memo_answer(const api_env *env, const place_body *b, const char *name_json,
+                       uint64_t gen, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
     const plan_memo *m = rc_get(env->plans, gen, b->key, b->key_len, &ref);
-    int done = m && reply_answer(rep, req, m->text, m->len, b->name_json, 1, m->feasible) == 0;
+    int done = m && reply_answer(rep, req, m->text, m->len, name_json, 1, m->feasible) == 0;
     rc_release(env->plans, ref);
     return done;
 }
@@ -575,8 +658,10 @@ done:
 
 void api_place(const api_env *env, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
-    place_body *b = cached_body(env, req, rep, KIND_PLACE, parse_place, place_body_free, &ref);
+    char name[MODEL_NAME_MAX + 2];
+    place_body *b = place_cached(env, req, rep, name, &ref);
     if (!b) return;
+    const char *name_json = name[0] ? name : b->name_json;
     const pslot_entry *pol = pslot_acquire(env->policy);
     if (b->opts.from_policy && !pol) {
         web_reply_error(rep, 503, "no policy loaded: start the daemon with --policy, or name "
@@ -599,7 +684,7 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         return;
     }
     int memo = env->plans && memoisable(&b->opts);
-    if (memo && memo_answer(env, b, pol->generation, req, rep)) {
+    if (memo && memo_answer(env, b, name_json, pol->generation, req, rep)) {
         if (env->counters) env->counters->memo_hits++;
         pslot_release(env->policy, pol);
         rc_release(env->cache, ref);
@@ -626,7 +711,7 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         size_t len = text ? strlen(text) : 0;
         json_decref(o);
         if (!text || len < 2 ||
-            reply_answer(rep, req, text, len - 1, b->name_json, 0, feasible)) {
+            reply_answer(rep, req, text, len - 1, name_json, 0, feasible)) {
             web_reply_error(rep, 500, "out of memory");
         } else if (memo && !d.stopped) { /* a cut decode depends on the clock */
             memo_keep(env, b, pol->generation, text, len - 1, feasible);
