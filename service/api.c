@@ -365,7 +365,7 @@ static place_body *place_cached(const api_env *env, const web_request *req, web_
         kind = KIND_PLACE_NAMELESS + ((uint64_t)off << 8);
         memcpy(name, req->body + off, nlen);
         name[nlen] = '\0';
-        place_body *b = rc_get(env->cache, kind, shape, slen, ref);
+        place_body *b = rc_try(env->cache, kind, shape, slen, ref);
         if (b) {
             free(shape);
             return b;

@@ -100,7 +100,9 @@ static int find_locked(rc_cache *c, uint64_t kind, const char *body, size_t len,
     return -1;
 }
 
-void *rc_get(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref) {
+/* The lookup of rc_get and rc_try; count_miss 0 leaves a miss uncounted. */
+static void *lookup(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref,
+                    int count_miss) {
     uint64_t h = rc_hash(body, len);
     pthread_mutex_lock(&c->mu);
     int i = find_locked(c, kind, body, len, h);
@@ -113,11 +115,19 @@ void *rc_get(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry 
         c->hits++;
         *ref = e;
         v = e->value;
-    } else {
+    } else if (count_miss) {
         c->misses++;
     }
     pthread_mutex_unlock(&c->mu);
     return v;
+}
+
+void *rc_get(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref) {
+    return lookup(c, kind, body, len, ref, 1);
+}
+
+void *rc_try(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref) {
+    return lookup(c, kind, body, len, ref, 0);
 }
 
 /* Evicts the least recently used entry; returns it when it must be freed

@@ -42,6 +42,10 @@ void rc_free(rc_cache *c);
  * rc_release; NULL on a miss. */
 void *rc_get(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref);
 
+/* rc_try is rc_get for a first of two lookups of one request: a hit counts,
+ * a miss does not (the second lookup, by rc_get, counts it). */
+void *rc_try(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref);
+
 /* rc_put inserts value (ownership passes to the cache; value_free frees it)
  * for (kind, body[len]) and returns the value to use, with a reference in
  * *ref: the given one, or an equal entry another thread inserted first (the

@@ -80,6 +80,19 @@ static void test_cache_lru(void **state) {
     assert_int_equal(hits, 3);   /* aaaa twice, eeee once */
     assert_int_equal(misses, 4); /* the three probes and bbbb */
     assert_int_equal(entries, 2);
+    /* rc_try counts a hit, not a miss; rc_clear empties, counts stay */
+    assert_null(rc_try(c, 1, "zzzz", 4, &r));
+    assert_int_equal(*(int *)rc_try(c, 1, "eeee", 4, &r), 5);
+    rc_release(c, r);
+    rc_stats(c, &hits, &misses, &entries);
+    assert_int_equal(hits, 4);
+    assert_int_equal(misses, 4);
+    rc_clear(c);
+    rc_stats(c, &hits, &misses, &entries);
+    assert_int_equal(entries, 0);
+    assert_int_equal(hits, 4);
+    assert_null(rc_get(c, 1, "eeee", 4, &r));
+    assert_int_equal(freed[4] + freed[5], 2);
     rc_free(c);
     assert_int_equal(freed[4] + freed[5], 2);
 }
