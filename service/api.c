@@ -441,19 +441,17 @@ static int memo_answer(const api_env *env, const place_body *b, const char *name
     return done;
 }
 
-/* memo_keep puts text[len] in the plan memo for b's problem and generation
- * gen (a copy; on allocation failure the memo is simply not kept). */
-static void memo_keep(const api_env *env, const place_body *b, uint64_t gen, const char *text,
+/* memo_keep puts text[len] (malloc'd; the memo takes it, the caller no
+ * longer owns it) in the plan memo for b's problem and generation gen; on
+ * allocation failure the memo is simply not kept. */
+static void memo_keep(const api_env *env, const place_body *b, uint64_t gen, char *text,
                       size_t len, int feasible) {
     plan_memo *m = calloc(1, sizeof *m);
-    char *copy = malloc(len ? len : 1);
-    if (!m || !copy) {
-        free(m);
-        free(copy);
+    if (!m) {
+        free(text);
         return;
     }
-    memcpy(copy, text, len);
-    m->text = copy;
+    m->text = text;
     m->len = len;
     m->feasible = feasible;
     rc_entry *ref = NULL;
@@ -715,6 +713,7 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
             web_reply_error(rep, 500, "out of memory");
         } else if (memo && !d.stopped) { /* a cut decode depends on the clock */
             memo_keep(env, b, pol->generation, text, len - 1, feasible);
+            text = NULL; /* the memo's now */
         }
         free(text);
     }
