@@ -455,7 +455,7 @@ static void memo_keep(const api_env *env, const place_body *b, uint64_t gen, cha
     m->len = len;
     m->feasible = feasible;
     rc_entry *ref = NULL;
-    if (rc_put(env->plans, gen, b->key, b->key_len, m, plan_memo_free, &ref))
+    if (rc_put_sized(env->plans, gen, b->key, b->key_len, m, len, plan_memo_free, &ref))
         rc_release(env->plans, ref);
 }
 

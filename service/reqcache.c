@@ -15,6 +15,7 @@ struct rc_entry {
     uint64_t hash;
     uint64_t kind;
     size_t len;
+    size_t size;    /* len plus the value's bytes, as counted in max_bytes */
     char *key;      /* [len] copy of the body, NULL for a private entry */
     void *value;
     void (*value_free)(void *);
@@ -27,7 +28,7 @@ struct rc_cache {
     pthread_mutex_t mu;
     int capacity;
     size_t max_bytes;
-    size_t bytes;     /* sum of len over held entries */
+    size_t bytes;     /* sum of size over held entries */
     rc_entry **slot;  /* [capacity], NULL when free */
     uint64_t tick;
     uint64_t hits, misses;
@@ -139,15 +140,21 @@ static rc_entry *evict_locked(rc_cache *c) {
     if (victim < 0) return NULL;
     rc_entry *e = c->slot[victim];
     c->slot[victim] = NULL;
-    c->bytes -= e->len;
+    c->bytes -= e->size;
     return unref_locked(e);
 }
 
 void *rc_put(rc_cache *c, uint64_t kind, const char *body, size_t len, void *value,
              void (*value_free)(void *), rc_entry **ref) {
+    return rc_put_sized(c, kind, body, len, value, 0, value_free, ref);
+}
+
+void *rc_put_sized(rc_cache *c, uint64_t kind, const char *body, size_t len, void *value,
+                   size_t value_bytes, void (*value_free)(void *), rc_entry **ref) {
     *ref = NULL;
     rc_entry *e = calloc(1, sizeof *e);
-    int keep = len <= c->max_bytes;
+    size_t size = len + value_bytes;
+    int keep = size >= len && size <= c->max_bytes;
     char *key = keep ? malloc(len ? len : 1) : NULL;
     if (!e || (keep && !key)) {
         free(e);
@@ -159,6 +166,7 @@ void *rc_put(rc_cache *c, uint64_t kind, const char *body, size_t len, void *val
     e->hash = rc_hash(body, len);
     e->kind = kind;
     e->len = len;
+    e->size = size;
     e->key = key;
     e->value = value;
     e->value_free = value_free;
@@ -179,14 +187,14 @@ void *rc_put(rc_cache *c, uint64_t kind, const char *body, size_t len, void *val
         *ref = old;
         return old->value;
     }
-    /* Make room: a free slot, and keys within max_bytes (len <= max_bytes,
-     * so emptying the cache always suffices). */
+    /* Make room: a free slot, and sizes within max_bytes (size <=
+     * max_bytes, so emptying the cache always suffices). */
     int free_slot;
     for (;;) {
         free_slot = -1;
         for (int k = 0; k < c->capacity && free_slot < 0; k++)
             if (!c->slot[k]) free_slot = k;
-        if (free_slot >= 0 && c->bytes + len <= c->max_bytes) break;
+        if (free_slot >= 0 && c->bytes + size <= c->max_bytes) break;
         rc_entry *d = evict_locked(c);
         if (d) {
             d->next = dead;
@@ -196,7 +204,7 @@ void *rc_put(rc_cache *c, uint64_t kind, const char *body, size_t len, void *val
     e->refs = 2; /* the slot and the caller */
     e->used = ++c->tick;
     c->slot[free_slot] = e;
-    c->bytes += len;
+    c->bytes += size;
     pthread_mutex_unlock(&c->mu);
     while (dead) {
         rc_entry *next = dead->next;
@@ -222,7 +230,7 @@ void rc_clear(rc_cache *c) {
         rc_entry *e = c->slot[i];
         if (!e) continue;
         c->slot[i] = NULL;
-        c->bytes -= e->len;
+        c->bytes -= e->size;
         if (unref_locked(e)) {
             e->next = dead;
             dead = e;

@@ -12,7 +12,8 @@
  *
  * Keys are compared byte for byte (the 64-bit hash only picks candidates),
  * so two bodies share an entry only when they are identical. The cache
- * holds at most `capacity` entries and `max_bytes` of keys; the least
+ * holds at most `capacity` entries and `max_bytes` of keys (and of the
+ * values' own bytes, for values put with rc_put_sized); the least
  * recently used entry goes first. Values are immutable once inserted (but for
  * what a value guards with a lock of its own, like /v1/place's memo) and
  * refcounted: an entry evicted while a request still uses it is freed when
@@ -54,6 +55,12 @@ void *rc_try(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry 
  * when out of memory (the value is freed). */
 void *rc_put(rc_cache *c, uint64_t kind, const char *body, size_t len, void *value,
              void (*value_free)(void *), rc_entry **ref);
+
+/* rc_put_sized is rc_put for a value that holds value_bytes of its own:
+ * they count with the key's against max_bytes (an entry whose key and value
+ * pass max_bytes is private, as a long key is). */
+void *rc_put_sized(rc_cache *c, uint64_t kind, const char *body, size_t len, void *value,
+                   size_t value_bytes, void (*value_free)(void *), rc_entry **ref);
 
 /* rc_release drops a reference from rc_get/rc_put; accepts NULL. */
 void rc_release(rc_cache *c, rc_entry *ref);

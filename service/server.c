@@ -942,7 +942,9 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     s->env.jobs = jobs_create(c->max_jobs, c->jobs_max_bytes);
     s->env.cache = rc_create(c->cache_entries, c->cache_bytes);
     s->env.clusters = rc_create(SERVER_CLUSTERS_KEPT, c->cache_bytes);
-    s->env.plans = c->plan_memo_entries > 0 ? rc_create(c->plan_memo_entries, c->cache_bytes) : NULL;
+    /* the memo's keys and answers together within cache_bytes */
+    s->env.plans =
+        c->plan_memo_entries > 0 ? rc_create(c->plan_memo_entries, c->cache_bytes) : NULL;
     s->env.limits = c->limits;
     s->env.max_budget_ms = c->max_budget_ms;
     s->env.request_cpu_ms = c->request_cpu_ms;

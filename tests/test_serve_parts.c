@@ -99,6 +99,30 @@ static void test_cache_lru(void **state) {
 
 static void test_cache_bytes(void **state) {
     (void)state;
+    {
+        /* rc_put_sized counts the value's bytes too: 2 + 5 and 2 + 5 do
+         * not fit in 10, the first goes; 2 + 9 is kept by nobody. */
+        memset(freed, 0, sizeof freed);
+        rc_cache *c = rc_create(8, 10);
+        rc_entry *r;
+        rc_put_sized(c, 1, "ab", 2, val(1), 5, count_free, &r);
+        rc_release(c, r);
+        rc_put_sized(c, 1, "cd", 2, val(2), 5, count_free, &r);
+        rc_release(c, r);
+        assert_int_equal(freed[1], 1);
+        assert_null(rc_get(c, 1, "ab", 2, &r));
+        assert_int_equal(*(int *)rc_get(c, 1, "cd", 2, &r), 2);
+        rc_release(c, r);
+        assert_int_equal(*(int *)rc_put_sized(c, 1, "ef", 2, val(3), 9, count_free, &r), 3);
+        rc_release(c, r);
+        assert_int_equal(freed[3], 1); /* private: freed on release */
+        assert_null(rc_get(c, 1, "ef", 2, &r));
+        int entries;
+        rc_stats(c, NULL, NULL, &entries);
+        assert_int_equal(entries, 1);
+        rc_free(c);
+        assert_int_equal(freed[2], 1);
+    }
     memset(freed, 0, sizeof freed);
     /* 10 bytes of keys at most: 6 + 6 does not fit, the first goes. */
     rc_cache *c = rc_create(8, 10);
