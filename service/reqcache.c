@@ -1,8 +1,10 @@
 /* reqcache.c -- an LRU of parsed request bodies keyed by their bytes.
  *
- * A small array of slots scanned linearly: with tens of entries a scan of
- * their hashes is cheaper than any table, and eviction is a scan for the
- * oldest use. Each entry carries a refcount; the slot that holds it counts
+ * A small array of slots scanned linearly: with tens (or a thousand) of
+ * entries a scan of their hashes is cheaper than any table, and eviction
+ * is a scan for the oldest use. Hashes and last uses are kept in arrays
+ * beside the slots, so that a scan reads contiguous memory rather than
+ * every entry. Each entry carries a refcount; the slot that holds it counts
  * as one reference.
  */
 #include "service/reqcache.h"
@@ -20,7 +22,6 @@ struct rc_entry {
     void *value;
     void (*value_free)(void *);
     int refs;       /* holders, the slot included; guarded by the cache mutex */
-    uint64_t used;  /* tick of the last use */
     rc_entry *next; /* in a list of evicted entries, while being freed */
 };
 
@@ -30,6 +31,8 @@ struct rc_cache {
     size_t max_bytes;
     size_t bytes;     /* sum of size over held entries */
     rc_entry **slot;  /* [capacity], NULL when free */
+    uint64_t *shash;  /* [capacity] the hash of slot i's entry (any value when free) */
+    uint64_t *sused;  /* [capacity] tick of slot i's last use */
     uint64_t tick;
     uint64_t hits, misses;
 };
@@ -60,7 +63,12 @@ rc_cache *rc_create(int capacity, size_t max_bytes) {
     rc_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->slot = calloc((size_t)capacity, sizeof *c->slot);
-    if (!c->slot) {
+    c->shash = calloc((size_t)capacity, sizeof *c->shash);
+    c->sused = calloc((size_t)capacity, sizeof *c->sused);
+    if (!c->slot || !c->shash || !c->sused) {
+        free(c->slot);
+        free(c->shash);
+        free(c->sused);
         free(c);
         return NULL;
     }
@@ -88,11 +96,14 @@ void rc_free(rc_cache *c) {
         if (c->slot[i] && unref_locked(c->slot[i])) entry_free(c->slot[i]);
     pthread_mutex_destroy(&c->mu);
     free(c->slot);
+    free(c->shash);
+    free(c->sused);
     free(c);
 }
 
 static int find_locked(rc_cache *c, uint64_t kind, const char *body, size_t len, uint64_t h) {
     for (int i = 0; i < c->capacity; i++) {
+        if (c->shash[i] != h) continue;
         rc_entry *e = c->slot[i];
         if (e && e->hash == h && e->kind == kind && e->len == len &&
             memcmp(e->key, body, len) == 0)
@@ -112,7 +123,7 @@ static void *lookup(rc_cache *c, uint64_t kind, const char *body, size_t len, rc
     if (i >= 0) {
         rc_entry *e = c->slot[i];
         e->refs++;
-        e->used = ++c->tick;
+        c->sused[i] = ++c->tick;
         c->hits++;
         *ref = e;
         v = e->value;
@@ -136,7 +147,7 @@ void *rc_try(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry 
 static rc_entry *evict_locked(rc_cache *c) {
     int victim = -1;
     for (int i = 0; i < c->capacity; i++)
-        if (c->slot[i] && (victim < 0 || c->slot[i]->used < c->slot[victim]->used)) victim = i;
+        if (c->slot[i] && (victim < 0 || c->sused[i] < c->sused[victim])) victim = i;
     if (victim < 0) return NULL;
     rc_entry *e = c->slot[victim];
     c->slot[victim] = NULL;
@@ -181,7 +192,7 @@ void *rc_put_sized(rc_cache *c, uint64_t kind, const char *body, size_t len, voi
     if (i >= 0) { /* another thread parsed the same body first: use its entry */
         rc_entry *old = c->slot[i];
         old->refs++;
-        old->used = ++c->tick;
+        c->sused[i] = ++c->tick;
         pthread_mutex_unlock(&c->mu);
         entry_free(e);
         *ref = old;
@@ -202,7 +213,8 @@ void *rc_put_sized(rc_cache *c, uint64_t kind, const char *body, size_t len, voi
         }
     }
     e->refs = 2; /* the slot and the caller */
-    e->used = ++c->tick;
+    c->sused[free_slot] = ++c->tick;
+    c->shash[free_slot] = e->hash;
     c->slot[free_slot] = e;
     c->bytes += size;
     pthread_mutex_unlock(&c->mu);
