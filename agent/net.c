@@ -22,11 +22,11 @@
 #include "nets/vmath.h"
 
 void agent_net_dims_default(agent_net_dims *d) {
-    d->embed = 64;
-    d->hidden = 64;
-    d->decoder = 128;
-    d->scorer = 64;
-    d->clip = 10.0f;
+    d->embed = AGENT_NET_EMBED;
+    d->hidden = AGENT_NET_HIDDEN;
+    d->decoder = AGENT_NET_DECODER;
+    d->scorer = AGENT_NET_SCORER;
+    d->clip = (float)AGENT_NET_CLIP;
 }
 
 static int din_width(const agent_net_dims *d) { return 2 * d->hidden + AGENT_FG + AGENT_FT; }

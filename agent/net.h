@@ -79,7 +79,15 @@ enum {
     AN_N_TENSORS
 };
 
-/* agent_net_dims_default: E 64, H 64, Hd 128, D 64, clip 10. */
+/* The default dims (also the train config's defaults, agent/trainconf.c). */
+#define AGENT_NET_EMBED 64
+#define AGENT_NET_HIDDEN 64
+#define AGENT_NET_DECODER 128
+#define AGENT_NET_SCORER 64
+#define AGENT_NET_CLIP 10.0
+
+/* agent_net_dims_default: the AGENT_NET_* dims above (E 64, H 64, Hd 128,
+ * D 64, clip 10). */
 void agent_net_dims_default(agent_net_dims *d);
 
 /* agent_net_table writes the AN_N_TENSORS specs for dims d into t. */

@@ -140,6 +140,14 @@ int agent_policy_max_tasks(const model_job *job, const model_cluster *cl) {
     return total > 1e9 ? 1000000000 : (int)total;
 }
 
+int agent_policy_task_cap(const model_job *job, const model_cluster *cl,
+                          const agent_decode_opts *opts) {
+    /* fixed workers never pass the units (model_plan_set_counts refuses
+     * more); a fixed ps count may pass the plan's own bound */
+    long cap = (long)agent_policy_max_tasks(job, cl) + (opts->ps > 0 ? opts->ps : 0);
+    return cap > 1000000000L ? 1000000000 : (int)cap;
+}
+
 /* anchored_decode is the policy's way out of a dead end: a feasible plan
  * from the exact solver (budget_ms, or ANCHOR_BUDGET_MS when <= 0; when it
  * is refused or stopped without a plan, the genetic search) anchors
@@ -224,7 +232,12 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         snprintf(err, errlen, "decode: out of memory");
         return -1;
     }
-    agent_instance in = {job, cl, 1.0};
+    if (opts->workers < 0 || opts->ps < 0) {
+        snprintf(err, errlen, "decode: workers and ps must be >= 0 (0: the plan's own), got %d "
+                 "and %d", opts->workers, opts->ps);
+        return -1;
+    }
+    agent_instance in = {job, cl, 1.0, opts->workers, opts->ps};
     double t0 = clock_now_s(), best = INFINITY;
     res->stopped = res->cancelled = 0;
     res->anchored = res->anchor_method = 0;
@@ -325,14 +338,22 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         pl->bad_stage = pl->bad_type = -1;
         pl->throughput = pl->time = pl->cost = pl->unit_price = 0;
         pl->placed = 0;
-        snprintf(pl->why, sizeof pl->why, "the policy found no feasible %s in %d decoded plan%s%s",
-                 reason == MODEL_ERR_PLACEMENT ? "placement" : "plan", used, used == 1 ? "" : "s",
+        char counts[80] = "", w[32] = "", g[32] = ""; /* fixed counts the plans had to hold */
+        if (opts->workers > 0) snprintf(w, sizeof w, "%d workers", opts->workers);
+        if (opts->ps > 0) snprintf(g, sizeof g, "%d ps tasks", opts->ps);
+        if (w[0] || g[0])
+            snprintf(counts, sizeof counts, " holding %s%s%s", w, w[0] && g[0] ? " and " : "", g);
+        snprintf(pl->why, sizeof pl->why, "the policy found no feasible %s%s in %d decoded plan%s%s",
+                 reason == MODEL_ERR_PLACEMENT ? "placement" : "plan", counts, used,
+                 used == 1 ? "" : "s",
                  no_anchor == 2   ? ", and the exact solver proved that none exists"
                  : no_anchor == 1 ? ", and no solver found a plan to anchor on within the budget"
                                   : "");
         return reason;
     }
     int st = model_eval(job, cl, res->assign, res->plan);
+    if (st == 0 && (opts->workers > 0 || opts->ps > 0))
+        st = model_plan_set_counts(job, cl, res->plan, opts->workers, opts->ps);
     if (st == 0 && placement != PLACER_PLACE_NONE)
         st = place_eval(job, cl, res->plan, res->task_node, res->plan);
     return st;
@@ -355,7 +376,7 @@ size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
     size_t stages = K * T * T;
     bytes += (stages <= ((size_t)1 << 18) ? stages : 0) * 17;
     /* one environment per episode: its plan and its task table */
-    size_t tasks = (size_t)agent_policy_max_tasks(job, cl);
+    size_t tasks = (size_t)agent_policy_task_cap(job, cl, opts);
     bytes += B * (T * 64 + tasks * 16 + Kn * 64);
     if (opts->placement == PLACER_PLACE_POLICY) {
         /* the node phase: a row block of n_nodes candidates per step and
@@ -366,6 +387,10 @@ size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
          * vs peak RSS, 64-episode batches: 128 layers x 256 nodes 227 vs
          * 209 MiB; 256 x 1024 1676 vs 1244 MiB). */
         size_t steps = T + 16 < tasks ? T + 16 : tasks;
+        /* fixed counts: exactly their tasks */
+        size_t fixed = (size_t)(opts->workers > 0 ? opts->workers : 0) +
+                       (size_t)(opts->ps > 0 ? opts->ps : 0);
+        if (fixed > steps) steps = fixed < tasks ? fixed : tasks;
         size_t rows = steps * B;
         bytes += rows * (AGENT_FG * f + AGENT_FN * Kn * f + Kn + 3 * sizeof(int)) * 3 / 2;
     }

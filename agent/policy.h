@@ -47,13 +47,21 @@ typedef struct {
                           samples: nonzero stops sampling at once (the
                           caller has given up, e.g. its client left) */
     void *cancel_ud;
+    int workers, ps;   /* > 0: the job runs exactly this many worker (ps)
+                          tasks, fixed beforehand (a TFJob's replica counts):
+                          each decoded plan gets them (model_plan_set_counts:
+                          extra tasks to the stages with the fewest; fewer
+                          than the plan needs, or more units than are free,
+                          make that plan infeasible and the decode goes on to
+                          the next), and the node head (or placer) places
+                          those tasks. 0: the plan's own counts */
 } agent_decode_opts;
 
 typedef struct {
     int *assign;      /* [n_layers] type per layer, caller-allocated */
     int *task_node;   /* [tasks] node per task, or NULL when not placing;
                          caller-allocated with room for the plan's tasks
-                         (agent_policy_max_tasks) */
+                         (agent_policy_task_cap) */
     model_plan *plan; /* caller-created (model_plan_create(n_layers));
                          scored, and refined by place_eval when placed */
     int samples_used; /* plans decoded: at most `samples` when sampling (more
@@ -86,6 +94,13 @@ int agent_policy_decode(const agent_policy *p, const model_job *job,
 /* agent_policy_max_tasks bounds the tasks any plan of job can have on cl
  * (sum over types of their count plus the ps tasks), for sizing task_node. */
 int agent_policy_max_tasks(const model_job *job, const model_cluster *cl);
+
+/* agent_policy_task_cap bounds the tasks a decode with opts can place (the
+ * room res->task_node needs): agent_policy_max_tasks, plus opts->ps when a
+ * ps count is fixed (it may pass the plan's own bound; fixed workers never
+ * pass the units). */
+int agent_policy_task_cap(const model_job *job, const model_cluster *cl,
+                          const agent_decode_opts *opts);
 
 /* agent_policy_decode_bytes estimates the bytes agent_policy_decode takes
  * for job on cl with opts, before anything is allocated: the rollout

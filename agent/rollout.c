@@ -650,6 +650,8 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         if (!first[g]) first[g] = b + 1;
         const agent_instance *in = &inst[g];
         go.ref_cost = in->ref_cost;
+        go.workers = in->workers;
+        go.ps = in->ps;
         r->inst_of[b] = g;
         r->env[b] = gym_create(in->job, in->cl, &go, err, errlen);
         if (!r->env[b]) {

@@ -76,6 +76,8 @@ typedef struct {
     const model_job *job;
     const model_cluster *cl;
     double ref_cost; /* > 0, dollars: the reference plan's cost */
+    int workers, ps; /* > 0: the plan's worker (ps) count is fixed beforehand
+                        (gym_opts.workers, .ps); 0: the plan's own */
 } agent_instance;
 
 typedef struct {

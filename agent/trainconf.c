@@ -17,47 +17,13 @@
 #define PLACEMENTS "none|policy|spread|pack|aggregate|zone|best"
 #define REFERENCES "exact|homogeneous|rule|greedy"
 
-void agent_trainconf_default(agent_trainconf *tc, int mode) {
-    char *text = tc->text;
-    memset(tc, 0, sizeof *tc);
-    tc->text = text;
-    tc->mode = mode;
-    tc->valid = 32;
-    tc->seed = 1;
-    tc->steps = mode == AGENT_MODE_SEARCH ? 100000 : 20000;
-    tc->seconds = mode == AGENT_MODE_SEARCH ? 60 : 0;
-    tc->instances = mode == AGENT_MODE_SEARCH ? 1 : 32;
-    tc->samples = mode == AGENT_MODE_SEARCH ? 128 : 8;
-    tc->lr = 1e-3;
-    tc->lr_final = mode == AGENT_MODE_SEARCH ? 1e-3 : 1e-4;
-    tc->weight_decay = 0;
-    tc->grad_clip = 1.0;
-    tc->entropy = mode == AGENT_MODE_SEARCH ? 0.02 : 0.01;
-    tc->entropy_final = mode == AGENT_MODE_SEARCH ? 0.02 : 0.001;
-    tc->baseline = AGENT_BASE_SHARED;
-    tc->baseline_decay = 0.9;
-    tc->adv_norm = 0;
-    tc->risk = mode == AGENT_MODE_SEARCH ? 0.1 : 0; /* search: risk-seeking (the best plan counts) */
-    tc->reward = AGENT_REWARD_LOG;
-    tc->penalty = 4;
-    tc->reference = SOLVE_HOMOGENEOUS;
-    tc->placement = PLACER_PLACE_NONE;
-    agent_net_dims_default(&tc->net);
-    tc->threads = 0;
-    tc->log_every = 1;
-    tc->eval_every = mode == AGENT_MODE_SEARCH ? 0 : 100;
-    tc->eval_samples = 16;
-    tc->ckpt_every = mode == AGENT_MODE_SEARCH ? 0 : 500;
-    snprintf(tc->out, sizeof tc->out, "%s", mode == AGENT_MODE_SEARCH ? "runs/search" : "runs/general");
-    tc->reuse = 1;
-    tc->polish = mode == AGENT_MODE_SEARCH; /* segment moves around the best samples */
-}
-
-/* The table. Every key but mode is optional: the defaults are the mode's
- * (agent_trainconf_default), so only the keys present are taken from the
- * walk's struct. The walker is env/config.h's cfg_doc, so bounds, units and
- * the figure guard (every non-zero figure within [1e-12, 1e18]) are the
- * run loader's own. */
+/* The table. Every key but mode is optional. A row's default is the key's
+ * default in both modes; a key whose default depends on the mode has
+ * BY_MODE_DEF there and its two defaults in BY_MODE below. The walker is
+ * env/schema.h's cfg_doc, so bounds, units and the figure guard (every
+ * non-zero figure within [1e-12, 1e18]) are the run loader's own. The
+ * loader and agent_trainconf_default both start from these defaults, so
+ * each is written once. */
 typedef struct {
     int mode;
     char problem[CFG_TEXT_MAX], generator[CFG_TEXT_MAX], out[CFG_TEXT_MAX];
@@ -76,59 +42,167 @@ enum {
     K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, N_K
 };
 
-/* The table (rows built by env/config.h's CFG_ROW_*; defaults are not
- * used, see above). */
+#define BY_MODE_DEF 0 /* the row's default is unused: see BY_MODE */
+/* The index of each reference in REFERENCES, and its solve_method. */
+enum { REF_EXACT, REF_HOMOGENEOUS, REF_RULE, REF_GREEDY };
+static const int REF_METHOD[] = {SOLVE_EXACT, SOLVE_HOMOGENEOUS, SOLVE_RULE, SOLVE_GREEDY};
+/* PLACEMENTS lists none, policy, then the placers in order: index i is
+ * placer_placement i - 2 (PLACER_PLACE_NONE -2, PLACER_PLACE_POLICY -1,
+ * placer_method 0..). */
+#define PLACEMENT_NONE 0
+
+/* The table (rows built by env/schema.h's CFG_ROW_*). */
 static const cfg_field FIELDS[N_K] = {
     [K_MODE] = CFG_ROW_ENUM("mode", "search|general", 1, 0, tc_in, mode),
     [K_PROBLEM] = CFG_ROW_TEXT("problem", 0, tc_in, problem),
     [K_GENERATOR] = CFG_ROW_TEXT("generator", 0, tc_in, generator),
     [K_EVAL] = CFG_ROW_NODE("eval", CFG_FT_ANY, 0),
-    [K_VALID] = CFG_ROW_INT("valid", 0, 0, CFG_B_GE, 0, CFG_B_LE, 100000, tc_in, valid),
-    [K_SEED] = CFG_ROW_INT("seed", 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, seed),
-    [K_STEPS] = CFG_ROW_INT("steps", 0, 0, CFG_B_GE, 1, CFG_B_NONE, 0, tc_in, steps),
-    [K_SECONDS] = CFG_ROW_NUM("seconds", UNITS_SECONDS, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in,
-                              seconds),
-    [K_INSTANCES] = CFG_ROW_INT("instances", 0, 0, CFG_B_GE, 1, CFG_B_LE, 65536, tc_in, instances),
-    [K_SAMPLES] = CFG_ROW_INT("samples", 0, 0, CFG_B_GE, 1, CFG_B_LE, 65536, tc_in, samples),
-    [K_LR] = CFG_ROW_NUM("lr", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1, tc_in, lr),
-    [K_LR_FINAL] = CFG_ROW_NUM("lr_final", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1, tc_in,
-                               lr_final),
+    [K_VALID] = CFG_ROW_INT("valid", 0, 32, CFG_B_GE, 0, CFG_B_LE, 100000, tc_in, valid),
+    [K_SEED] = CFG_ROW_INT("seed", 0, 1, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, seed),
+    [K_STEPS] = CFG_ROW_INT("steps", 0, BY_MODE_DEF, CFG_B_GE, 1, CFG_B_NONE, 0, tc_in, steps),
+    [K_SECONDS] = CFG_ROW_NUM("seconds", UNITS_SECONDS, 0, BY_MODE_DEF, CFG_B_GE, 0, CFG_B_NONE, 0,
+                              tc_in, seconds),
+    [K_INSTANCES] = CFG_ROW_INT("instances", 0, BY_MODE_DEF, CFG_B_GE, 1, CFG_B_LE, 65536, tc_in,
+                                instances),
+    [K_SAMPLES] = CFG_ROW_INT("samples", 0, BY_MODE_DEF, CFG_B_GE, 1, CFG_B_LE, 65536, tc_in,
+                              samples),
+    [K_LR] = CFG_ROW_NUM("lr", UNITS_NUMBER, 0, 1e-3, CFG_B_GE, 0, CFG_B_LE, 1, tc_in, lr),
+    [K_LR_FINAL] = CFG_ROW_NUM("lr_final", UNITS_NUMBER, 0, BY_MODE_DEF, CFG_B_GE, 0, CFG_B_LE, 1,
+                               tc_in, lr_final),
     [K_WD] = CFG_ROW_NUM("weight_decay", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1, tc_in,
                          weight_decay),
-    [K_CLIPG] = CFG_ROW_NUM("grad_clip", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in,
+    [K_CLIPG] = CFG_ROW_NUM("grad_clip", UNITS_NUMBER, 0, 1.0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in,
                             grad_clip),
-    [K_ENT] = CFG_ROW_NUM("entropy", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 10, tc_in, entropy),
-    [K_ENT_FINAL] = CFG_ROW_NUM("entropy_final", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 10,
-                                tc_in, entropy_final),
-    [K_BASELINE] = CFG_ROW_ENUM("baseline", "shared|moving", 0, 0, tc_in, baseline),
-    [K_BDECAY] = CFG_ROW_NUM("baseline_decay", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 0.999999,
-                             tc_in, baseline_decay),
+    [K_ENT] = CFG_ROW_NUM("entropy", UNITS_NUMBER, 0, BY_MODE_DEF, CFG_B_GE, 0, CFG_B_LE, 10, tc_in,
+                          entropy),
+    [K_ENT_FINAL] = CFG_ROW_NUM("entropy_final", UNITS_NUMBER, 0, BY_MODE_DEF, CFG_B_GE, 0,
+                                CFG_B_LE, 10, tc_in, entropy_final),
+    /* the choices in agent_baseline's order */
+    [K_BASELINE] = CFG_ROW_ENUM("baseline", "shared|moving", 0, AGENT_BASE_SHARED, tc_in, baseline),
+    [K_BDECAY] = CFG_ROW_NUM("baseline_decay", UNITS_NUMBER, 0, 0.9, CFG_B_GE, 0, CFG_B_LE,
+                             0.999999, tc_in, baseline_decay),
     [K_ADVNORM] = CFG_ROW_BOOL("adv_norm", 0, 0, tc_in, adv_norm),
-    [K_RISK] = CFG_ROW_NUM("risk", UNITS_FRACTION, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1, tc_in, risk),
-    [K_PENALTY] = CFG_ROW_NUM("penalty", UNITS_NUMBER, 0, 0, CFG_B_GT, 1, CFG_B_LE, 1e6, tc_in,
+    [K_RISK] = CFG_ROW_NUM("risk", UNITS_FRACTION, 0, BY_MODE_DEF, CFG_B_GE, 0, CFG_B_LE, 1, tc_in,
+                           risk),
+    [K_PENALTY] = CFG_ROW_NUM("penalty", UNITS_NUMBER, 0, 4, CFG_B_GT, 1, CFG_B_LE, 1e6, tc_in,
                               penalty),
-    [K_REFERENCE] = CFG_ROW_ENUM("reference", REFERENCES, 0, 0, tc_in, reference),
-    [K_PLACEMENT] = CFG_ROW_ENUM("placement", PLACEMENTS, 0, 0, tc_in, placement),
-    [K_EMBED] = CFG_ROW_INT("embed", 0, 0, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in, embed),
-    [K_HIDDEN] = CFG_ROW_INT("hidden", 0, 0, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in, hidden),
-    [K_DECODER] = CFG_ROW_INT("decoder", 0, 0, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in, decoder),
-    [K_SCORER] = CFG_ROW_INT("scorer", 0, 0, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in, scorer),
-    [K_CLIP] = CFG_ROW_NUM("clip", UNITS_NUMBER, 0, 0, CFG_B_GE, 0.001, CFG_B_LE, 1000, tc_in,
-                           clip),
+    [K_REFERENCE] = CFG_ROW_ENUM("reference", REFERENCES, 0, REF_HOMOGENEOUS, tc_in, reference),
+    [K_PLACEMENT] = CFG_ROW_ENUM("placement", PLACEMENTS, 0, PLACEMENT_NONE, tc_in, placement),
+    [K_EMBED] = CFG_ROW_INT("embed", 0, AGENT_NET_EMBED, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in, embed),
+    [K_HIDDEN] = CFG_ROW_INT("hidden", 0, AGENT_NET_HIDDEN, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in,
+                             hidden),
+    [K_DECODER] = CFG_ROW_INT("decoder", 0, AGENT_NET_DECODER, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in,
+                              decoder),
+    [K_SCORER] = CFG_ROW_INT("scorer", 0, AGENT_NET_SCORER, CFG_B_GE, 1, CFG_B_LE, 4096, tc_in,
+                             scorer),
+    [K_CLIP] = CFG_ROW_NUM("clip", UNITS_NUMBER, 0, AGENT_NET_CLIP, CFG_B_GE, 0.001, CFG_B_LE, 1000,
+                           tc_in, clip),
     [K_THREADS] = CFG_ROW_INT("threads", 0, 0, CFG_B_GE, 0, CFG_B_LE, 1024, tc_in, threads),
-    [K_LOG] = CFG_ROW_INT("log_every", 0, 0, CFG_B_GE, 1, CFG_B_NONE, 0, tc_in, log_every),
-    [K_EVALEVERY] = CFG_ROW_INT("eval_every", 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, eval_every),
-    [K_EVALSAMPLES] = CFG_ROW_INT("eval_samples", 0, 0, CFG_B_GE, 1, CFG_B_LE, 65536, tc_in,
+    [K_LOG] = CFG_ROW_INT("log_every", 0, 1, CFG_B_GE, 1, CFG_B_NONE, 0, tc_in, log_every),
+    [K_EVALEVERY] = CFG_ROW_INT("eval_every", 0, BY_MODE_DEF, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in,
+                                eval_every),
+    [K_EVALSAMPLES] = CFG_ROW_INT("eval_samples", 0, 16, CFG_B_GE, 1, CFG_B_LE, 65536, tc_in,
                                   eval_samples),
-    [K_CKPT] = CFG_ROW_INT("ckpt_every", 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, ckpt_every),
-    [K_OUT] = CFG_ROW_TEXT("out", 0, tc_in, out),
-    [K_POLISH] = CFG_ROW_BOOL("polish", 0, 0, tc_in, polish),
+    [K_CKPT] = CFG_ROW_INT("ckpt_every", 0, BY_MODE_DEF, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in,
+                           ckpt_every),
+    [K_OUT] = CFG_ROW_TEXT("out", 0, tc_in, out), /* by mode: OUT_BY_MODE */
+    [K_POLISH] = CFG_ROW_BOOL("polish", 0, BY_MODE_DEF, tc_in, polish),
     [K_IMITATION] = CFG_ROW_NUM("imitation", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6, tc_in,
                                 imitation),
     [K_FREEZE] = CFG_ROW_BOOL("freeze_plan", 0, 0, tc_in, freeze_plan),
-    [K_REWARD] = CFG_ROW_ENUM("reward", "log|ratio|rank", 0, 0, tc_in, reward),
-    [K_REUSE] = CFG_ROW_INT("reuse", 0, 0, CFG_B_GE, 1, CFG_B_LE, 1000, tc_in, reuse),
+    /* the choices in agent_reward's order */
+    [K_REWARD] = CFG_ROW_ENUM("reward", "log|ratio|rank", 0, AGENT_REWARD_LOG, tc_in, reward),
+    [K_REUSE] = CFG_ROW_INT("reuse", 0, 1, CFG_B_GE, 1, CFG_B_LE, 1000, tc_in, reuse),
 };
+
+/* The defaults that depend on the mode: search, general. */
+static const struct {
+    int key;
+    double search, general;
+} BY_MODE[] = {
+    {K_STEPS, 100000, 20000},
+    {K_SECONDS, 60, 0},
+    {K_INSTANCES, 1, 32},
+    {K_SAMPLES, 128, 8},
+    {K_LR_FINAL, 1e-3, 1e-4},
+    {K_ENT, 0.02, 0.01},
+    {K_ENT_FINAL, 0.02, 0.001},
+    {K_RISK, 0.1, 0}, /* search: risk-seeking (the best plan counts) */
+    {K_EVALEVERY, 0, 100},
+    {K_CKPT, 0, 500},
+    {K_POLISH, 1, 0}, /* search: segment moves around the best samples */
+};
+static const char *const OUT_BY_MODE[] = {[AGENT_MODE_SEARCH] = "runs/search",
+                                          [AGENT_MODE_GENERAL] = "runs/general"};
+
+/* by_mode writes the defaults of in->mode (BY_MODE, OUT_BY_MODE) into in
+ * for every one of those keys not given: vals[k] NULL, or vals NULL. */
+static void by_mode(tc_in *in, yaml_node_t *const *vals) {
+    int search = in->mode == AGENT_MODE_SEARCH;
+    for (size_t i = 0; i < sizeof BY_MODE / sizeof *BY_MODE; i++) {
+        int k = BY_MODE[i].key;
+        if (vals && vals[k]) continue;
+        cfg_field f = FIELDS[k];
+        f.def = search ? BY_MODE[i].search : BY_MODE[i].general;
+        cfg_fields_default(&f, 1, in);
+    }
+    if (!vals || !vals[K_OUT]) snprintf(in->out, sizeof in->out, "%s", OUT_BY_MODE[in->mode]);
+}
+
+/* from_in sets every field of tc from in (file names as they are, not
+ * resolved), keeping tc->text; path and eval are left empty. */
+static void from_in(agent_trainconf *tc, const tc_in *in) {
+    char *text = tc->text;
+    memset(tc, 0, sizeof *tc);
+    tc->text = text;
+    tc->mode = in->mode;
+    snprintf(tc->problem, sizeof tc->problem, "%s", in->problem);
+    snprintf(tc->generator, sizeof tc->generator, "%s", in->generator);
+    tc->valid = in->valid;
+    tc->seed = in->seed;
+    tc->steps = in->steps;
+    tc->seconds = in->seconds;
+    tc->instances = in->instances;
+    tc->samples = in->samples;
+    tc->lr = in->lr;
+    tc->lr_final = in->lr_final;
+    tc->weight_decay = in->weight_decay;
+    tc->grad_clip = in->grad_clip;
+    tc->entropy = in->entropy;
+    tc->entropy_final = in->entropy_final;
+    tc->baseline = in->baseline;
+    tc->baseline_decay = in->baseline_decay;
+    tc->adv_norm = in->adv_norm;
+    tc->risk = in->risk;
+    tc->reward = in->reward;
+    tc->penalty = in->penalty;
+    tc->freeze_plan = in->freeze_plan;
+    tc->imitation = in->imitation;
+    tc->reference = REF_METHOD[in->reference];
+    tc->placement = in->placement - 2;
+    tc->net.embed = in->embed;
+    tc->net.hidden = in->hidden;
+    tc->net.decoder = in->decoder;
+    tc->net.scorer = in->scorer;
+    tc->net.clip = (float)in->clip;
+    tc->threads = in->threads;
+    tc->log_every = in->log_every;
+    tc->eval_every = in->eval_every;
+    tc->eval_samples = in->eval_samples;
+    tc->ckpt_every = in->ckpt_every;
+    snprintf(tc->out, sizeof tc->out, "%s", in->out);
+    tc->reuse = in->reuse;
+    tc->polish = in->polish;
+}
+
+void agent_trainconf_default(agent_trainconf *tc, int mode) {
+    tc_in in;
+    memset(&in, 0, sizeof in);
+    cfg_fields_default(FIELDS, N_K, &in);
+    in.mode = mode;
+    by_mode(&in, NULL);
+    from_in(tc, &in);
+}
 
 /* resolve writes dir/name into out unless name is absolute; returns 0, or
  * -1 when it does not fit. */
@@ -160,7 +234,8 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     if (cfg_doc_walk(d, root, "", "a mapping", FIELDS, N_K, &in, keys, vals, err, errlen))
         goto fail;
     int mode = in.mode;
-    agent_trainconf_default(tc, mode);
+    by_mode(&in, vals);
+    from_in(tc, &in);
     char dir[AGENT_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -169,54 +244,11 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     else
         dir[0] = '\0';
     snprintf(tc->path, sizeof tc->path, "%s", path);
-#define TAKE(k, field, src) if (vals[k]) tc->field = in.src
     if ((vals[K_PROBLEM] && resolve(tc->problem, sizeof tc->problem, dir, in.problem)) ||
         (vals[K_GENERATOR] && resolve(tc->generator, sizeof tc->generator, dir, in.generator)) ||
         (vals[K_OUT] && resolve(tc->out, sizeof tc->out, dir, in.out))) {
         cfg_doc_fail(d, root, "", err, errlen, "a file name is too long");
         goto fail;
-    }
-    TAKE(K_VALID, valid, valid);
-    TAKE(K_SEED, seed, seed);
-    TAKE(K_STEPS, steps, steps);
-    TAKE(K_SECONDS, seconds, seconds);
-    TAKE(K_INSTANCES, instances, instances);
-    TAKE(K_SAMPLES, samples, samples);
-    TAKE(K_LR, lr, lr);
-    TAKE(K_LR_FINAL, lr_final, lr_final);
-    TAKE(K_WD, weight_decay, weight_decay);
-    TAKE(K_CLIPG, grad_clip, grad_clip);
-    TAKE(K_ENT, entropy, entropy);
-    TAKE(K_ENT_FINAL, entropy_final, entropy_final);
-    TAKE(K_BASELINE, baseline, baseline);
-    TAKE(K_BDECAY, baseline_decay, baseline_decay);
-    TAKE(K_ADVNORM, adv_norm, adv_norm);
-    TAKE(K_RISK, risk, risk);
-    TAKE(K_PENALTY, penalty, penalty);
-    TAKE(K_REWARD, reward, reward); /* the enum's order is agent_reward's */
-    TAKE(K_REFERENCE, reference, reference);
-    TAKE(K_PLACEMENT, placement, placement);
-    TAKE(K_EMBED, net.embed, embed);
-    TAKE(K_HIDDEN, net.hidden, hidden);
-    TAKE(K_DECODER, net.decoder, decoder);
-    TAKE(K_SCORER, net.scorer, scorer);
-    if (vals[K_CLIP]) tc->net.clip = (float)in.clip;
-    TAKE(K_THREADS, threads, threads);
-    TAKE(K_LOG, log_every, log_every);
-    TAKE(K_EVALEVERY, eval_every, eval_every);
-    TAKE(K_EVALSAMPLES, eval_samples, eval_samples);
-    TAKE(K_CKPT, ckpt_every, ckpt_every);
-    TAKE(K_POLISH, polish, polish);
-    TAKE(K_IMITATION, imitation, imitation);
-    TAKE(K_FREEZE, freeze_plan, freeze_plan);
-    TAKE(K_REUSE, reuse, reuse);
-#undef TAKE
-    /* the placement enum lists none, policy, then the placers in order:
-     * PLACER_PLACE_NONE (-2), PLACER_PLACE_POLICY (-1), placer_method 0.. */
-    if (vals[K_PLACEMENT]) tc->placement = in.placement - 2;
-    if (vals[K_REFERENCE]) {
-        static const int map[] = {SOLVE_EXACT, SOLVE_HOMOGENEOUS, SOLVE_RULE, SOLVE_GREEDY};
-        tc->reference = map[in.reference];
     }
     if (vals[K_EVAL]) {
         yaml_node_t *ev = vals[K_EVAL];

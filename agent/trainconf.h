@@ -84,7 +84,10 @@ typedef struct {
                             step's best sample when it beats every earlier one */
 } agent_trainconf;
 
-/* agent_trainconf_default fills the defaults of `mode`. */
+/* agent_trainconf_default fills tc with the defaults of `mode`: what a
+ * config of that mode giving no optional key loads as (the defaults are
+ * written once, in agent/trainconf.c's table). Keeps tc->text; path,
+ * problem, generator and eval are left empty. */
 void agent_trainconf_default(agent_trainconf *tc, int mode);
 
 /* agent_trainconf_load reads path. Returns NULL with a message naming

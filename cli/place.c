@@ -4,6 +4,7 @@
  *                [--assign T1,T2,...|T | --plan-method M2] [--job NAME]
  *                [--seed N] [--json]
  *   strata place FILE --method policy --policy CKPT [--job NAME] [--seed N] [--json]
+ *   ... [--workers W] [--ps P]
  *
  * The plan is the one given by --assign, or the one the plan solver
  * --plan-method finds (default exact). Every task of it is placed by the
@@ -16,7 +17,12 @@
  * fitted (solvers/fit.h) and its reports say so. `--method policy` decodes
  * the plan and its placement with a trained policy (greedy: its layer head,
  * then its node head), as the daemon does for a job registered with the
- * policy loaded; the same report follows.
+ * policy loaded; the same report follows. --workers W and --ps P fix the
+ * plan's task counts beforehand, as a job's replica counts do
+ * (model_plan_set_counts: extra tasks to the stages with the fewest), and
+ * the method places exactly those tasks: the policy then decodes a plan
+ * that holds them and its node head places them, as the daemon does for a
+ * job registered with replicas.
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -38,7 +44,8 @@
 #define PLACE_USAGE                                                                    \
     "usage: strata place FILE --method spread|pack|aggregate|zone|best|all\n"          \
     "                    [--assign T1,T2,...|T | --plan-method M] [--job NAME] [--seed N] [--json]\n" \
-    "       strata place FILE --method policy --policy CKPT [--job NAME] [--seed N] [--json]\n"
+    "       strata place FILE --method policy --policy CKPT [--job NAME] [--seed N] [--json]\n" \
+    "       ... [--workers W] [--ps P]   (the plan's task counts, fixed beforehand)\n"
 
 static const char *status_word(int rc) {
     switch (rc) {
@@ -125,7 +132,7 @@ static int compare_all(const model_job *job, const model_cluster *cl, const mode
  * when the decode finds no feasible placement, 2 on a checkpoint that
  * does not load). */
 static int place_with_policy(const model_job *job, const model_cluster *cl, const char *ckpt,
-                             uint64_t seed, int as_json) {
+                             uint64_t seed, int workers, int ps, int as_json) {
     char err[2048];
     agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
     if (!pol) {
@@ -133,7 +140,9 @@ static int place_with_policy(const model_job *job, const model_cluster *cl, cons
         return CLI_USAGE;
     }
     int status = CLI_FAIL;
-    int cap = agent_policy_max_tasks(job, cl);
+    agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = seed,
+                           .placement = PLACER_PLACE_POLICY, .workers = workers, .ps = ps};
+    int cap = agent_policy_task_cap(job, cl, &o);
     int *assign = malloc((size_t)job->n_layers * sizeof *assign);
     int *task_node = cap >= 0 ? malloc((size_t)(cap + 1) * sizeof *task_node) : NULL;
     model_plan *plan = model_plan_create(job->n_layers);
@@ -141,8 +150,6 @@ static int place_with_policy(const model_job *job, const model_cluster *cl, cons
         fprintf(stderr, "strata: out of memory\n");
         goto done;
     }
-    agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = seed,
-                           .placement = PLACER_PLACE_POLICY};
     agent_decode_result res = {.assign = assign, .task_node = task_node, .plan = plan};
     int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
     if (rc < 0) {
@@ -186,15 +193,17 @@ int cmd_place(int argc, char **argv) {
         {"seed", required_argument, 0, 's'},
         {"json", no_argument, 0, 'J'},
         {"policy", required_argument, 0, 'p'},
+        {"workers", required_argument, 0, 'w'},
+        {"ps", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *method_text = NULL, *assign_text = NULL, *plan_text = NULL, *job_name = NULL;
     const char *policy = NULL;
     unsigned long long seed = 1;
-    int as_json = 0, c;
+    int as_json = 0, c, workers = 0, ps = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:a:P:j:s:Jp:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:a:P:j:s:Jp:w:g:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': method_text = optarg; break;
         case 'a': assign_text = optarg; break;
@@ -208,6 +217,14 @@ int cmd_place(int argc, char **argv) {
         }
         case 'J': as_json = 1; break;
         case 'p': policy = optarg; break;
+        case 'w':
+        case 'g': {
+            long long v;
+            if (cli_parse_int(c == 'w' ? "--workers" : "--ps", optarg, 1, 100000, &v))
+                return CLI_USAGE;
+            *(c == 'w' ? &workers : &ps) = (int)v;
+            break;
+        }
         case 'h': printf(PLACE_USAGE); return CLI_OK;
         default: fprintf(stderr, PLACE_USAGE); return CLI_USAGE;
         }
@@ -250,7 +267,7 @@ int cmd_place(int argc, char **argv) {
         goto done;
     }
     if (by_policy) {
-        status = place_with_policy(job, cl, policy, seed, as_json);
+        status = place_with_policy(job, cl, policy, seed, workers, ps, as_json);
         goto done;
     }
     assign = malloc((size_t)job->n_layers * sizeof *assign);
@@ -287,7 +304,8 @@ int cmd_place(int argc, char **argv) {
         memcpy(assign, res->assign, (size_t)job->n_layers * sizeof *assign);
         plan_from = solve_method_name(so.method);
     }
-    if (model_eval(job, cl, assign, plan) != MODEL_FEASIBLE) {
+    if (model_eval(job, cl, assign, plan) != MODEL_FEASIBLE ||
+        ((workers || ps) && model_plan_set_counts(job, cl, plan, workers, ps) != MODEL_FEASIBLE)) {
         if (as_json) report_json_print(stdout, render_plan_json(job, cl, plan));
         else report_plan_table(stdout, job, cl, plan);
         status = CLI_FAIL;

@@ -761,6 +761,19 @@ cfg_run *cfg_load_json_on(const char *name, const json_t *root, const model_clus
     return load_in_memory(name ? name : "<json>", NULL, 0, root, cl, err, errlen);
 }
 
+void cfg_cluster_default(model_cluster *cl)
+{
+    cfg_fields_default(CLUSTER_FIELDS, N_CL, cl); /* the list rows write nothing */
+}
+
+void cfg_node_default(model_node *n)
+{
+    node_in in;
+    memset(&in, 0, sizeof in);
+    cfg_fields_default(NODE_FIELDS, N_NO, &in);
+    *n = in.n;
+}
+
 void cfg_free(cfg_run *run)
 {
     if (!run)

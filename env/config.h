@@ -73,6 +73,15 @@ cfg_run *cfg_load_json(const char *name, const struct json_t *root, char *err, s
 cfg_run *cfg_load_json_on(const char *name, const struct json_t *root, const model_cluster *cl,
                           char *err, size_t errlen);
 
+/* cfg_cluster_default writes the run loader's default of every optional
+ * scalar key of a cluster (inter_bw, inter_latency) into cl, leaving its
+ * other fields alone; cfg_node_default sets *n to a node whose optional
+ * keys (ps_slots, latency, loss) have their defaults, every other field 0.
+ * For code that builds a cluster without a file (strata import-nodes), so
+ * that the defaults are the tables' and written once. */
+void cfg_cluster_default(model_cluster *cl);
+void cfg_node_default(model_node *n);
+
 /* cfg_free releases a run; accepts NULL. */
 void cfg_free(cfg_run *run);
 

@@ -58,6 +58,13 @@ typedef struct {
                                  end is then scored and may be infeasible */
     int shuffle_tasks;        /* 1: visit each stage's tasks in a random order
                                  drawn from the reset seed (stages stay in order) */
+    int workers, ps;          /* > 0: the plan runs exactly this many worker (ps)
+                                 tasks, fixed beforehand (a job's replica counts):
+                                 once the TYPE phase is over its counts are set by
+                                 model_plan_set_counts, which may end the episode
+                                 infeasible (fewer than the plan needs, more units
+                                 than are free); the NODE phase places those tasks.
+                                 0 (default): the plan's own counts */
 } gym_opts;
 
 /* What one step did. Figures after termination describe the final plan. */

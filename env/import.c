@@ -400,8 +400,7 @@ imp_result *imp_nodes_import(const char *path, const imp_catalogue *cat, int all
     r->placeholder = calloc(MODEL_MAX_TYPES, sizeof *r->placeholder);
     if (!r->cl.types || !r->cl.nodes || !r->cl.zones || !r->note || !r->placeholder)
         FAIL("%s: out of memory", path);
-    r->cl.inter_bw = 1.25e9; /* the run loader's defaults, written out explicitly */
-    r->cl.inter_latency = 1e-3;
+    cfg_cluster_default(&r->cl); /* the run loader's defaults, written out explicitly */
     int zoned = -1; /* 1 when the first node has a zone label */
     char first_name[MODEL_NAME_MAX] = "";
     for (size_t i = 0; i < n; i++) {
@@ -460,12 +459,13 @@ imp_result *imp_nodes_import(const char *path, const imp_catalogue *cat, int all
         }
         if (t < 0) FAIL("%s: node %s: more than %d types", path, name, MODEL_MAX_TYPES);
         model_node *nd = &r->cl.nodes[r->cl.n_nodes++];
+        cfg_node_default(nd);
         snprintf(nd->name, sizeof nd->name, "%s", name);
         for (int k = 0; k < r->cl.n_nodes - 1; k++)
             if (!strcmp(r->cl.nodes[k].name, name)) FAIL("%s: node %s: listed twice", path, name);
         nd->type = t;
         nd->units = is_gpu ? (int)gpus : imp_cpu_units(cpus, per_unit);
-        nd->ps_slots = e ? e->ps_slots : 1;
+        if (e) nd->ps_slots = e->ps_slots;
         nd->bw = e ? e->node_bw : 1.25e9;
         r->cl.types[t].count += nd->units;
         const char *zone = nf.zone;

@@ -226,6 +226,77 @@ int model_eval(const model_job *job, const model_cluster *cl,
     return MODEL_FEASIBLE;
 }
 
+/* Marks plan infeasible for reason at stage s / type t (-1: none). */
+static int set_counts_fail(model_plan *plan, int reason, int s, int t) {
+    plan->reason = (model_reason)reason;
+    plan->bad_stage = s;
+    plan->bad_type = t;
+    plan->throughput = plan->time = plan->cost = plan->unit_price = 0.0;
+    return reason;
+}
+
+int model_plan_set_counts(const model_job *job, const model_cluster *cl, model_plan *plan,
+                          int workers, int ps) {
+    assert(plan->reason == MODEL_FEASIBLE && plan->n_stages > 0);
+    int kw = 0, kp = 0, S = plan->n_stages;
+    for (int s = 0; s < S; s++) {
+        kw += plan->stages[s].units;
+        kp += plan->stages[s].n_ps;
+    }
+    if (workers > 0 && workers < kw) {
+        snprintf(plan->why, sizeof plan->why, "capacity: the plan needs %d workers over its %d "
+                 "stages to reach the job's min_throughput, %d asked", kw, S, workers);
+        return set_counts_fail(plan, MODEL_ERR_CAPACITY, -1, -1);
+    }
+    if (ps > 0 && ps < kp) {
+        snprintf(plan->why, sizeof plan->why, "capacity: the plan needs %d ps tasks over its %d "
+                 "stages, %d asked", kp, S, ps);
+        return set_counts_fail(plan, MODEL_ERR_CAPACITY, -1, -1);
+    }
+    for (; workers > kw; kw++) {
+        int best = 0;
+        for (int s = 1; s < S; s++)
+            if (plan->stages[s].units < plan->stages[best].units) best = s;
+        plan->stages[best].units++;
+    }
+    for (; ps > kp; kp++) {
+        int best = 0;
+        for (int s = 1; s < S; s++)
+            if (plan->stages[s].n_ps < plan->stages[best].n_ps) best = s;
+        plan->stages[best].n_ps++;
+    }
+    long need[MODEL_MAX_TYPES] = {0};
+    double theta = INFINITY, price = 0.0;
+    for (int s = 0; s < S; s++) {
+        model_stage *st = &plan->stages[s];
+        const model_type *ty = &cl->types[st->type];
+        st->throughput = model_stage_throughput(st->step, job->batch, st->units,
+                                                model_stage_alpha(job, st->n_ps));
+        if (st->throughput < job->min_throughput) {
+            snprintf(plan->why, sizeof plan->why, "throughput: stage %d (layers %s..%s on %s) "
+                     "with %d workers and %d ps tasks reaches %.6g samples/s, below the target "
+                     "%.6g", s, job->layers[st->first].name, job->layers[st->last].name,
+                     ty->name, st->units, st->n_ps, st->throughput, job->min_throughput);
+            return set_counts_fail(plan, MODEL_ERR_THROUGHPUT, s, st->type);
+        }
+        need[st->type] += st->units;
+        if (st->throughput < theta) theta = st->throughput;
+        price += st->units * ty->price;
+    }
+    for (int t = 0; t < cl->n_types; t++)
+        if (need[t] > cl->types[t].count) {
+            snprintf(plan->why, sizeof plan->why, "capacity: with %d workers the plan needs %ld "
+                     "units of %s, %d are free", kw, need[t], cl->types[t].name,
+                     cl->types[t].count);
+            return set_counts_fail(plan, MODEL_ERR_CAPACITY, -1, t);
+        }
+    plan->throughput = theta;
+    plan->time = job->samples / theta;
+    plan->unit_price = price;
+    plan->cost = plan->time / 3600.0 * price;
+    return MODEL_FEASIBLE;
+}
+
 int model_job_check(const model_job *job, int *bad_layer, char *err, size_t errlen) {
     int bad = -1, zero = 0;
     *bad_layer = -1;

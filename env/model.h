@@ -222,6 +222,24 @@ void model_stage_fill(const model_job *job, const model_cluster *cl, int t,
 int model_eval(const model_job *job, const model_cluster *cl,
                const int *assign, model_plan *plan);
 
+/* model_plan_set_counts gives the feasible plan (model_eval's) exactly
+ * `workers` worker tasks and `ps` ps tasks (<= 0: keep the plan's count of
+ * that role), as a job whose replica counts are fixed beforehand runs it.
+ * The plan's counts are the least that reach R (k_s) and hold the
+ * parameters (g_s), so fewer is refused; each extra worker goes to the
+ * stage with the fewest workers, each extra ps task to the stage with the
+ * fewest ps tasks (ties: the first stage). Then the plan is scored again
+ * with its new counts: theta_s(k_s) at the serial fraction of its g_s ps
+ * tasks (a fitted curve's changes with g_s), its throughput, time and
+ * cost. A stage's memory does not depend on the counts (every worker holds
+ * the stage's layers; more ps tasks only shrink each shard). Returns 0, or
+ * MODEL_ERR_CAPACITY when fewer tasks than the plan's or more units of a
+ * type than are free are asked, MODEL_ERR_THROUGHPUT when a stage falls
+ * below R with its new ps count; plan->reason, bad_stage, bad_type and why
+ * say which. */
+int model_plan_set_counts(const model_job *job, const model_cluster *cl, model_plan *plan,
+                          int workers, int ps);
+
 /* model_job_check refuses a job the cost model cannot give finite figures
  * for. Every figure is bounded when loaded (1e-12 to 1e18, or 0), so the
  * one way to an infinite or NaN answer is a stage whose step time can be 0:

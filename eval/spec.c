@@ -301,17 +301,6 @@ static int pair(spec_ctx *x, yaml_node_t *v, const char *path, units_kind kind, 
  * Objects
  * ------------------------------------------------------------------------ */
 
-/* table_defaults stores the default of every optional scalar key of f[n]
- * into obj, as cfg_doc_walk does before it reads a mapping. */
-static void table_defaults(const cfg_field *f, int n, void *obj) {
-    for (int i = 0; i < n; i++) {
-        if (f[i].required) continue;
-        if (f[i].type == CFG_FT_DOUBLE) *(double *)((char *)obj + f[i].off) = f[i].def;
-        else if (f[i].type == CFG_FT_INT || f[i].type == CFG_FT_ENUM)
-            *(int *)((char *)obj + f[i].off) = (int)f[i].def;
-    }
-}
-
 static int load_seeds(spec_ctx *x, yaml_node_t *v, eval_spec *s) {
     if (!v) {
         s->n_seeds = 1;
@@ -522,7 +511,7 @@ static int load_method(spec_ctx *x, yaml_node_t *node, int i, const eval_spec *s
     if (node->type == YAML_SCALAR_NODE) { /* shorthand: "- exact" */
         cfg_field f = METHOD_FIELDS[ME_METHOD];
         if (cfg_doc_value(x->doc, &f, node, path, &mi, x->err, x->errlen)) return -1;
-        table_defaults(METHOD_FIELDS, N_ME, &mi); /* as the walker would set them */
+        cfg_fields_default(METHOD_FIELDS, N_ME, &mi); /* as the walker would set them */
         v[ME_METHOD] = node;
     } else if (cfg_doc_walk(x->doc, node, path, "a method name or a mapping with method:",
                             METHOD_FIELDS, N_ME, &mi, k, v, x->err, x->errlen)) {

@@ -264,20 +264,20 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
                  "free units only: POST /v1/place with options.on \"free\"");
         return RJ_BAD;
     }
+    /* the time cap of the request: budget_ms as asked, never past cpu_ms */
+    long budget = o->budget_ms;
+    if (o->cpu_ms > 0 && (budget <= 0 || budget > o->cpu_ms)) budget = o->cpu_ms;
+    agent_decode_opts ao = {o->decode, o->samples, o->seed, o->placement, (int)budget,
+                            o->cancelled, o->cancel_ud, o->workers, o->ps};
     /* The policy writes tasks while it decodes: its own bound sizes the
      * buffer. The solver path sizes it once the plan is known. */
-    int cap = o->from_policy && pol ? agent_policy_max_tasks(job, cl) : 0;
+    int cap = o->from_policy && pol ? agent_policy_task_cap(job, cl, &ao) : 0;
     if (cap < 0 || cap > DECIDE_MAX_TASKS) {
         snprintf(err, errlen, "cluster: plans on this cluster may have %d tasks, more than the "
                  "daemon places (%d)", cap, DECIDE_MAX_TASKS);
         return RJ_BAD;
     }
     d->task_cap = cap;
-    /* the time cap of the request: budget_ms as asked, never past cpu_ms */
-    long budget = o->budget_ms;
-    if (o->cpu_ms > 0 && (budget <= 0 || budget > o->cpu_ms)) budget = o->cpu_ms;
-    agent_decode_opts ao = {o->decode, o->samples, o->seed, o->placement, (int)budget,
-                            o->cancelled, o->cancel_ud};
     if (o->from_policy && pol) {
         d->mem_estimate = agent_policy_decode_bytes(job, cl, &ao);
         if (o->mem_bytes > 0 && d->mem_estimate > o->mem_bytes) {

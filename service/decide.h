@@ -55,6 +55,10 @@ typedef struct {
     int (*cancelled)(void *ud); /* NULL, or asked between sample batches:
                                  nonzero abandons the decode */
     void *cancel_ud;
+    int workers, ps;          /* > 0: the policy's decode gives its plan exactly
+                                 this many worker (ps) tasks (agent_decode_opts:
+                                 a registered job's replica counts); the solver
+                                 path ignores them. 0: the plan's own */
 } decide_opts;
 
 #define DECIDE_TOO_BIG (-3) /* decide_run: the request would pass mem_bytes */

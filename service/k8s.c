@@ -24,56 +24,6 @@
 #include "service/k8sargs.h"
 #include "solvers/placers.h"
 
-/* ---- the pods placed, for the bind verb ---------------------------------------------- */
-
-struct k8s_bindmem {
-    pthread_mutex_t mu;
-    json_t *pods; /* uid -> {key, role, index} */
-};
-
-k8s_bindmem *k8s_bindmem_create(void) {
-    k8s_bindmem *m = calloc(1, sizeof *m);
-    if (!m) return NULL;
-    m->pods = json_object();
-    if (!m->pods) {
-        free(m);
-        return NULL;
-    }
-    pthread_mutex_init(&m->mu, NULL);
-    return m;
-}
-
-void k8s_bindmem_free(k8s_bindmem *m) {
-    if (!m) return;
-    json_decref(m->pods);
-    pthread_mutex_destroy(&m->mu);
-    free(m);
-}
-
-/* Remembers that pod uid is task (role, index) of job key. */
-static void bindmem_put(k8s_bindmem *m, const char *uid, const char *key, const char *role,
-                        long index) {
-    if (!m || !uid || !*uid) return;
-    json_t *v = json_pack("{s:s, s:s, s:I}", "key", key, "role", role, "index",
-                          (json_int_t)index);
-    if (!v) return;
-    pthread_mutex_lock(&m->mu);
-    if (json_object_size(m->pods) >= K8S_BIND_MEMORY && !json_object_get(m->pods, uid))
-        json_object_clear(m->pods); /* bounded: a pod filtered long ago is bound by now */
-    json_object_set_new(m->pods, uid, v);
-    pthread_mutex_unlock(&m->mu);
-}
-
-/* The task pod uid was placed as (a new reference), or NULL. Forgets it. */
-static json_t *bindmem_take(k8s_bindmem *m, const char *uid) {
-    if (!m || !uid || !*uid) return NULL;
-    pthread_mutex_lock(&m->mu);
-    json_t *v = json_incref(json_object_get(m->pods, uid));
-    json_object_del(m->pods, uid);
-    pthread_mutex_unlock(&m->mu);
-    return v;
-}
-
 /* ---- per-job state ------------------------------------------------------------------ */
 
 /* One task's spot in a fixed plan. */
@@ -688,16 +638,14 @@ static void plan_counts(const model_plan *pl, int *w, int *p) {
     }
 }
 
-/* Gives the plan exactly w workers and p ps tasks (-1: keep the plan's):
- * the plan's counts are the least that reach R (k_s, g_s), so fewer fails;
- * each extra task goes to the stage with the fewest of its role (ties: the
- * first). Returns 0, or -1 with err. */
-static int fix_counts(model_plan *pl, int w, int p, char *err, size_t errlen) {
-    int kw = 0, kp = 0;
-    for (int s = 0; s < pl->n_stages; s++) {
-        kw += pl->stages[s].units;
-        kp += pl->stages[s].n_ps;
-    }
+/* Gives the plan exactly w workers and p ps tasks (-1: keep the plan's) by
+ * model_plan_set_counts: the plan's counts are the least that reach R
+ * (k_s, g_s), so fewer fails; each extra task goes to the stage with the
+ * fewest of its role (ties: the first). Returns 0, or -1 with err. */
+static int fix_counts(const model_job *job, const model_cluster *cl, model_plan *pl, int w,
+                      int p, char *err, size_t errlen) {
+    int kw, kp;
+    plan_counts(pl, &kw, &kp);
     if (w >= 0 && w < kw) {
         snprintf(err, errlen, "replicas.worker: the plan needs %d workers over its %d stages to "
                  "reach the job's min_throughput; the job has %d", kw, pl->n_stages, w);
@@ -708,17 +656,9 @@ static int fix_counts(model_plan *pl, int w, int p, char *err, size_t errlen) {
                  "job has %d", kp, pl->n_stages, p);
         return -1;
     }
-    for (; w > kw; kw++) {
-        int best = 0;
-        for (int s = 1; s < pl->n_stages; s++)
-            if (pl->stages[s].units < pl->stages[best].units) best = s;
-        pl->stages[best].units++;
-    }
-    for (; p > kp; kp++) {
-        int best = 0;
-        for (int s = 1; s < pl->n_stages; s++)
-            if (pl->stages[s].n_ps < pl->stages[best].n_ps) best = s;
-        pl->stages[best].n_ps++;
+    if (model_plan_set_counts(job, cl, pl, w, p) != MODEL_FEASIBLE) {
+        snprintf(err, errlen, "replicas: %.900s", pl->why);
+        return -1;
     }
     return 0;
 }
@@ -798,29 +738,33 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
     decide_result d;
     int rc, out = -1;
     char note[300] = "";
-    /* With fixed counts and the policy's node head asked for, the node head
-     * places when the plan it decodes has exactly those counts: it places
-     * the tasks of the plan it decodes, no others. */
+    /* With fixed counts and the policy's node head asked for, the policy
+     * decodes its plan, the plan gets the registered counts and the node
+     * head places exactly those tasks (agent_decode_opts.workers, .ps). When
+     * it cannot (no plan of it holds them, or its node head places none),
+     * the zone placer places them below and placement_note says why. */
     if (fixed && o.from_policy && o.placement == PLACER_PLACE_POLICY) {
-        rc = decide_run(job, cl, &o, pol, &d, err, errlen);
+        decide_opts oc = o;
+        oc.workers = w > 0 ? w : 0;
+        oc.ps = p > 0 ? p : 0;
+        rc = decide_run(job, cl, &oc, pol, &d, err, errlen);
+        int kw = -1, kp = -1;
+        if (rc == 0 && d.found) plan_counts(d.final, &kw, &kp);
         if (rc == 0 && d.found && !d.why[0] && d.final->reason == MODEL_FEASIBLE &&
-            d.final->placed) {
-            int kw, kp;
-            plan_counts(d.final, &kw, &kp);
-            if ((w < 0 || w == kw) && (p < 0 || p == kp)) {
-                if (!(*plan = plan_json(cl, d.final, d.task_node, d.plan_from, d.placement_by)))
-                    snprintf(err, errlen, "out of memory");
-                else out = 0;
-                goto placed;
-            }
-            snprintf(note, sizeof note, "the policy decodes %d workers and %d ps tasks and its "
-                     "node head places those; the registered counts (%d, %d) differ, so the "
-                     "zone placer placed them", kw, kp, w >= 0 ? w : kw, p >= 0 ? p : kp);
-        } else if (rc == 0) {
-            snprintf(note, sizeof note, "the policy's node head placed no plan (%.150s); the "
-                     "zone placer placed the registered counts",
-                     d.why[0] ? d.why : d.final->why[0] ? d.final->why : "not placed");
+            d.final->placed && !strcmp(d.placement_by, "policy") && (w < 0 || w == kw) &&
+            (p < 0 || p == kp)) {
+            if (!(*plan = plan_json(cl, d.final, d.task_node, d.plan_from, d.placement_by)))
+                snprintf(err, errlen, "out of memory");
+            else out = 0;
+            goto placed;
         }
+        if (rc == 0)
+            snprintf(note, sizeof note, "the policy's node head placed no plan with the "
+                     "registered counts (%d workers, %d ps tasks): %.150s; the zone placer "
+                     "placed them", w >= 0 ? w : kw, p >= 0 ? p : kp,
+                     d.why[0]                              ? d.why
+                     : d.final->reason != MODEL_FEASIBLE ? d.final->why
+                     : d.plan_from[0] ? d.plan_from : "not placed");
         decide_result_free(&d);
         if (rc == RJ_NOMEM) goto done;
     }
@@ -839,7 +783,7 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
         else if (!(*plan = plan_json(cl, d.final, d.task_node, d.plan_from, d.placement_by)))
             snprintf(err, errlen, "out of memory");
         else out = 0;
-    } else if (fix_counts(d.plan, w, p, err, errlen) == 0) {
+    } else if (fix_counts(job, cl, d.plan, w, p, err, errlen) == 0) {
         int n = place_task_count(d.plan);
         int *task_node = calloc((size_t)n + 1, sizeof *task_node);
         model_plan *placed = model_plan_create(job->n_layers);
@@ -897,6 +841,11 @@ typedef struct {
     int is_ps;       /* its role */
     task_spot task;  /* its spot, when planned */
     char note[256];  /* for the log line; the reason when refused */
+    /* a registered job's pod placed by its plan: what the bind verb will
+     * need to find (store_pod_put), written once the job is unlocked */
+    char key[JOBS_KEY_MAX];
+    const char *role; /* "worker" or "ps" in the plan */
+    long at;          /* its index in the plan */
 } pod_plan;
 
 /* A task's spot in a plan object; 0, or -1 when the plan has no such task. */
@@ -1011,8 +960,9 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
             if (!role.is_ps && has_chief) snprintf(as, sizeof as, "; plan worker %ld", at);
             snprintf(pp->note, sizeof pp->note, "job %.90s %s %ld -> %.50s (stage %d, %.50s%s)",
                      role.key, r, role.index, pp->task.node, pp->task.stage, pp->task.type, as);
-            bindmem_put(env->binds, str_at(get_ci(a->pod, "metadata"), "uid"), role.key,
-                        role.is_ps ? "ps" : "worker", at);
+            snprintf(pp->key, sizeof pp->key, "%s", role.key);
+            pp->role = role.is_ps ? "ps" : "worker";
+            pp->at = at;
         }
         /* Candidates' types and zones, read while the inventory is locked. */
         for (int i = 0; i < a->n; i++) {
@@ -1042,6 +992,15 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
     }
     pthread_mutex_unlock(&e->mu);
     jobs_release(env->jobs, e);
+    /* Remembered in the state file for the bind verb (after the job's lock:
+     * the store's lock is never taken inside an entry's). */
+    const char *uid = str_at(get_ci(a->pod, "metadata"), "uid");
+    if (pp->planned && pp->role && env->state && uid && *uid &&
+        store_pod_put(env->state, uid, pp->key, pp->role, pp->at, K8S_BIND_MEMORY, err,
+                      sizeof err)) {
+        size_t k = strlen(pp->note);
+        snprintf(pp->note + k, sizeof pp->note - k, "; not remembered for the bind: %s", err);
+    }
 }
 
 /* How a candidate relates to the pod's task. */
@@ -1237,12 +1196,17 @@ void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep) {
     else if (kapi_bind(env->kube, ns && *ns ? ns : "default", name, uid ? uid : "", node, err,
                        sizeof err))
         why = err;
-    json_t *task = why ? NULL : bindmem_take(env->binds, uid);
-    char rec[300] = "";
-    if (task) { /* a registered job's task: record where it runs */
-        const char *jk = str_at(task, "key"), *role = str_at(task, "role");
-        long idx = (long)json_integer_value(json_object_get(task, "index"));
-        char zone[MODEL_NAME_MAX] = "", serr[512];
+    char jk[JOBS_KEY_MAX], role[16], rec[300] = "", serr[512];
+    long idx = 0;
+    /* the registry as the file has it (the job may have been registered by
+     * another replica, or re-registered since), then the pod's task */
+    int task = why || !env->state ? 0
+               : store_sync(env->state, env->jobs, 0, serr, sizeof serr) ? -1
+               : store_pod_get(env->state, uid, jk, sizeof jk, role, sizeof role, &idx, serr,
+                               sizeof serr);
+    if (task < 0) snprintf(rec, sizeof rec, "; not recorded: %.150s", serr);
+    if (task > 0) { /* a registered job's task: record where it runs */
+        char zone[MODEL_NAME_MAX] = "";
         jobs_entry *e = jobs_get(env->jobs, jk);
         if (e) { /* the node's zone, from the job's inventory */
             pthread_mutex_lock(&e->mu);
@@ -1253,15 +1217,12 @@ void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep) {
             pthread_mutex_unlock(&e->mu);
             jobs_release(env->jobs, e);
         }
-        int got = env->state ? store_bind(env->state, jk, role, idx, node, zone, serr,
-                                          sizeof serr)
-                             : 0;
+        int got = store_bind(env->state, jk, role, idx, node, zone, uid, serr, sizeof serr);
         if (got < 0)
             snprintf(rec, sizeof rec, "; not recorded: %.150s", serr);
         else
             snprintf(rec, sizeof rec, "; %s %.100s %s %ld %s", got ? "recorded" : "not recorded "
                      "(no longer planned):", jk, role, idx, got ? "runs there" : "");
-        json_decref(task);
     }
     web_reply_json(rep, 200, json_pack("{s:s}", "Error", why ? why : ""));
     char line[1200];

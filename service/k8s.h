@@ -72,14 +72,13 @@
  * each). Past that, a refused node is read again at each call. */
 #define K8S_REFUSED_PER_NODE 4
 
-/* The pods the extender has placed by a registered job's plan, by pod UID
- * (metadata.uid): kube-scheduler's bind call names the pod but carries no
- * labels, so k8s_bind finds the task there. Bounded (K8S_BIND_MEMORY
- * pods; when full it starts afresh). Thread-safe. */
-typedef struct k8s_bindmem k8s_bindmem;
+/* The pods the extender has placed by a registered job's plan are kept,
+ * by pod UID (metadata.uid), in the state file (store_pod_put):
+ * kube-scheduler's bind call names the pod but carries no labels, so
+ * k8s_bind finds the task there, in whichever process, restarted or not,
+ * the bind reaches. At most K8S_BIND_MEMORY pods; past that the oldest
+ * are dropped. */
 #define K8S_BIND_MEMORY 4096
-k8s_bindmem *k8s_bindmem_create(void);
-void k8s_bindmem_free(k8s_bindmem *m); /* accepts NULL */
 
 /* What the extender's handlers share; owned by the server, which hands
  * them the policy slot, registry and limits of the /v1 endpoints. */
@@ -94,7 +93,6 @@ typedef struct {
     const imp_catalogue *catalogue; /* NULL, or instance types and GPU products
                                        (configs/catalogue/instances.yaml) */
     const kapi_client *kube; /* NULL, or the API server the bind verb binds through */
-    k8s_bindmem *binds;      /* the pods placed, for the bind verb */
 } k8s_env;
 
 /* The handlers of POST /k8s/filter and POST /k8s/prioritize. */
@@ -106,8 +104,10 @@ void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep);
  * pod's Binding through env->kube and answers ExtenderBindingResult
  * {Error: ""}, or {Error: why} (HTTP 200 either way, as kube-scheduler
  * reads it) when there is no --kube-api or the API server refuses. A bound
- * pod of a registered job has its placement recorded where it was bound
- * (store_bind): the occupancy then holds the node it runs on. */
+ * pod of a registered job, placed by a filter or prioritize call of this
+ * daemon or of another on the same state file (before a restart too), has
+ * its placement recorded where it was bound (store_bind): the occupancy
+ * then holds the node it runs on. */
 void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep);
 
 /* k8s_fix_plan makes the plan of a job document ({cluster, job, options,
@@ -117,10 +117,12 @@ void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep);
  * Kubeflow ReplicaSpecs {"replicas": n}; a Chief or Master: 1 counts as
  * one more worker, and the plan's replicas then say "chief": 1) the plan
  * has exactly W workers and P ps tasks: the stages are planned first, extra tasks go to the
- * stages with the fewest, then a placer places them (the policy's node
- * head when it is asked for and the decoded plan has exactly those counts;
- * else the zone placer, the plan's placement_note saying why); fewer than
- * the plan needs fails. Returns 0 with *plan (caller owns it): {planned: true,
+ * stages with the fewest (model_plan_set_counts), then a placer places
+ * them: the policy's node head when it is asked for (the policy decodes a
+ * plan that holds the counts and its node head places exactly those tasks:
+ * placement_by "policy"); else, or when no decoded plan holds them, the
+ * zone placer, the plan's placement_note saying why. Fewer than the plan
+ * needs, or more units than are free, fails. Returns 0 with *plan (caller owns it): {planned: true,
  * plan_from, placement_by, replicas {worker, ps}, workers [{index, stage,
  * type, node, zone}], ps [...], reason?} or, for a cluster without nodes,
  * {planned: false, reason}; or -1 with the reason in err (registration

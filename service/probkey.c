@@ -21,7 +21,7 @@ _Static_assert(sizeof(model_type) == 120, "model_type changed: update pk_place's
 _Static_assert(sizeof(model_node) == 104, "model_node changed: update pk_place's writer");
 _Static_assert(sizeof(model_zone) == 64, "model_zone changed: update pk_place's writer");
 _Static_assert(sizeof(model_cluster) == 80, "model_cluster changed: update pk_place's writer");
-_Static_assert(sizeof(decide_opts) == 80, "decide_opts changed: update pk_place's writer");
+_Static_assert(sizeof(decide_opts) == 88, "decide_opts changed: update pk_place's writer");
 #endif
 
 typedef struct {
@@ -131,6 +131,8 @@ static void put_opts(kbuf *k, const decide_opts *o) {
     put_i(k, (int64_t)o->seed);
     put_i(k, o->budget_ms);
     put_i(k, o->fallback);
+    put_i(k, o->workers);
+    put_i(k, o->ps);
     /* cpu_ms, mem_bytes, cancelled, cancel_ud: set by the daemon per
      * request, not part of the problem */
 }

@@ -94,7 +94,6 @@ struct srv_server {
     k8s_env k8s;       /* the same policy, jobs and limits as env */
     imp_catalogue *catalogue; /* cfg.catalogue_path's, or NULL */
     kapi_client *kube;        /* cfg.kube_api's, or NULL */
-    k8s_bindmem *binds;       /* the pods the extender placed, for /k8s/bind */
     atomic_int inflight;
     atomic_int draining;
     sem_t work;                  /* cfg.threads slots for the computing routes */
@@ -974,10 +973,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         srv_log(s, "strata serve: --cluster %s", msg);
     }
     s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms,
-                       c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL, NULL,
-                       NULL};
-    s->binds = k8s_bindmem_create();
-    s->k8s.binds = s->binds;
+                       c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL, NULL};
     if (c->kube_api) {
         if (kapi_global_init()) {
             snprintf(err, errlen, "--kube-api: libcurl does not initialise");
@@ -1003,7 +999,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     }
     if (!s->work_ok || !s->m || !s->env.policy || !s->env.sim_policy || !s->env.jobs ||
         !s->env.cache || !s->env.clusters || (c->plan_memo_entries > 0 && !s->env.plans) ||
-        !s->binds || (c->policy_path && !s->policy_path) ||
+        (c->policy_path && !s->policy_path) ||
         (c->sim_policy_path && !s->sim_policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");
         srv_free(s);
@@ -1115,7 +1111,6 @@ void srv_free(srv_server *s) {
     metrics_free(s->m);
     imp_catalogue_free(s->catalogue);
     kapi_free(s->kube);
-    k8s_bindmem_free(s->binds);
     free(s->policy_path);
     free(s->sim_policy_path);
     free(s->token);

@@ -34,7 +34,9 @@ static const char SCHEMA[] =
     " units INTEGER NOT NULL, ps INTEGER NOT NULL, PRIMARY KEY(job, role, idx));"
     "CREATE INDEX IF NOT EXISTS placements_node ON placements(node);"
     "CREATE TABLE IF NOT EXISTS cluster_nodes(idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
-    " doc TEXT NOT NULL);";
+    " doc TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS binds(seq INTEGER PRIMARY KEY, uid TEXT NOT NULL UNIQUE,"
+    " job TEXT NOT NULL, role TEXT NOT NULL, idx INTEGER NOT NULL);";
 
 const char *store_path(const store *s) { return s->path; }
 
@@ -313,6 +315,14 @@ int store_delete_job(store *s, const char *key, char *err, size_t errlen) {
                 sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
                 if (!step_done(st)) rc = gone > 0 || sqlite3_changes(s->db) > 0;
             }
+            /* its pods remembered for the bind verb: nothing left to record */
+            if (rc >= 0 && sqlite3_prepare_v2(s->db, "DELETE FROM binds WHERE job = ?1", -1,
+                                              &st, NULL) == SQLITE_OK) {
+                sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+                if (step_done(st)) rc = -1;
+            } else if (rc >= 0) {
+                rc = -1;
+            }
         }
     }
     if (rc < 0) {
@@ -324,7 +334,7 @@ int store_delete_job(store *s, const char *key, char *err, size_t errlen) {
 }
 
 int store_bind(store *s, const char *key, const char *role, long idx, const char *node,
-               const char *zone, char *err, size_t errlen) {
+               const char *zone, const char *uid, char *err, size_t errlen) {
     if (store_begin(s, err, errlen)) return -1;
     sqlite3_stmt *st;
     int rc = -1;
@@ -337,12 +347,102 @@ int store_bind(store *s, const char *key, const char *role, long idx, const char
         sqlite3_bind_text(st, 5, zone ? zone : "", -1, SQLITE_STATIC);
         if (!step_done(st)) rc = sqlite3_changes(s->db) > 0;
     }
+    /* the pod is bound: its row in binds has served */
+    if (rc >= 0 && uid && *uid) {
+        if (sqlite3_prepare_v2(s->db, "DELETE FROM binds WHERE uid = ?1", -1, &st, NULL) !=
+                SQLITE_OK)
+            rc = -1;
+        else {
+            sqlite3_bind_text(st, 1, uid, -1, SQLITE_STATIC);
+            if (step_done(st)) rc = -1;
+        }
+    }
     if (rc < 0) {
         fail(s, err, errlen, "cannot record the binding");
         store_end(s, 0, NULL, 0);
         return -1;
     }
     return store_end(s, 1, err, errlen) ? -1 : rc;
+}
+
+/* ---- the pods placed, for the bind verb ------------------------------------------------ */
+
+/* Reads the row of pod uid (s->mu held): 1 with its task, 0 when there is
+ * none, -1 on an SQLite error. */
+static int pod_get_locked(store *s, const char *uid, char *key, size_t keylen, char *role,
+                          size_t rolelen, long *idx) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT job, role, idx FROM binds WHERE uid = ?1", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, uid, -1, SQLITE_STATIC);
+    int step = sqlite3_step(st), rc = step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? 0 : -1;
+    if (rc == 1) {
+        snprintf(key, keylen, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(role, rolelen, "%s", (const char *)sqlite3_column_text(st, 1));
+        *idx = (long)sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_pod_get(store *s, const char *uid, char *key, size_t keylen, char *role,
+                  size_t rolelen, long *idx, char *err, size_t errlen) {
+    if (!uid || !*uid) return 0;
+    pthread_mutex_lock(&s->mu);
+    int rc = pod_get_locked(s, uid, key, keylen, role, rolelen, idx);
+    if (rc < 0) fail(s, err, errlen, "cannot read the pods placed");
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int store_pod_put(store *s, const char *uid, const char *key, const char *role, long idx,
+                  int max, char *err, size_t errlen) {
+    if (!uid || !*uid) return 0;
+    /* prioritize follows filter with the same pod: an unchanged row is not
+     * written again (a read, no write lock) */
+    char k[JOBS_KEY_MAX], r[16];
+    long i = -1;
+    pthread_mutex_lock(&s->mu);
+    int have = pod_get_locked(s, uid, k, sizeof k, r, sizeof r, &i);
+    pthread_mutex_unlock(&s->mu);
+    if (have == 1 && !strcmp(k, key) && !strcmp(r, role) && i == idx) return 0;
+    if (store_begin(s, err, errlen)) return -1;
+    sqlite3_stmt *st;
+    int rc = -1;
+    if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO binds(uid, job, role, idx) "
+                           "VALUES(?1, ?2, ?3, ?4)", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, uid, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, role, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)idx);
+        rc = step_done(st);
+    }
+    /* bounded: the oldest rows past max go (a pod filtered that long ago
+     * is bound by now, or will be filtered again) */
+    if (rc == 0 && sqlite3_prepare_v2(s->db, "DELETE FROM binds WHERE seq <= (SELECT seq FROM "
+                                      "binds ORDER BY seq DESC LIMIT 1 OFFSET ?1)", -1, &st,
+                                      NULL) == SQLITE_OK) {
+        sqlite3_bind_int(st, 1, max > 0 ? max : 1);
+        rc = step_done(st);
+    } else if (rc == 0) {
+        rc = -1;
+    }
+    if (rc) {
+        fail(s, err, errlen, "cannot remember the pod placed");
+        store_end(s, 0, NULL, 0);
+        return -1;
+    }
+    return store_end(s, 1, err, errlen);
+}
+
+int store_n_pods(store *s, char *err, size_t errlen) {
+    long long n = 0;
+    pthread_mutex_lock(&s->mu);
+    int rc = one_int(s, "SELECT COUNT(*) FROM binds", &n);
+    if (rc) fail(s, err, errlen, "cannot read the pods placed");
+    pthread_mutex_unlock(&s->mu);
+    return rc ? -1 : (int)n;
 }
 
 /* Loads the rows of the file into r (s->mu held). */

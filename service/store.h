@@ -13,7 +13,9 @@
  * type, zone, units, ps): one row per task of a planned job, the node the
  * plan put it on and what it takes there (a worker one unit, a ps one ps
  * slot). The next job's plan subtracts the placements of the others
- * (occupancy); deleting a job releases them.
+ * (occupancy); deleting a job releases them. binds(seq, uid, job, role,
+ * idx): the pods the extender placed by a registered job's plan, by pod
+ * UID, until their bind records where they run (store_pod_put).
  *
  * Two processes sharing one file agree: every write is one IMMEDIATE
  * transaction (the plan is made inside it, so two replicas cannot give the
@@ -115,10 +117,34 @@ int store_holds(store *s, const char *key, char *err, size_t errlen);
 /* store_bind records where the task (role "worker" or "ps", index idx in
  * the plan) of the registered job key was bound: its placements row takes
  * that node and zone (the occupancy then counts the node it runs on, not
- * the one planned). Returns 1 when the row was there, 0 when not (the job
- * was deleted or replanned meanwhile), -1 with err. Its own transaction. */
+ * the one planned), and the row of pod uid in binds (NULL or "": none) is
+ * dropped, in the same transaction. Returns 1 when the placements row was
+ * there, 0 when not (the job was deleted or replanned meanwhile), -1 with
+ * err. Its own transaction. */
 int store_bind(store *s, const char *key, const char *role, long idx, const char *node,
-               const char *zone, char *err, size_t errlen);
+               const char *zone, const char *uid, char *err, size_t errlen);
+
+/* The pods the extender placed, for the bind verb: kube-scheduler's bind
+ * call names the pod (PodUID) but carries no labels, so the task a pod was
+ * placed as at filter time is kept here, in the state file, for the bind
+ * to find -- also when the daemon was restarted between the two, or the
+ * bind reaches another replica on the same file. */
+
+/* store_pod_put remembers that pod uid is task (role, idx) of job key
+ * (replacing what it was), keeping at most max rows: the oldest go. An
+ * unchanged row is only read, not written again. Its own transaction.
+ * Returns 0 (uid NULL or "": nothing to do), or -1 with err. */
+int store_pod_put(store *s, const char *uid, const char *key, const char *role, long idx,
+                  int max, char *err, size_t errlen);
+
+/* store_pod_get reads the task pod uid was placed as into key[keylen],
+ * role[rolelen] and *idx. Returns 1, 0 when the pod is not remembered
+ * (uid NULL or "" included), -1 with err. */
+int store_pod_get(store *s, const char *uid, char *key, size_t keylen, char *role,
+                  size_t rolelen, long *idx, char *err, size_t errlen);
+
+/* store_n_pods returns how many pods are remembered, or -1 with err. */
+int store_n_pods(store *s, char *err, size_t errlen);
 
 /* store_put_placements writes the placement rows of an online decision's
  * plan ({workers: [{node, type, zone}], ps: [...]}) for the job key, with

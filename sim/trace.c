@@ -94,9 +94,7 @@ static const cfg_field OBJ_FIELDS[N_OF] = {
 
 int sim_weights_load(cfg_doc *doc, yaml_node_t *node, const char *key, sim_weights *w, char *err,
                      size_t errlen) {
-    w->cost = SIM_W_COST;
-    w->jct = SIM_W_JCT;
-    w->missed = SIM_W_MISSED;
+    cfg_fields_default(OBJ_FIELDS, N_OF, w); /* what the walk gives an empty mapping */
     if (!node) return 0;
     yaml_node_t *k[N_OF], *v[N_OF];
     return cfg_doc_walk(doc, node, key, "a mapping of weights (cost, jct, missed)", OBJ_FIELDS,

@@ -50,7 +50,13 @@ score (ties at random, as kube-scheduler's selectHost). It asserts:
      plugins outscored the extender) has its placement recorded on the
      node it was bound to (GET /v1/cluster's holders); the API server's
      refusal (409, already bound) comes back in the bind's Error; a daemon
-     without --kube-api answers the bind with an Error saying so.
+     without --kube-api answers the bind with an Error saying so;
+ 10. the bind memory outlives the daemon: daemon A filters and prioritizes
+     every pod of a job (one worker and one ps then bound elsewhere than
+     planned), A is stopped, daemon B on the same --state file binds them:
+     the placement rows and GET /v1/cluster's occupancy are those of an
+     uninterrupted run (one daemon filtering and binding the same pods to
+     the same nodes), the moved tasks recorded on the nodes they run on.
 
 Usage: kube_extender.py STRATA_BIN WORKDIR
 """
@@ -589,7 +595,80 @@ def main():
         assert "without --kube-api" in err, err
     finally:
         d.stop()
+
+    # ---- 10. the bind memory across a restart ----------------------------------------------
+    api = fake_api()
+    try:
+        pods = [("ps", i, tfjob_pod("team-g", "held", "ps", i)) for i in range(3)] + \
+               [("worker", i, tfjob_pod("team-g", "held", "worker", i)) for i in range(5)]
+        moved_r, occ_r, chosen = bind_run(binary, work, log, api, tok, pods, "restart", None)
+        moved_u, occ_u, _ = bind_run(binary, work, log, api, tok, pods, "straight", chosen)
+        assert moved_r == moved_u, (moved_r, moved_u)
+        assert {m[0] for m in moved_r} == {"ps", "worker"}, moved_r
+        holders = {n["name"]: [(h["job"], h["role"], h["index"]) for h in n["holders"]]
+                   for n in occ_r["nodes"]}
+        for role, idx, planned, there in moved_r:
+            assert ("team-g/held", role, idx) in holders[there], (role, idx, there, holders)
+            assert ("team-g/held", role, idx) not in holders[planned], (role, idx, holders)
+        assert occ_r == occ_u, ("restarted between filter and bind", occ_r, occ_u)
+        print("bind across a restart: filtered by one daemon, bound by the next on the same "
+              "file: %s recorded where bound, occupancy as an uninterrupted run's" % ", ".join(
+                  "%s %d %s -> %s" % m for m in moved_r))
+    finally:
+        api.shutdown()
     print("kube_extender: all checks passed")
+
+
+def bind_run(binary, work, log, api, tok, pods, tag, chosen):
+    """Registers team-g/held on a fresh state file, schedules every pod
+    (filter and prioritize) with daemon A, then binds them: through a daemon
+    B started on the same file after A is stopped (tag "restart"), or
+    through A itself ("straight"). Pods go to the nodes of chosen
+    ({pod name: node}) when given; else to the best score, but the first
+    worker and the first ps with another node kept go to that other node.
+    Returns (moved [(role, index, planned, bound)], GET /v1/cluster, the
+    nodes chosen)."""
+    state = os.path.join(work, "state10-%s.db" % tag)
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(state + suffix):
+            os.remove(state + suffix)
+    api.bound.clear()
+    kube = ["--kube-api", "http://127.0.0.1:%d" % api.server_port, "--kube-token-file", tok]
+    d = Daemon(binary, state, log, kube)
+    b = None
+    try:
+        st, _ = d.req("PUT", "/v1/cluster", {"cluster": registered_cluster()})
+        assert st == 200
+        plan = register(d, "team-g", "held")["extender"]
+        picked, moved = {}, []
+        for role, idx, pod in pods:
+            node, res = schedule(d, pod, nodes())
+            kept = [n["metadata"]["name"] for n in res["Nodes"]["items"]]
+            if chosen is not None:
+                node = chosen[pod.metadata.name]
+                assert node in kept, (pod.metadata.name, node, kept)
+            elif len(kept) > 1 and not any(m[0] == role for m in moved):
+                node = sorted(n for n in kept if n != node)[0]
+            planned = plan["workers" if role == "worker" else "ps"][idx]["node"]
+            if node != planned:
+                moved.append((role, idx, planned, node))
+            picked[pod.metadata.name] = node
+        if tag == "restart":
+            d.stop()
+            d = None
+            b = Daemon(binary, state, log, kube)
+        binder = b or d
+        for role, idx, pod in pods:
+            err = bind(binder, pod, picked[pod.metadata.name])
+            assert err == "", err
+        assert len(api.bound) == len(pods), api.bound
+        st, occ = binder.req("GET", "/v1/cluster")
+        assert st == 200, (st, occ)
+        return moved, occ, picked
+    finally:
+        for x in (d, b):
+            if x:
+                x.stop()
 
 
 if __name__ == "__main__":

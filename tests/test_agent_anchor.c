@@ -122,7 +122,7 @@ static void exact_plan(const cfg_run *run, int *assign, double *cost) {
 static void test_decode_level(void **state) {
     (void)state;
     cfg_run *run = load_trap();
-    agent_instance in = {&run->jobs[0], &run->cluster, 1.0};
+    agent_instance in = {&run->jobs[0], &run->cluster, 1.0, 0, 0};
     int opt[L], assign[L], runs = 0, k = -1;
     double opt_cost;
     exact_plan(run, opt, &opt_cost);

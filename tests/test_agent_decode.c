@@ -102,7 +102,7 @@ static void test_memo_random(void **state) {
         assert_non_null(y);
         ri_make(x, shapes[s][0], shapes[s][1], 7 + (uint64_t)s);
         ri_make(y, shapes[5 - s][0], shapes[5 - s][1], 70 + (uint64_t)s);
-        agent_instance in[2] = {{&x->job, &x->cl, 1.0}, {&y->job, &y->cl, 1.0}};
+        agent_instance in[2] = {{&x->job, &x->cl, 1.0, 0, 0}, {&y->job, &y->cl, 1.0, 0, 0}};
         /* greedy, backtracking out of dead ends */
         int *as_on = malloc(RI_MAX_LAYERS * sizeof *as_on), *as_off = malloc(RI_MAX_LAYERS * sizeof *as_off);
         int runs_on = 0, runs_off = 0;
@@ -179,7 +179,7 @@ static void test_memo_shipped(void **state) {
     int L_of[1] = {job->n_layers}, placed = 0;
     for (int i = 0; i < 3; i++) {
         job->min_throughput = R0 * scale[i];
-        agent_instance in = {job, &run->cluster, 1.0};
+        agent_instance in = {job, &run->cluster, 1.0, 0, 0};
         int as_on[32], as_off[32], r_on = 0, r_off = 0;
         int st_on = agent_decode_greedy(on, p, &in, PLACER_PLACE_POLICY, 4.0, 64, as_on, &r_on, err, sizeof err);
         int st_off = agent_decode_greedy(off, p, &in, PLACER_PLACE_POLICY, 4.0, 64, as_off, &r_off, err, sizeof err);
@@ -205,7 +205,7 @@ static int decode_once(const agent_policy *pol, const model_job *job, const mode
                        int *assign, int *task_node, model_plan *plan, int *used) {
     char err[2048];
     agent_decode_opts o = {sample ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, sample ? 24 : 1, 5,
-                           PLACER_PLACE_POLICY, 0, NULL, NULL};
+                           PLACER_PLACE_POLICY, 0, NULL, NULL, 0, 0};
     agent_decode_result r = {.assign = assign, .task_node = task_node, .plan = plan};
     int st = agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err);
     assert_true(st >= 0);

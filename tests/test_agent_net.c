@@ -114,7 +114,7 @@ static void test_gradients(void **state) {
     nn_params *p = make_params(&TINY, 7);
     agent_rollout *ro = agent_rollout_create(&TINY);
     agent_net_ws *ws = agent_net_ws_create(&TINY);
-    agent_instance ai[2] = {{&a.job, &a.cl, 10.0}, {&b.job, &b.cl, 10.0}};
+    agent_instance ai[2] = {{&a.job, &a.cl, 10.0, 0, 0}, {&b.job, &b.cl, 10.0, 0, 0}};
     int of[5] = {0, 0, 1, 1, 1};
     agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, 5, 1, NULL, AGENT_REWARD_LOG};
     char err[256];
@@ -232,7 +232,7 @@ static void test_features_and_masks(void **state) {
     make_wide(&b);
     nn_params *p = make_params(&TINY, 3);
     agent_rollout *ro = agent_rollout_create(&TINY);
-    agent_instance ai[2] = {{&a.job, &a.cl, 1.0}, {&b.job, &b.cl, 1.0}};
+    agent_instance ai[2] = {{&a.job, &a.cl, 1.0, 0, 0}, {&b.job, &b.cl, 1.0, 0, 0}};
     int of[4] = {0, 1, 0, 1};
     agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, 4, 1, NULL, AGENT_REWARD_LOG};
     char err[256];
@@ -347,7 +347,7 @@ static void test_lookahead_random(void **state) {
         in.zones[0] = (model_zone){"z"};
         in.cl = (model_cluster){3, in.types, 0, NULL, 1, in.zones, 1e9, 1e-3, NULL, NULL};
         in.job = (model_job){"r", L, ls, 64, 1e8, 300 + 3000 * RND(), 0.05, MODEL_DEFAULT_SHARD, 0, NULL, {{0, 0, 0, 0}, 0}};
-        agent_instance ai = {&in.job, &in.cl, 1.0};
+        agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
         int of[6] = {0, 0, 0, 0, 0, 0};
         agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 6, 1, NULL, AGENT_REWARD_LOG};
         assert_int_equal(agent_rollout_run(ro, p, &ai, 1, of, 6, &o, NULL, err, sizeof err), 0);
@@ -399,7 +399,7 @@ static void test_only_allowed(void **state) {
     float *wo = nn_param(p, AN_TOUT_W), *wn = nn_param(p, AN_NOUT_W);
     for (int k = 0; k < TINY.scorer; k++) wo[k] = wn[k] = 50.0f;
     agent_rollout *ro = agent_rollout_create(&TINY);
-    agent_instance ai[3] = {{&a.job, &a.cl, 1.0}, {&b.job, &b.cl, 1.0}, {&c.job, &c.cl, 1.0}};
+    agent_instance ai[3] = {{&a.job, &a.cl, 1.0, 0, 0}, {&b.job, &b.cl, 1.0, 0, 0}, {&c.job, &c.cl, 1.0, 0, 0}};
     int of[30];
     for (int e = 0; e < 30; e++) of[e] = e % 3;
     char err[256];
@@ -454,7 +454,7 @@ static void test_threads_do_not_matter(void **state) {
     make_small(&a);
     make_wide(&b);
     nn_params *p = make_params(&TINY, 8);
-    agent_instance ai[2] = {{&a.job, &a.cl, 1.0}, {&b.job, &b.cl, 1.0}};
+    agent_instance ai[2] = {{&a.job, &a.cl, 1.0, 0, 0}, {&b.job, &b.cl, 1.0, 0, 0}};
     int of[16];
     for (int e = 0; e < 16; e++) of[e] = e / 8;
     char err[256];
@@ -493,7 +493,7 @@ static void test_skip_idle_same_update(void **state) {
     nn_params *pa = make_params(&TINY, 9), *pb = make_params(&TINY, 9);
     agent_rollout *ro = agent_rollout_create(&TINY);
     agent_net_ws *fresh = agent_net_ws_create(&TINY);
-    agent_instance ai[2] = {{&a.job, &a.cl, 10.0}, {&b.job, &b.cl, 10.0}};
+    agent_instance ai[2] = {{&a.job, &a.cl, 10.0, 0, 0}, {&b.job, &b.cl, 10.0, 0, 0}};
     enum { B = 24 };
     int of[B];
     for (int e = 0; e < B; e++) of[e] = e / 12;

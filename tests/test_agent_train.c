@@ -41,6 +41,7 @@
 #include "env/place.h"
 #include "harness.h"
 #include "nets/params.h"
+#include "solvers/solve.h"
 #include "tests/agent_fixture.h"
 
 static char tmp[1024], bin[1024], src[1024];
@@ -196,6 +197,81 @@ static void test_trainconf(void **state) {
     assert_int_equal(tc->placement, PLACER_PLACE_POLICY);
     assert_true(tc->lr == 1e-3); /* general default */
     agent_trainconf_free(tc);
+}
+
+/* A config of each mode with only its required keys loads as
+ * agent_trainconf_default of that mode, field by field (the file names
+ * aside): the loader and the function take the defaults from one table. */
+static void test_trainconf_defaults(void **state) {
+    (void)state;
+    static const char *text[2] = {"mode: search\nproblem: small.yaml\n",
+                                  "mode: general\ngenerator: gen.yaml\n"};
+    for (int mode = 0; mode < 2; mode++) {
+        char p[1200], err[2048];
+        afx_write_file(tmp, "bare.yaml", text[mode]);
+        path_in(p, sizeof p, "bare.yaml");
+        agent_trainconf *got = agent_trainconf_load(p, err, sizeof err);
+        if (!got) fail_msg("%s", err);
+        agent_trainconf *want = calloc(1, sizeof *want);
+        assert_non_null(want);
+        agent_trainconf_default(want, mode);
+#define SAME_INT(f) assert_int_equal(got->f, want->f)
+#define SAME_NUM(f) if (got->f != want->f) fail_msg("mode %d: %s %g, default %g", mode, #f, \
+                                                    (double)got->f, (double)want->f)
+        SAME_INT(mode);
+        SAME_INT(n_eval);
+        SAME_INT(valid);
+        SAME_INT(seed);
+        SAME_INT(steps);
+        SAME_NUM(seconds);
+        SAME_INT(instances);
+        SAME_INT(samples);
+        SAME_NUM(lr);
+        SAME_NUM(lr_final);
+        SAME_NUM(weight_decay);
+        SAME_NUM(grad_clip);
+        SAME_NUM(entropy);
+        SAME_NUM(entropy_final);
+        SAME_INT(baseline);
+        SAME_NUM(baseline_decay);
+        SAME_INT(adv_norm);
+        SAME_NUM(risk);
+        SAME_INT(reward);
+        SAME_NUM(penalty);
+        SAME_INT(freeze_plan);
+        SAME_NUM(imitation);
+        SAME_INT(reference);
+        SAME_INT(placement);
+        SAME_INT(net.embed);
+        SAME_INT(net.hidden);
+        SAME_INT(net.decoder);
+        SAME_INT(net.scorer);
+        SAME_NUM(net.clip);
+        SAME_INT(threads);
+        SAME_INT(log_every);
+        SAME_INT(eval_every);
+        SAME_INT(eval_samples);
+        SAME_INT(ckpt_every);
+        assert_string_equal(got->out, want->out);
+        SAME_INT(reuse);
+        SAME_INT(polish);
+#undef SAME_INT
+#undef SAME_NUM
+        /* a few of docs/agent.md's figures, by mode */
+        if (mode == AGENT_MODE_SEARCH) {
+            assert_true(want->steps == 100000 && want->samples == 128 && want->risk == 0.1 &&
+                        want->polish == 1 && want->instances == 1);
+            assert_string_equal(want->out, "runs/search");
+        } else {
+            assert_true(want->instances == 32 && want->lr_final == 1e-4 &&
+                        want->eval_every == 100 && want->polish == 0);
+            assert_string_equal(want->out, "runs/general");
+        }
+        assert_true(want->seed == 1 && want->penalty == 4 && want->reference == SOLVE_HOMOGENEOUS &&
+                    want->placement == PLACER_PLACE_NONE && want->net.decoder == 128);
+        agent_trainconf_free(want);
+        agent_trainconf_free(got);
+    }
 }
 
 static void expect_gen_error(const char *text, const char *want) {
@@ -568,7 +644,7 @@ static void test_policy(void **state) {
     int *tasks = malloc((size_t)nt * sizeof *tasks);
     model_plan *plan = model_plan_create(3);
     agent_decode_result res = {.assign = assign, .task_node = tasks, .plan = plan};
-    agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, PLACER_PLACE_NONE, 0, NULL, NULL};
+    agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, PLACER_PLACE_NONE, 0, NULL, NULL, 0, 0};
     assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
     assert_int_equal(res.samples_used, 1);
     double greedy = plan->cost;
@@ -635,6 +711,7 @@ static void test_policy(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trainconf),
+        cmocka_unit_test(test_trainconf_defaults),
         cmocka_unit_test(test_generator),
         cmocka_unit_test(test_absurd_figures),
         cmocka_unit_test(test_search),

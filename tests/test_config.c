@@ -203,6 +203,37 @@ static void test_good_file(void **state)
     cfg_free(run);
 }
 
+/* cfg_cluster_default and cfg_node_default (what strata import-nodes
+ * starts from) give what minimal.yaml, which sets none of those keys,
+ * loads with, field by field. */
+static void test_defaults_in_code(void **state)
+{
+    (void)state;
+    char err[2048];
+    cfg_run *run = cfg_load(fixture(0, "minimal.yaml"), err, sizeof err);
+    if (!run)
+        fail_msg("%s", err);
+    model_cluster cl;
+    memset(&cl, 0, sizeof cl);
+    cfg_cluster_default(&cl);
+    assert_true(cl.inter_bw == run->cluster.inter_bw);
+    assert_true(cl.inter_latency == run->cluster.inter_latency);
+    assert_null(cl.types); /* nothing else written */
+    assert_int_equal(cl.n_nodes, 0);
+    model_node n;
+    memset(&n, 0xff, sizeof n);
+    cfg_node_default(&n);
+    for (int i = 0; i < 3; i++) {
+        const model_node *got = &run->cluster.nodes[i];
+        assert_int_equal(n.ps_slots, got->ps_slots);
+        assert_true(n.latency == got->latency);
+        assert_true(n.loss == got->loss);
+    }
+    assert_int_equal(n.units, 0);
+    assert_int_equal(n.name[0], 0);
+    cfg_free(run);
+}
+
 /* minimal.yaml: defaults everywhere, implicit zone, counts from nodes. */
 static void test_defaults(void **state)
 {
@@ -871,6 +902,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_file),   cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_defaults_in_code),
         cmocka_unit_test(test_buffer_json), cmocka_unit_test(test_base_loads),
         cmocka_unit_test(test_key_errors),  cmocka_unit_test(test_value_errors),
         cmocka_unit_test(test_name_errors), cmocka_unit_test(test_zone_errors),

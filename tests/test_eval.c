@@ -336,6 +336,46 @@ static void test_config_errors(void **state) {
     expect_error("ev8.yaml", text, ":1:9: budget: expected a duration...");
 }
 
+/* A method given by name alone ("- fit") gets the defaults a mapping
+ * without those keys ("{method: fit}") gets from the walk, field by field:
+ * both come from the one table. */
+static void test_method_shorthand_defaults(void **state) {
+    (void)state;
+    char cl[1200], path[1300], err[4096], text[4096];
+    snprintf(cl, sizeof cl, "%s/configs/clusters/aws-mixed.yaml", env_or("STRATA_SRC", "."));
+    snprintf(path, sizeof path, "%s/ev-shorthand.yaml", env_or("STRATA_TMP", "/tmp"));
+    snprintf(text, sizeof text, "instances:\n  - {cluster: %s, models: %s}\nmethods:\n  - fit\n"
+             "  - {method: fit, name: fit2}\n", cl, cl);
+    write_file(path, text);
+    eval_spec *s = eval_spec_load(path, err, sizeof err);
+    if (!s) fail_msg("%s", err);
+    assert_int_equal(s->n_methods, 2);
+    const eval_method *a = &s->methods[0], *b = &s->methods[1];
+    assert_string_equal(a->name, "fit");
+    assert_string_equal(b->name, "fit2");
+    assert_int_equal(a->family, b->family);
+    assert_int_equal(a->solver, b->solver);
+    assert_int_equal(a->placer, b->placer);
+    assert_int_equal(a->multi, b->multi);
+    assert_int_equal(a->fit, b->fit);
+    assert_true(a->budget_s == b->budget_s);
+    assert_int_equal(a->evals, b->evals);
+    assert_string_equal(a->checkpoint, b->checkpoint);
+    assert_int_equal(a->decode, b->decode);
+    assert_int_equal(a->samples, b->samples);
+    assert_int_equal(a->points, b->points);
+    assert_true(a->noise == b->noise);
+    assert_string_equal(a->type, b->type);
+    assert_int_equal(a->max_ps, b->max_ps);
+    assert_int_equal(a->truth, b->truth);
+    /* the table's figures (docs/eval.md) */
+    assert_int_equal(a->points, 6);
+    assert_true(a->noise == 0.05);
+    assert_int_equal(a->max_ps, 8);
+    assert_int_equal(a->samples, 16);
+    eval_spec_free(s);
+}
+
 /* ---------------------------------------------------------------------------
  * Generated runs: written and read back to the bit
  * ------------------------------------------------------------------------ */
@@ -602,6 +642,7 @@ static void test_awkward_paths(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_method_shorthand_defaults),
         cmocka_unit_test(test_generated_round_trip),
         cmocka_unit_test(test_threads_and_repeats),
         cmocka_unit_test(test_learning_curve),

@@ -225,6 +225,76 @@ static void test_plan_only_by_hand(void **state) {
     }
 }
 
+/* Fixed counts (gym_opts.workers, .ps) on the tiny plan [cpu, gpu], with
+ * n0 holding 2 cpu units and 2 ps slots. k = 1, 1 and g = 1, 1, so 3
+ * workers and 3 ps give the extra worker and the extra ps to stage 0 (the
+ * ties go to the first): stage 0 runs 2 workers and 2 ps, stage 1 1 and 1.
+ * theta_0 = 2 * 10 / 0.01002 (alpha 0), theta_1 = 10 / 0.01002: theta and
+ * T = 3607.2 s stay, the price is 2 * 1 + 1 * 4 = 6 $/h, cost 3607.2 / 3600
+ * * 6 = 6.012 $. The NODE phase then places exactly those 6 tasks. 1
+ * worker is fewer than the plan needs; 4 put a second worker on stage 1,
+ * which the one gpu unit of the nodes cannot hold. */
+static void test_fixed_counts(void **state) {
+    (void)state;
+    inst in;
+    tiny_init(&in);
+    in.nodes[0].units = 2;
+    in.nodes[0].ps_slots = 2;
+    gym_opts o;
+    gym_opts_default(&o);
+    o.workers = 3;
+    o.ps = 3;
+    o.plan_only = 1;
+    gym_env *e = make(&in, &o);
+    step_ok(e, CPU);
+    gym_step_result r = step_ok(e, GPU);
+    assert_int_equal(r.feasible, 1);
+    assert_rel(r.cost, 6.012);
+    const model_plan *p = gym_plan(e);
+    assert_int_equal(p->stages[0].units, 2);
+    assert_int_equal(p->stages[0].n_ps, 2);
+    assert_int_equal(p->stages[1].units, 1);
+    assert_int_equal(p->stages[1].n_ps, 1);
+    gym_free(e);
+
+    o.plan_only = 0;
+    e = make(&in, &o);
+    step_ok(e, CPU);
+    r = step_ok(e, GPU);
+    assert_int_equal(r.phase, GYM_PHASE_NODE);
+    int n = 0;
+    gym_task_nodes(e, &n, NULL);
+    assert_int_equal(n, 6);
+    /* task order: stage 0's 2 workers and 2 ps, then stage 1's worker, ps */
+    const int place[6] = {0, 0, 0, 0, 1, 1};
+    for (int i = 0; i < 6; i++) r = step_ok(e, place[i]);
+    assert_int_equal(r.terminated, 1);
+    assert_int_equal(r.feasible, 1);
+    assert_int_equal(gym_plan(e)->stages[0].units, 2);
+    gym_free(e);
+
+    o.workers = 1;
+    o.ps = 0;
+    e = make(&in, &o);
+    step_ok(e, CPU);
+    r = step_ok(e, GPU);
+    assert_int_equal(r.terminated, 1);
+    assert_int_equal(r.feasible, 0);
+    assert_int_equal(r.reason, MODEL_ERR_CAPACITY);
+    assert_non_null(strstr(gym_why(e), "the plan needs 2 workers over its 2 stages"));
+    gym_free(e);
+
+    o.workers = 4;
+    e = make(&in, &o);
+    step_ok(e, CPU);
+    r = step_ok(e, GPU);
+    assert_int_equal(r.feasible, 0);
+    assert_int_equal(r.reason, MODEL_ERR_PLACEMENT);
+    assert_string_equal(gym_why(e), "placement: the plan needs 2 workers on gpu, the nodes hold "
+                                    "1 units");
+    gym_free(e);
+}
+
 /* A type whose units cannot hold layer 0 is masked, and stepping it is
  * refused. Without nodes the cap is the type count. */
 static void test_mask_memory(void **state) {
@@ -1060,6 +1130,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_episode_by_hand),
         cmocka_unit_test(test_plan_only_by_hand),
+        cmocka_unit_test(test_fixed_counts),
         cmocka_unit_test(test_mask_memory),
         cmocka_unit_test(test_mask_units_used),
         cmocka_unit_test(test_mask_throughput),

@@ -191,6 +191,35 @@ static void expect_spec_error(const char *name, const char *text, const char *wa
         fail_msg("got '%s', want '%s...%s'", err, path, want);
 }
 
+/* heldout: with only its required keys (seed, count) loads as
+ * eval_heldout_default, field by field: the defaults are written once. */
+static void test_default_is_loaded(void **state) {
+    (void)state;
+    char path[1024], err[2048];
+    snprintf(path, sizeof path, "%s/h-default.yaml", env_or("STRATA_TMP", "/tmp"));
+    write_file(path, "instances:\n  - heldout: {seed: 0, count: 1}\nmethods: [exact]\n");
+    eval_spec *s = eval_spec_load(path, err, sizeof err);
+    if (!s) fail_msg("%s", err);
+    const eval_heldout_conf *got = &s->instances[0].heldout;
+    eval_heldout_conf want;
+    eval_heldout_default(&want);
+    assert_int_equal(got->seed, 0);
+    assert_int_equal(want.seed, 0);
+    assert_int_equal(got->count, want.count);
+    assert_true(got->layers[0] == want.layers[0] && got->layers[1] == want.layers[1]);
+    assert_true(got->types[0] == want.types[0] && got->types[1] == want.types[1]);
+    assert_true(got->tight == want.tight);
+    assert_true(got->blocks == want.blocks);
+    assert_true(got->mem_bound == want.mem_bound);
+    assert_true(got->io_bound == want.io_bound);
+    assert_true(got->flops_median == want.flops_median);
+    assert_true(got->flops_sigma == want.flops_sigma);
+    /* the header's figures */
+    assert_true(want.layers[0] == 1 && want.layers[1] == 64 && want.types[0] == 2 &&
+                want.types[1] == 8 && want.tight == 0.3 && want.flops_median == 2e9);
+    eval_spec_free(s);
+}
+
 #define GEN_HEAD                                                                          \
     "families:\n"                                                                          \
     "  - {name: f, weight: 1, batch: [8, 8], units: [1, 2], roles: [{name: l, count: [1, "  \
@@ -364,6 +393,7 @@ static void test_banded_run(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_is_loaded),
         cmocka_unit_test(test_deterministic),  cmocka_unit_test(test_moments_differ),
         cmocka_unit_test(test_config_bounds),  cmocka_unit_test(test_curriculum),
         cmocka_unit_test(test_bands_by_hand),  cmocka_unit_test(test_banded_run),

@@ -83,6 +83,10 @@ static void test_import_small(void **state) {
     snprintf(path, sizeof path, "%s/tests/data/nodes/small.json", harness_src());
     imp_result *r = imp_nodes_import(path, cat, 0, err, sizeof err);
     if (!r) fail_msg("%s", err);
+    model_cluster dflt; /* the run loader's defaults, which the import writes out */
+    memset(&dflt, 0, sizeof dflt);
+    cfg_cluster_default(&dflt);
+    assert_true(r->cl.inter_bw == dflt.inter_bw && r->cl.inter_latency == dflt.inter_latency);
     snprintf(out, sizeof out, "%s/small-run.yaml", harness_tmp());
     FILE *f = fopen(out, "w");
     assert_non_null(f);

@@ -240,6 +240,58 @@ static void test_eval_ps_count(void **state) {
     model_plan_free(plan);
 }
 
+/* Fixed replica counts on the plan [cpu, gpu, gpu] at R = 1000 (k = 1, 1;
+ * g = 1, 1; t_0 = 5e-3, t_1 = 0.029, see test_eval_two_stages). 5 workers:
+ * 3 extra, each to the stage with the fewest (ties: the first): s0 -> 2,
+ * s1 -> 2, s0 -> 3. 3 ps: 1 extra, to s0 -> 2. theta_0 = 100 / 5e-3 * 3 /
+ * (1 + 0.05 * 2) = 54545.45..., theta_1 = 100 / 0.029 * 2 / 1.05 =
+ * 6568.1...: theta = theta_1, T = 1e8 * 0.029 * 1.05 / 200 = 15225 s,
+ * price 3 * 1 + 2 * 3 = 9 $/h, cost 15225 * 9 / 3600. 9 workers: s0 5,
+ * s1 4, the 4 gpu units; 10: s1 gets the 5th, one more than the 4 free. */
+static void test_plan_set_counts(void **state) {
+    (void)state;
+    fixture fx;
+    fixture_init(&fx);
+    model_plan *plan = model_plan_create(3);
+    int assign[3] = {FX_CPU, FX_GPU, FX_GPU};
+    assert_int_equal(model_eval(&fx.job, &fx.cl, assign, plan), MODEL_FEASIBLE);
+    assert_int_equal(model_plan_set_counts(&fx.job, &fx.cl, plan, 5, 3), MODEL_FEASIBLE);
+    assert_int_equal(plan->stages[0].units, 3);
+    assert_int_equal(plan->stages[1].units, 2);
+    assert_int_equal(plan->stages[0].n_ps, 2);
+    assert_int_equal(plan->stages[1].n_ps, 1);
+    assert_close(plan->stages[0].throughput, 100.0 / 5e-3 * 3.0 / 1.1);
+    assert_close(plan->throughput, 100.0 / 0.029 * 2.0 / 1.05);
+    assert_close(plan->time, 15225.0);
+    assert_close(plan->unit_price, 9.0);
+    assert_close(plan->cost, 15225.0 * 9.0 / 3600.0);
+    /* <= 0 keeps a role's count: the plan's own counts change nothing */
+    assert_int_equal(model_eval(&fx.job, &fx.cl, assign, plan), MODEL_FEASIBLE);
+    double cost = plan->cost;
+    assert_int_equal(model_plan_set_counts(&fx.job, &fx.cl, plan, 2, 0), MODEL_FEASIBLE);
+    assert_int_equal(plan->stages[0].units + plan->stages[1].units, 2);
+    assert_close(plan->cost, cost);
+    assert_int_equal(model_plan_set_counts(&fx.job, &fx.cl, plan, 9, -1), MODEL_FEASIBLE);
+    assert_int_equal(plan->stages[0].units, 5);
+    assert_int_equal(plan->stages[1].units, 4);
+    /* too many for the gpu units, too few for the plan */
+    assert_int_equal(model_eval(&fx.job, &fx.cl, assign, plan), MODEL_FEASIBLE);
+    assert_int_equal(model_plan_set_counts(&fx.job, &fx.cl, plan, 10, 0), MODEL_ERR_CAPACITY);
+    assert_int_equal(plan->bad_type, FX_GPU);
+    assert_string_equal(plan->why, "capacity: with 10 workers the plan needs 5 units of gpu, 4 "
+                                   "are free");
+    assert_int_equal(model_eval(&fx.job, &fx.cl, assign, plan), MODEL_FEASIBLE);
+    assert_int_equal(model_plan_set_counts(&fx.job, &fx.cl, plan, 1, 0), MODEL_ERR_CAPACITY);
+    assert_string_equal(plan->why, "capacity: the plan needs 2 workers over its 2 stages to "
+                                   "reach the job's min_throughput, 1 asked");
+    assert_int_equal(model_eval(&fx.job, &fx.cl, assign, plan), MODEL_FEASIBLE);
+    assert_int_equal(model_plan_set_counts(&fx.job, &fx.cl, plan, 0, 1), MODEL_ERR_CAPACITY);
+    assert_string_equal(plan->why, "capacity: the plan needs 2 ps tasks over its 2 stages, 1 "
+                                   "asked");
+    assert_close(plan->cost, 0.0);
+    model_plan_free(plan);
+}
+
 /* A middle stage carries the activation before it and its own: [cpu, gpu,
  * cpu] stage 1 (fc1 on gpu) has X = 2 * 100 * (a_emb + a_fc1) / 2e9 =
  * 2 * 100 * 2e4 / 2e9 = 2e-3. */
@@ -325,6 +377,7 @@ int main(void) {
         cmocka_unit_test(test_eval_throughput),
         cmocka_unit_test(test_eval_ps_count),
         cmocka_unit_test(test_eval_middle_xfer),
+        cmocka_unit_test(test_plan_set_counts),
         cmocka_unit_test(test_assign_parse),
         cmocka_unit_test(test_job_check),
     };

@@ -21,8 +21,13 @@
  *   - the extender plans with the policy;
  *   - a job registered with replica counts equal to the plan the policy
  *     decodes is placed by the policy's node head, task for task as
- *     `strata place --method policy` places it; other counts go to the
- *     zone placer, and the plan says why.
+ *     `strata place --method policy` places it; so is a TFJob whose counts
+ *     differ from that plan's (the plan gets them, the node head places
+ *     those tasks): task for task as `strata place --method policy
+ *     --workers W --ps P` places them and as agent_policy_decode with those
+ *     counts in this process, every pod of it kept by /k8s/filter only on
+ *     nodes of its stage's type and scored best on its planned node;
+ *     counts no plan can hold are refused with the reason.
  *
  * Were agent/policy.c the placeholder that loads nothing, these tests would
  * be skipped (saying so); any other failure to train or load fails them.
@@ -36,6 +41,9 @@
 
 #include <cmocka.h>
 
+#include "agent/policy.h"
+#include "env/config.h"
+#include "env/place.h"
 #include "tests/serve_client.h"
 
 static const char *TINY_YAML =
@@ -546,6 +554,59 @@ static void role_nodes(const json_t *ext, const char *role, char *buf, size_t le
                                  json_string_value(json_object_get(t, "node")));
 }
 
+/* The workers' and ps tasks' nodes ("n,n,...") of `strata place --method
+ * policy --workers W --ps P` on the tiny job. */
+static void cli_place_nodes(const fixture *fx, int W, int P, char *cw, char *cp) {
+    char out[1200];
+    snprintf(out, sizeof out, "%s/place-policy-%d-%d.json", fx->dir, W, P);
+    assert_int_equal(sh_run("'%s' place '%s/tiny.yaml' --method policy --policy '%s' --workers "
+                            "%d --ps %d --json >'%s'", getenv("STRATA_BIN"), fx->dir, fx->live,
+                            W, P, out), 0);
+    json_t *cli = json_load_file(out, 0, NULL);
+    assert_non_null(cli);
+    cw[0] = cp[0] = '\0';
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(cli, "tasks"), i, t) {
+        char *b = !strcmp(json_string_value(json_object_get(t, "role")), "ps") ? cp : cw;
+        size_t k = strlen(b);
+        snprintf(b + k, 256 - k, "%s%s", k ? "," : "", json_string_value(json_object_get(t, "node")));
+    }
+    json_decref(cli);
+}
+
+/* The same in this process: agent_policy_decode with the counts (greedy,
+ * the node head) on the tiny job. */
+static void inproc_place_nodes(const fixture *fx, int W, int P, char *iw, char *ip) {
+    char err[1024], yaml[1100];
+    snprintf(yaml, sizeof yaml, "%s/tiny.yaml", fx->dir);
+    cfg_run *run = cfg_load(yaml, err, sizeof err);
+    assert_non_null(run);
+    agent_policy *pol = agent_policy_load(fx->live, err, sizeof err);
+    assert_non_null(pol);
+    const model_job *job = &run->jobs[0];
+    const model_cluster *cl = &run->cluster;
+    agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = 1,
+                           .placement = PLACER_PLACE_POLICY, .workers = W, .ps = P};
+    int assign[2], *tn = calloc((size_t)agent_policy_task_cap(job, cl, &o) + 1, sizeof *tn);
+    model_plan *plan = model_plan_create(job->n_layers);
+    agent_decode_result res = {.assign = assign, .task_node = tn, .plan = plan};
+    assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
+    assert_int_equal(place_task_count(plan), W + P);
+    iw[0] = ip[0] = '\0';
+    for (int i = 0; i < W + P; i++) {
+        int stage = 0, is_ps = 0;
+        place_task_stage(plan, i, &stage, &is_ps);
+        char *b = is_ps ? ip : iw;
+        size_t k = strlen(b);
+        snprintf(b + k, 256 - k, "%s%s", k ? "," : "", cl->nodes[tn[i]].name);
+    }
+    free(tn);
+    model_plan_free(plan);
+    agent_policy_free(pol);
+    cfg_free(run);
+}
+
 static void test_extender_node_head_counts(void **state) {
     fixture *fx = *state;
     NEED_POLICY(fx);
@@ -588,13 +649,94 @@ static void test_extender_node_head_counts(void **state) {
     assert_string_equal(gp, cp);
     json_decref(ext);
 
-    /* one worker more than it decodes: the zone placer, and why */
-    ext = register_tiny(p.port, "nh", json_pack("{s:I, s:I}", "worker", W + 1, "ps", P));
-    assert_string_equal(json_string_value(json_object_get(ext, "placement_by")), "zone");
-    assert_int_equal(json_array_size(json_object_get(ext, "workers")), (size_t)(W + 1));
-    assert_non_null(strstr(json_string_value(json_object_get(ext, "placement_note")),
-                           "the registered counts"));
+    /* counts other than the plan's (a TFJob with more workers and ps):
+     * the node head places them, as the CLI and the decode in-process do */
+    json_int_t W2 = W + 4, P2 = P + 1;
+    ext = register_tiny(p.port, "nh", json_pack("{s:{s:I}, s:{s:I}}", "Worker", "replicas", W2,
+                                                "PS", "replicas", P2));
+    assert_string_equal(json_string_value(json_object_get(ext, "plan_from")), "policy");
+    assert_string_equal(json_string_value(json_object_get(ext, "placement_by")), "policy");
+    assert_null(json_object_get(ext, "placement_note"));
+    assert_int_equal(json_array_size(json_object_get(ext, "workers")), (size_t)W2);
+    assert_int_equal(json_array_size(json_object_get(ext, "ps")), (size_t)P2);
+    role_nodes(ext, "workers", gw, sizeof gw);
+    role_nodes(ext, "ps", gp, sizeof gp);
+    char cw2[256], cp2[256], iw[256], ip[256];
+    cli_place_nodes(fx, (int)W2, (int)P2, cw2, cp2);
+    assert_string_equal(gw, cw2);
+    assert_string_equal(gp, cp2);
+    inproc_place_nodes(fx, (int)W2, (int)P2, iw, ip);
+    assert_string_equal(gw, iw);
+    assert_string_equal(gp, ip);
+    printf("counts %d workers, %d ps (the policy's own: %d, %d): workers on %s, ps on %s\n",
+           (int)W2, (int)P2, (int)W, (int)P, gw, gp);
+    /* the TFJob's pods: each worker kept only on nodes of its stage's type
+     * and each task scored best on its planned node */
+    for (int role = 0; role < 2; role++) {
+        const char *r = role ? "ps" : "worker";
+        const json_t *tasks = json_object_get(ext, role ? "ps" : "workers");
+        for (size_t ti = 0; ti < json_array_size(tasks); ti++) {
+            const json_t *task = json_array_get(tasks, ti);
+            const char *type = json_string_value(json_object_get(task, "type"));
+            const char *planned = json_string_value(json_object_get(task, "node"));
+            char *pod = NULL;
+            assert_true(asprintf(&pod, "{\"Pod\": {\"metadata\": {\"name\": \"nh-%s-%zu\", "
+                                 "\"uid\": \"u-%s-%zu\", \"labels\": {"
+                                 "\"training.kubeflow.org/job-name\": \"nh\", "
+                                 "\"training.kubeflow.org/replica-type\": \"%s\", "
+                                 "\"training.kubeflow.org/replica-index\": \"%zu\"}}}, "
+                                 "\"NodeNames\": [\"n0\", \"n1\", \"c0\"]}", r, ti, r, ti, r,
+                                 ti) > 0);
+            sv_resp rr;
+            assert_int_equal(sv_http(p.port, "POST", "/k8s/filter", NULL, pod, strlen(pod),
+                                     &rr), 200);
+            json_t *f = sv_body_json(&rr);
+            sv_resp_free(&rr);
+            size_t k;
+            json_t *nm;
+            assert_true(json_array_size(json_object_get(f, "NodeNames")) > 0);
+            json_array_foreach(json_object_get(f, "NodeNames"), k, nm) {
+                const char *kept = json_string_value(nm);
+                const char *kt = kept[0] == 'c' ? "cpu" : "gpu"; /* n0, n1 gpu; c0 cpu */
+                if (!role && strcmp(kt, type))
+                    fail_msg("worker %zu (stage type %s) kept on %s (%s)", ti, type, kept, kt);
+            }
+            json_decref(f);
+            assert_int_equal(sv_http(p.port, "POST", "/k8s/prioritize", NULL, pod,
+                                     strlen(pod), &rr), 200);
+            json_t *list = sv_body_json(&rr);
+            sv_resp_free(&rr);
+            const char *best = NULL;
+            json_int_t top = -1;
+            json_t *h;
+            json_array_foreach(list, k, h) {
+                json_int_t sc = json_integer_value(json_object_get(h, "Score"));
+                if (sc > top) {
+                    top = sc;
+                    best = json_string_value(json_object_get(h, "Host"));
+                }
+            }
+            assert_int_equal(top, 10);
+            assert_string_equal(best, planned);
+            if (!role) { /* the node it lands on is of its stage's type */
+                const char *bt = best[0] == 'c' ? "cpu" : "gpu";
+                assert_string_equal(bt, type);
+            }
+            json_decref(list);
+            free(pod);
+        }
+    }
     json_decref(ext);
+
+    /* more workers than any plan has units for: refused, with the reason */
+    char *body = tiny_body(NULL);
+    json_t *doc = json_loads(body, 0, NULL);
+    free(body);
+    json_object_set_new(doc, "replicas", json_pack("{s:i}", "worker", 13));
+    sv_resp r;
+    assert_int_equal(sv_json_req(p.port, "PUT", "/v1/jobs/nh", doc, NULL, &r), 422);
+    assert_non_null(strstr(r.body, "replicas: capacity: with 13 workers"));
+    sv_resp_free(&r); /* sv_json_req took doc */
     assert_int_equal(sv_stop(&p), 0);
 }
 

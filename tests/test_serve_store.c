@@ -6,7 +6,10 @@
  * (two replicas sharing a volume); the units a plan takes are counted for
  * the other jobs and released by a delete. A file that is not a database,
  * a database that is not a state file and a row that does not read are
- * refused with the file named.
+ * refused with the file named. The pods placed for the bind verb come back
+ * from a reopened file, the oldest go past the bound, a bind records the
+ * node and forgets the pod in one go, and a deleted job's pods are
+ * forgotten.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -129,6 +132,75 @@ static void test_round_trip(void **state) {
     remove_db();
 }
 
+/* The task store_pod_get reads for uid as "key role idx", or "none". */
+static void pod_task(store *s, const char *uid, char *buf, size_t len) {
+    char err[512], key[128], role[16];
+    long idx = -1;
+    int rc = store_pod_get(s, uid, key, sizeof key, role, sizeof role, &idx, err, sizeof err);
+    assert_true(rc >= 0);
+    if (rc == 0) snprintf(buf, len, "none");
+    else snprintf(buf, len, "%s %s %ld", key, role, idx);
+}
+
+static void test_pods_placed(void **state) {
+    (void)state;
+    remove_db();
+    char err[512], got[256];
+    store *s = store_open(path, err, sizeof err);
+    assert_non_null(s);
+    uint64_t v;
+    put(s, "team-a/train", plan("gpu-a"), &v);
+    /* filtered by this process, then the process goes away */
+    assert_int_equal(store_pod_put(s, "uid-w1", "team-a/train", "worker", 1, 3, err,
+                                   sizeof err), 0);
+    assert_int_equal(store_pod_put(s, "uid-p0", "team-a/train", "ps", 0, 3, err, sizeof err), 0);
+    /* the same again (prioritize after filter) writes nothing new */
+    assert_int_equal(store_pod_put(s, "uid-p0", "team-a/train", "ps", 0, 3, err, sizeof err), 0);
+    assert_int_equal(store_n_pods(s, err, sizeof err), 2);
+    store_close(s);
+
+    /* another process on the file: it knows both pods */
+    s = store_open(path, err, sizeof err);
+    assert_non_null(s);
+    pod_task(s, "uid-w1", got, sizeof got);
+    assert_string_equal(got, "team-a/train worker 1");
+    pod_task(s, "uid-p0", got, sizeof got);
+    assert_string_equal(got, "team-a/train ps 0");
+    pod_task(s, "uid-none", got, sizeof got);
+    assert_string_equal(got, "none");
+    /* its bind: the placement row takes the node, the pod is forgotten */
+    assert_int_equal(store_bind(s, "team-a/train", "worker", 1, "gpu-z", "b", "uid-w1", err,
+                                sizeof err), 1);
+    pod_task(s, "uid-w1", got, sizeof got);
+    assert_string_equal(got, "none");
+    assert_int_equal(taken(s, "new/job", "gpu-z", "units"), 1);
+    assert_int_equal(taken(s, "new/job", "gpu-a", "units"), 1);
+
+    /* bounded at 3: a fourth pod drops the oldest (uid-p0, then u1) */
+    assert_int_equal(store_pod_put(s, "u1", "team-a/train", "worker", 0, 3, err, sizeof err), 0);
+    assert_int_equal(store_pod_put(s, "u2", "team-a/train", "worker", 1, 3, err, sizeof err), 0);
+    assert_int_equal(store_n_pods(s, err, sizeof err), 3);
+    assert_int_equal(store_pod_put(s, "u3", "team-b/x", "ps", 0, 3, err, sizeof err), 0);
+    assert_int_equal(store_n_pods(s, err, sizeof err), 3);
+    pod_task(s, "uid-p0", got, sizeof got);
+    assert_string_equal(got, "none");
+    /* a pod placed again as another task is rewritten, and becomes the newest */
+    assert_int_equal(store_pod_put(s, "u1", "team-a/train", "ps", 0, 3, err, sizeof err), 0);
+    assert_int_equal(store_pod_put(s, "u4", "team-b/x", "ps", 1, 3, err, sizeof err), 0);
+    pod_task(s, "u2", got, sizeof got);
+    assert_string_equal(got, "none");
+    pod_task(s, "u1", got, sizeof got);
+    assert_string_equal(got, "team-a/train ps 0");
+    /* deleting a job forgets its pods */
+    assert_int_equal(store_delete_job(s, "team-a/train", err, sizeof err), 1);
+    pod_task(s, "u1", got, sizeof got);
+    assert_string_equal(got, "none");
+    pod_task(s, "u3", got, sizeof got);
+    assert_string_equal(got, "team-b/x ps 0");
+    store_close(s);
+    remove_db();
+}
+
 static void expect_refused(const char *needle) {
     char err[1024] = "";
     store *s = store_open(path, err, sizeof err);
@@ -194,6 +266,7 @@ static void test_bad_files(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_pods_placed),
         cmocka_unit_test(test_bad_files),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -639,6 +639,30 @@ static void test_preset_config(void **state) {
     if (strncmp(harness_out, want, strlen(want))) fail_msg("got: %s\nwant: %s", harness_out, want);
 }
 
+/* A config without objective: gets the weights an empty objective: {}
+ * gets, field by field: sim_weights_load's defaults are the table's. */
+static void test_objective_defaults(void **state) {
+    (void)state;
+    char path[1024], err[4096];
+    sim_spec sp[2];
+    const char *objective[2] = {"", "objective: {}\n"};
+    for (int v = 0; v < 2; v++) {
+        snprintf(path, sizeof path, "%s/sim-objective-%d.yaml", harness_tmp(), v);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "cluster: %s/tests/data/sim/cluster.yaml\ntrace: three.yaml\n%s", harness_src(),
+                objective[v]);
+        fclose(f);
+        if (sim_spec_load(path, &sp[v], err, sizeof err)) fail_msg("%s", err);
+    }
+    assert_true(sp[0].w.cost == sp[1].w.cost);
+    assert_true(sp[0].w.jct == sp[1].w.jct);
+    assert_true(sp[0].w.missed == sp[1].w.missed);
+    /* and they are the documented ones */
+    assert_true(sp[0].w.cost == SIM_W_COST && sp[0].w.jct == SIM_W_JCT &&
+                sp[0].w.missed == SIM_W_MISSED);
+}
+
 /* Every shipped trace is what its config's generator draws: playing the
  * shipped file prints the bytes of drawing it again (200 jobs, the config's
  * seed), for the Philly traces of before the presets too. */
@@ -665,6 +689,7 @@ static void test_shipped_traces(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_objective_defaults),
         cmocka_unit_test(test_fcfs),          cmocka_unit_test(test_exact_wait),
         cmocka_unit_test(test_smd),           cmocka_unit_test(test_gavel),
         cmocka_unit_test(test_sjf_three),     cmocka_unit_test(test_sjf),
