@@ -60,11 +60,18 @@ struct agent_rollout {
     int *naction;    /* [ncap] */
     int *nowner;     /* [ncap] */
     float *nadv;     /* [ncap] */
+    uint8_t *nforced; /* [ncap] 1: the decision followed a NODE demonstration */
     size_t ncap;     /* rows the NODE buffers hold */
     int ncap_kn;     /* ... of this many nodes each */
     int n_node;      /* compacted decisions */
     int node_phase_steps; /* u while playing */
     int t;           /* the current TYPE step */
+    /* NODE demonstrations (opts->node_demo): per episode, 0 = its teacher
+     * placement is not made yet, 1 = it is in tasks[b] and followed, -1 =
+     * none (`best` found no placement keeping R): the policy decides;
+     * demo_act[b] the node the current decision must take (-1: none) */
+    int *demo_st, *demo_act;
+    size_t cap_demost, cap_demoact;
     /* capacities (elements) */
     size_t cap_lf, cap_len, cap_glob, cap_rows, cap_prev, cap_mask, cap_action, cap_adv,
         cap_probs, cap_pall, cap_active, cap_lftmp, cap_b, cap_assign;
@@ -164,6 +171,9 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->naction);
     free(r->nowner);
     free(r->nadv);
+    free(r->nforced);
+    free(r->demo_st);
+    free(r->demo_act);
     agent_net_ws_free(r->ws);
     free(r);
 }
@@ -446,6 +456,59 @@ static void type_act_fn(void *ctx, int b, int w) {
                AGENT_FT * sizeof(float));
 }
 
+/* ensure_place_bufs makes episode b's placement buffers hold a plan of L
+ * layers (pplan[b]) and n tasks (tasks[b]). Returns 0, or -1 when out of
+ * memory. */
+static int ensure_place_bufs(agent_rollout *r, int b, int L, int n) {
+    if (!r->pplan[b] || r->pplan_cap[b] < L) {
+        model_plan_free(r->pplan[b]);
+        r->pplan[b] = model_plan_create(L);
+        r->pplan_cap[b] = r->pplan[b] ? L : 0;
+        if (!r->pplan[b]) return -1;
+    }
+    if (n > r->task_cap[b]) {
+        int *q = realloc(r->tasks[b], (size_t)n * sizeof *q);
+        if (!q) return -1;
+        r->tasks[b] = q;
+        r->task_cap[b] = n;
+    }
+    return 0;
+}
+
+/* demo_next sets demo_act[b], the node the NODE demonstration episode b
+ * takes for `task` (mask mk[n_rows]): at its first NODE decision `best`
+ * places the episode's plan into tasks[b] (the teacher; finish_fn later
+ * overwrites tasks[b] with the placement as played, the same one when
+ * every decision followed it). A teacher that misses R, or a node the mask
+ * refuses (cannot happen: the mask only checks room, and the teacher's
+ * placement fits), leaves the rest of the episode to the policy. */
+static void demo_next(agent_rollout *r, int b, int task, const uint8_t *mk, int n_rows) {
+    gym_env *env = r->env[b];
+    if (r->demo_st[b] == 0) {
+        const agent_instance *in = &r->inst[r->inst_of[b]];
+        const model_plan *plan = gym_plan(env);
+        int n = place_task_count(plan);
+        if (ensure_place_bufs(r, b, in->job->n_layers, n)) {
+            r->failed = 1;
+            r->demo_st[b] = -1;
+            return;
+        }
+        char err[256];
+        /* the seed of the run, not of the episode: the same lesson whatever
+         * the episode's index (MPI ranks, rollout.h) */
+        int st = placer_best_run(in->job, in->cl, plan, r->opts->seed ^ r->opts->stream, 0, NULL, r->tasks[b],
+                                 r->pplan[b], err, sizeof err);
+        r->demo_st[b] = st == PLACER_OK ? 1 : -1;
+    }
+    if (r->demo_st[b] != 1) return;
+    int a = r->tasks[b][task];
+    if (a < 0 || a >= n_rows || !mk[a]) {
+        r->demo_st[b] = -1;
+        return;
+    }
+    r->demo_act[b] = a;
+}
+
 static void node_obs_fn(void *ctx, int b, int w) {
     (void)w;
     agent_rollout *r = ctx;
@@ -455,6 +518,8 @@ static void node_obs_fn(void *ctx, int b, int w) {
     uint8_t *mk = r->nmask + row * Kn;
     r->naction[row] = -1;
     r->nowner[row] = b;
+    r->nforced[row] = 0;
+    r->demo_act[b] = -1;
     gym_env *env = r->env[b];
     if (gym_phase(env) != GYM_PHASE_NODE) {
         memset(gl, 0, AGENT_FG * sizeof *gl);
@@ -472,7 +537,9 @@ static void node_obs_fn(void *ctx, int b, int w) {
     if (ob.n_allowed == 0) { /* cannot happen (docs/gym.md); end it cleanly */
         gym_terminate(env, &r->last[b]);
         memset(mk, 0, (size_t)Kn);
+        return;
     }
+    if (r->opts->node_demo && r->opts->node_demo[b]) demo_next(r, b, ob.task, mk, ob.n_rows);
 }
 
 static void node_act_fn(void *ctx, int b, int w) {
@@ -549,25 +616,10 @@ static void finish_fn(void *ctx, int b, int w) {
     }
     if (o->placement >= 0 && in->cl->n_nodes > 0) { /* a placer_method */
         const model_plan *plan = gym_plan(env);
-        int L = in->job->n_layers;
-        if (!r->pplan[b] || r->pplan_cap[b] < L) {
-            model_plan_free(r->pplan[b]);
-            r->pplan[b] = model_plan_create(L);
-            r->pplan_cap[b] = r->pplan[b] ? L : 0;
-            if (!r->pplan[b]) {
-                r->failed = 1;
-                return;
-            }
-        }
         int n = place_task_count(plan);
-        if (n > r->task_cap[b]) {
-            int *q = realloc(r->tasks[b], (size_t)n * sizeof *q);
-            if (!q) {
-                r->failed = 1;
-                return;
-            }
-            r->tasks[b] = q;
-            r->task_cap[b] = n;
+        if (ensure_place_bufs(r, b, in->job->n_layers, n)) {
+            r->failed = 1;
+            return;
         }
         char err[256];
         int st = placer_run(in->job, in->cl, plan, (placer_method)o->placement,
@@ -623,7 +675,9 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         grow(&r->psum, &r->cap_psum, (size_t)G * 4 * (T + 1), sizeof(double)) ||
         grow(&r->la_rep, &r->cap_larep, (size_t)B, sizeof(int)) ||
         grow(&r->la_list, &r->cap_lalist, (size_t)B, sizeof(int)) ||
-        grow(&r->la_hash, &r->cap_lah, (size_t)2 * B, sizeof(int))) {
+        grow(&r->la_hash, &r->cap_lah, (size_t)2 * B, sizeof(int)) ||
+        grow(&r->demo_st, &r->cap_demost, (size_t)B, sizeof(int)) ||
+        grow(&r->demo_act, &r->cap_demoact, (size_t)B, sizeof(int))) {
         snprintf(err, errlen, "out of memory for a rollout of %d episodes", B);
         return -1;
     }
@@ -631,6 +685,8 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
     memset(r->prev, 0, TB * AGENT_FT * sizeof(float));
     memset(r->adv, 0, (size_t)B * sizeof(float));
     for (size_t i = 0; i < TB; i++) r->assign[i] = -1;
+    memset(r->demo_st, 0, (size_t)B * sizeof *r->demo_st);
+    for (int b = 0; b < B; b++) r->demo_act[b] = -1;
     gym_opts go;
     gym_opts_default(&go);
     go.infeasible_reward = -o->penalty;
@@ -749,6 +805,10 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
         }
         choose(o, r->action + tb, r->probs, r->mask + tb * K, B, K, 0, (uint64_t)t);
         memcpy(r->pall + tb * K, r->probs, (size_t)B * K * sizeof(float));
+        if (o->node_demo) /* demonstrations play the policy's greedy plan */
+            for (int b = 0; b < B; b++)
+                if (o->node_demo[b] && r->action[tb + b] >= 0)
+                    nn_argmax(r->action + tb + b, r->probs + (size_t)b * K, r->mask + (tb + b) * K, 1, K);
         if (o->forced)
             for (int b = 0; b < B; b++) {
                 if (!o->forced[b] || !r->active[b] || o->forced[b][t] < 0) continue;
@@ -800,13 +860,15 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
             for (int b = 0; b < B; b++) live += gym_phase(r->env[b]) == GYM_PHASE_NODE;
             if (!live) break;
             size_t need_rows = (size_t)(r->node_phase_steps + 1) * B;
-            size_t c1 = r->ncap, c2 = r->ncap, c3 = r->ncap, c4 = r->ncap, c5 = r->ncap, c6 = r->ncap;
+            size_t c1 = r->ncap, c2 = r->ncap, c3 = r->ncap, c4 = r->ncap, c5 = r->ncap, c6 = r->ncap,
+                   c7 = r->ncap;
             if (grow(&r->nglob, &c1, need_rows, sizeof(float) * AGENT_FG) ||
                 grow(&r->nrows, &c2, need_rows, sizeof(float) * AGENT_FN * Kn) ||
                 grow(&r->nmask, &c3, need_rows, (size_t)Kn) ||
                 grow(&r->naction, &c4, need_rows, sizeof(int)) ||
                 grow(&r->nowner, &c5, need_rows, sizeof(int)) ||
-                grow(&r->nadv, &c6, need_rows, sizeof(float))) {
+                grow(&r->nadv, &c6, need_rows, sizeof(float)) ||
+                grow(&r->nforced, &c7, need_rows, 1)) {
                 snprintf(err, errlen, "out of memory for the NODE decisions");
                 return -1;
             }
@@ -824,6 +886,17 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
             }
             choose(o, r->naction + row, r->probs, r->nmask + row * Kn, B, Kn, 1,
                    (uint64_t)r->node_phase_steps);
+            if (o->node_demo) /* demonstrations take the teacher's node, else the likeliest */
+                for (int b = 0; b < B; b++) {
+                    if (!o->node_demo[b] || r->naction[row + b] < 0) continue;
+                    if (r->demo_act[b] >= 0) {
+                        r->naction[row + b] = r->demo_act[b];
+                        r->nforced[row + b] = 1;
+                    } else {
+                        nn_argmax(r->naction + row + b, r->probs + (size_t)b * Kn, r->nmask + (row + b) * Kn, 1,
+                                  Kn);
+                    }
+                }
             double a2 = clock_now_s();
             agent_pool_for(pool, B, node_act_fn, r);
             double a3 = clock_now_s();
@@ -843,6 +916,7 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
                     memcpy(r->nmask + n * Kn, r->nmask + i * Kn, (size_t)Kn);
                     r->naction[n] = r->naction[i];
                     r->nowner[n] = r->nowner[i];
+                    r->nforced[n] = r->nforced[i];
                 }
                 n++;
             }
@@ -894,6 +968,12 @@ void agent_rollout_drop(agent_rollout *r, int b) {
     for (int i = 0; i < r->n_node; i++)
         if (r->nowner[i] == b) r->naction[i] = -1;
 }
+
+void agent_rollout_drop_type(agent_rollout *r, int b) {
+    for (int t = 0; t < r->T; t++) r->action[(size_t)t * r->B + b] = -1;
+}
+
+const uint8_t *agent_rollout_node_forced(const agent_rollout *r) { return r->nforced; }
 
 const agent_rollout_times *agent_rollout_timing(const agent_rollout *r) { return &r->tm; }
 

@@ -94,6 +94,17 @@ typedef struct {
                                  with backtracking); an entry < 0 leaves that
                                  decision to the policy */
     int reward;      /* agent_reward (agent/trainconf.h); 0 is log */
+    const uint8_t *node_demo; /* NULL, or [B]: 1 = episode b is a NODE demonstration:
+                                 its TYPE decisions are the policy's most likely
+                                 ones (or forced ones); when its plan reaches the
+                                 NODE phase, `best` (placer_best_run, default
+                                 budget, seed `seed ^ stream`: not the episode's,
+                                 so that the lesson does not depend on the
+                                 episode's index) places that plan, and if the
+                                 placement keeps R every NODE decision takes its
+                                 node for the task asked (flagged in
+                                 agent_rollout_node_forced); otherwise the policy's
+                                 most likely node */
 } agent_rollout_opts;
 
 /* The outcome of one episode. */
@@ -135,8 +146,11 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
                       char *err, size_t errlen);
 
 /* agent_rollout_drop removes episode b's decisions from the recorded
- * trajectories (no gradient and no entropy bonus from it). */
+ * trajectories (no gradient and no entropy bonus from it);
+ * agent_rollout_drop_type removes its TYPE decisions only (a NODE
+ * demonstration whose plan was forced but is not itself a lesson). */
 void agent_rollout_drop(agent_rollout *r, int b);
+void agent_rollout_drop_type(agent_rollout *r, int b);
 
 /* Results of the last run. */
 int agent_rollout_episodes(const agent_rollout *r);               /* B */
@@ -152,6 +166,11 @@ const int *agent_rollout_tasks(const agent_rollout *r, int b, int *n_tasks);
  * adv per decision [N], and node_owner[N] gives each decision's episode. */
 agent_type_traj *agent_rollout_type_traj(agent_rollout *r, float **adv);
 agent_node_traj *agent_rollout_node_traj(agent_rollout *r, float **adv, const int **node_owner);
+
+/* agent_rollout_node_forced gives, per recorded NODE decision [N] (the
+ * rows of agent_rollout_node_traj), 1 when opts->node_demo forced it to the
+ * `best` placement's node, else 0. Valid until the next run. */
+const uint8_t *agent_rollout_node_forced(const agent_rollout *r);
 
 const agent_rollout_times *agent_rollout_timing(const agent_rollout *r);
 

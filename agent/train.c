@@ -75,6 +75,7 @@ struct agent_trainer {
     agent_instance *ai;    /* [local instances] */
     int *inst_of;          /* [local episodes + demonstrations] */
     const int **forced;    /* [local episodes + demonstrations] */
+    uint8_t *node_demo;    /* [local episodes + demonstrations] 1: a NODE demonstration */
     nn_params *p;
     agent_net_ws *ws;
     agent_rollout *ro;
@@ -244,6 +245,7 @@ void agent_train_free(agent_trainer *t) {
     free(t->ai);
     free(t->inst_of);
     free(t->forced);
+    free(t->node_demo);
     nn_params_free(t->p);
     agent_net_ws_free(t->ws);
     agent_rollout_free(t->ro);
@@ -355,6 +357,7 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     t->ai = calloc((size_t)tc->instances, sizeof *t->ai);
     t->inst_of = calloc((size_t)Bg + (size_t)tc->instances, sizeof *t->inst_of);
     t->forced = calloc((size_t)Bg + (size_t)tc->instances, sizeof *t->forced);
+    t->node_demo = calloc((size_t)Bg + (size_t)tc->instances, 1);
     t->out = calloc((size_t)Bg, sizeof *t->out);
     t->adv_t = calloc((size_t)Bg, sizeof *t->adv_t);
     t->adv_n = calloc((size_t)Bg, sizeof *t->adv_n);
@@ -363,7 +366,7 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     t->ok_t = calloc((size_t)Bg, 1);
     t->ok_n = calloc((size_t)Bg, 1);
     t->scr = calloc((size_t)Bg * 2, sizeof *t->scr);
-    if (!t->ws || !t->ro || !t->ai || !t->inst_of || !t->forced || !t->out || !t->adv_t || !t->adv_n || !t->keep ||
+    if (!t->ws || !t->ro || !t->ai || !t->inst_of || !t->forced || !t->node_demo || !t->out || !t->adv_t || !t->adv_n || !t->keep ||
         !t->has_node || !t->ok_t || !t->ok_n || !t->scr)
         goto oom;
     snprintf(t->files.metrics, sizeof t->files.metrics, "%s/metrics.csv", tc->out);
@@ -537,8 +540,11 @@ static const tr_inst *step_inst(const agent_trainer *t, const tr_step *st, int i
 /* draw_batch fills t->ai with this rank's instances (general: drawn from
  * the generator by (seed, step); search: the one problem), t->inst_of and
  * t->forced for its episodes, then one demonstration episode along the exact
- * plan of each instance whose first episode is on this rank (imitation > 0;
- * st->nd counts them). Returns 0, or -1 with a message. */
+ * plan of each instance whose first episode is on this rank (imitation > 0
+ * or node_imitation > 0; st->nd counts them; with imitation 0 its plan is
+ * the policy's greedy one); with node_imitation > 0 its NODE decisions
+ * follow `best`'s placement of that plan (t->node_demo).
+ * Returns 0, or -1 with a message. */
 static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
     const agent_trainconf *tc = t->tc;
     if (tc->mode == AGENT_MODE_SEARCH) {
@@ -562,13 +568,18 @@ static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
     for (int b = 0; b < st->Bl; b++) {
         t->inst_of[b] = (st->e0 + b) / st->S - st->g0;
         t->forced[b] = NULL;
+        t->node_demo[b] = 0;
     }
     st->nd = 0;
-    if (tc->imitation > 0)
+    if (tc->imitation > 0 || tc->node_imitation > 0)
         for (int g = st->g0; g <= st->g1; g++) {
             if (g * st->S < st->e0) continue;
             t->inst_of[st->Bl + st->nd] = g - st->g0;
-            t->forced[st->Bl + st->nd] = step_inst(t, st, g - st->g0)->exact_assign;
+            /* imitation 0: the plan is the policy's greedy one (the plan
+             * the node head places at evaluation; the exact plan may not be
+             * placeable: the NODE phase's masks refuse it) */
+            t->forced[st->Bl + st->nd] = tc->imitation > 0 ? step_inst(t, st, g - st->g0)->exact_assign : NULL;
+            t->node_demo[st->Bl + st->nd] = tc->node_imitation > 0;
             st->nd++;
         }
     return 0;
@@ -588,7 +599,8 @@ static int play(agent_trainer *t, const tr_step *st, char *err, size_t errlen) {
                              .ep_base = st->e0,
                              .ep_total = st->Bg + st->G,
                              .record = 1,
-                             .forced = st->nd ? t->forced : NULL};
+                             .forced = st->nd ? t->forced : NULL,
+                             .node_demo = st->nd && tc->node_imitation > 0 ? t->node_demo : NULL};
     agent_rollout_times before = *agent_rollout_timing(t->ro);
     if (agent_rollout_run(t->ro, t->p, t->ai, st->nl, t->inst_of, st->Bl + st->nd, &ro, t->pool, err,
                           errlen))
@@ -669,10 +681,23 @@ static int advantages(agent_trainer *t, const tr_step *st, char *err, size_t err
         if (!t->keep[e0 + b]) agent_rollout_drop(t->ro, b);
     }
     /* a demonstration's decisions: -imitation * S * logp (the loss's scale
-     * 1/(G S) makes it imitation x the mean cross-entropy over instances) */
-    for (int d = 0; d < st->nd; d++) adv_type[Bl + d] = (float)(tc->imitation * st->S);
+     * 1/(G S) makes it imitation x the mean cross-entropy over instances);
+     * a demonstration played for its NODE decisions alone (imitation 0, the
+     * greedy plan) keeps no TYPE decision (no gradient, no entropy bonus) */
+    for (int d = 0; d < st->nd; d++) {
+        adv_type[Bl + d] = (float)(tc->imitation * st->S);
+        if (!(tc->imitation > 0)) agent_rollout_drop_type(t->ro, Bl + d);
+    }
+    /* NODE: an episode's advantage; on a demonstration, node_imitation * S
+     * on the decisions that followed `best` (the same scale: node_imitation
+     * x the mean over instances of the placement's cross-entropy), 0 on the
+     * others (a teacher that missed R) */
     agent_node_traj *nt = agent_rollout_node_traj(t->ro, &adv_node, &owner);
-    for (int i = 0; i < nt->N; i++) adv_node[i] = owner[i] < Bl ? (float)t->adv_n[e0 + owner[i]] : 0.0f;
+    const uint8_t *nforced = agent_rollout_node_forced(t->ro);
+    for (int i = 0; i < nt->N; i++)
+        adv_node[i] = owner[i] < Bl   ? (float)t->adv_n[e0 + owner[i]]
+                      : nforced[i] ? (float)(tc->node_imitation * st->S)
+                                   : 0.0f;
     return 0;
 }
 

@@ -31,7 +31,7 @@ typedef struct {
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
         ckpt_every, polish, freeze_plan, reuse;
     double seconds, lr, lr_final, weight_decay, grad_clip, entropy, entropy_final,
-        baseline_decay, risk, penalty, clip, imitation;
+        baseline_decay, risk, penalty, clip, imitation, node_imitation;
 } tc_in;
 
 enum {
@@ -39,7 +39,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, N_K
 };
 
 #define BY_MODE_DEF 0 /* the row's default is unused: see BY_MODE */
@@ -113,6 +113,8 @@ static const cfg_field FIELDS[N_K] = {
     /* the choices in agent_reward's order */
     [K_REWARD] = CFG_ROW_ENUM("reward", "log|ratio|rank", 0, AGENT_REWARD_LOG, tc_in, reward),
     [K_REUSE] = CFG_ROW_INT("reuse", 0, 1, CFG_B_GE, 1, CFG_B_LE, 1000, tc_in, reuse),
+    [K_NODE_IMITATION] = CFG_ROW_NUM("node_imitation", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6,
+                                     tc_in, node_imitation),
 };
 
 /* The defaults that depend on the mode: search, general. */
@@ -178,6 +180,7 @@ static void from_in(agent_trainconf *tc, const tc_in *in) {
     tc->penalty = in->penalty;
     tc->freeze_plan = in->freeze_plan;
     tc->imitation = in->imitation;
+    tc->node_imitation = in->node_imitation;
     tc->reference = REF_METHOD[in->reference];
     tc->placement = in->placement - 2;
     tc->net.embed = in->embed;
@@ -289,6 +292,11 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     if (tc->freeze_plan && tc->placement != PLACER_PLACE_POLICY) {
         cfg_doc_fail(d, vals[K_FREEZE], "freeze_plan", err, errlen,
                      "only the node head would learn: needs placement: policy");
+        goto fail;
+    }
+    if (tc->node_imitation > 0 && tc->placement != PLACER_PLACE_POLICY) {
+        cfg_doc_fail(d, vals[K_NODE_IMITATION], "node_imitation", err, errlen,
+                     "demonstrates the node head: needs placement: policy");
         goto fail;
     }
     if (mode == AGENT_MODE_SEARCH && tc->instances != 1) {

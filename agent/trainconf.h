@@ -67,6 +67,10 @@ typedef struct {
                             node head learns: a placement phase after a plan phase) */
     double imitation;    /* 0, or the weight of a cross-entropy term towards the exact
                             plan of each instance (one demonstration episode each) */
+    double node_imitation; /* 0, or the weight of a cross-entropy term towards `best`'s
+                            placement (solvers/placers.h) of the demonstration episode's
+                            plan: the exact plan when imitation > 0, else the policy's
+                            greedy one (needs placement: policy) */
     int reference;       /* solve_method of the reference plan (reward scale) */
     int placement;       /* a placer_placement (solvers/placers.h) */
     agent_net_dims net;

@@ -6,7 +6,7 @@
  * sums the gradients with MPI_Allreduce. With the same global batch and
  * seed, the weights after a few steps must match one process's to float
  * tolerance (the only difference is the order of the gradient sums), and
- * so must the metrics. Skipped when the build has no MPI or $STRATA_MPIEXEC
+ * so must the metrics, with and without NODE demonstrations. Skipped when the build has no MPI or $STRATA_MPIEXEC
  * is unset (CMakeLists.txt sets it, block "agent: MPI test").
  */
 #include <math.h>
@@ -42,8 +42,10 @@ static double csv_at(const char *csv, int step, int col) {
     return strtod(r, NULL);
 }
 
-static void test_two_ranks(void **state) {
-    (void)state;
+/* two_ranks trains the config below plus `extra` (more keys) in one
+ * process and over two ranks, in folders NAME-one and NAME-two, and
+ * compares the weights and the metrics. */
+static void two_ranks(const char *name, const char *extra) {
 #ifndef STRATA_HAVE_MPI
     skip();
 #endif
@@ -67,19 +69,24 @@ static void test_two_ranks(void **state) {
              "scorer: 16\n"
              "eval_every: 0\n"
              "ckpt_every: 0\n"
-             "threads: 1\n",
-             src);
-    afx_write_file(tmp, "mpi.yaml", cfg);
-    assert_int_equal(sh_run("OPENBLAS_NUM_THREADS=1 %s train %s/mpi.yaml --quiet --out %s/one > /dev/null", bin, tmp, tmp), 0);
-    int rc = sh_run("OPENBLAS_NUM_THREADS=1 %s --allow-run-as-root --oversubscribe -np 2 %s train %s/mpi.yaml --quiet "
-                    "--out %s/two > %s/mpi.log 2>&1",
-                    mpiexec, bin, tmp, tmp, tmp);
+             "threads: 1\n"
+             "%s",
+             src, extra);
+    char file[64], one[64], two[64];
+    snprintf(file, sizeof file, "%s.yaml", name);
+    snprintf(one, sizeof one, "%s-one", name);
+    snprintf(two, sizeof two, "%s-two", name);
+    afx_write_file(tmp, file, cfg);
+    assert_int_equal(sh_run("OPENBLAS_NUM_THREADS=1 %s train %s/%s --quiet --out %s/%s > /dev/null", bin, tmp, file, tmp, one), 0);
+    int rc = sh_run("OPENBLAS_NUM_THREADS=1 %s --allow-run-as-root --oversubscribe -np 2 %s train %s/%s --quiet "
+                    "--out %s/%s > %s/mpi.log 2>&1",
+                    mpiexec, bin, tmp, file, tmp, two, tmp);
     if (rc != 0) {
         sh_run("cat %s/mpi.log", tmp);
         fail_msg("mpirun exited with %d", rc);
     }
     agent_ckpt_state sa, sb;
-    nn_params *a = afx_load_run(tmp, "one", 4, &sa), *b = afx_load_run(tmp, "two", 4, &sb);
+    nn_params *a = afx_load_run(tmp, one, 4, &sa), *b = afx_load_run(tmp, two, 4, &sb);
     assert_true(sa.episodes == sb.episodes);
     assert_int_equal(a->total, b->total);
     double maxd = 0, moved = 0;
@@ -115,7 +122,20 @@ static void test_two_ranks(void **state) {
     nn_params_free(init);
 }
 
+static void test_two_ranks(void **state) {
+    (void)state;
+    two_ranks("mpi", "");
+}
+
+/* The NODE demonstrations too: their plans (greedy) and lessons (`best`
+ * seeded by the step, not by the episode's index) are the same whichever
+ * rank plays them. */
+static void test_two_ranks_node_demo(void **state) {
+    (void)state;
+    two_ranks("mpi-demo", "placement: policy\nnode_imitation: 1\n");
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_two_ranks)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_two_ranks), cmocka_unit_test(test_two_ranks_node_demo)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

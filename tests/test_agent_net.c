@@ -24,6 +24,8 @@
 #include "agent/rollout.h"
 #include "agent/trainconf.h"
 #include "env/gym.h"
+#include "env/place.h"
+#include "solvers/placers.h"
 #include "nets/params.h"
 
 typedef struct {
@@ -106,6 +108,49 @@ static double total_loss(loss_ctx *c) {
     return c->scale * (st.pg - c->beta * st.entropy);
 }
 
+/* check_fd compares the analytic gradient g (of total_loss at c's
+ * parameters) with central differences on a few entries of every tensor
+ * from index `first` on; returns the entries that disagree (printed),
+ * *checked and *nonzero count the entries checked and those with a
+ * non-zero gradient. */
+static int check_fd(loss_ctx *c, const float *g, int first, int *checked, int *nonzero) {
+    nn_params *p = c->p;
+    int bad = 0;
+    *checked = *nonzero = 0;
+    for (int i = first; i < p->n; i++) {
+        float *w = nn_param(p, i);
+        for (size_t k = 0; k < p->size[i] && k < 6; k++) {
+            size_t e = (k * 37 + 11) % p->size[i];
+            float keep = w[e];
+            /* Central differences at three step sizes: a ReLU kink within h
+             * of a pre-activation spoils the larger steps, float noise the
+             * smallest; a wrong gradient fails all three. */
+            double an = g[p->off[i] + e], fd = 0;
+            static const double steps[3] = {2e-3, 4e-4, 1e-4}, tol[3] = {1e-4, 1e-4, 4e-4};
+            int ok = 0;
+            for (int hs = 0; hs < 3 && !ok; hs++) {
+                double h = steps[hs];
+                w[e] = keep + (float)h;
+                double lp = total_loss(c);
+                w[e] = keep - (float)h;
+                double lm = total_loss(c);
+                w[e] = keep;
+                fd = (lp - lm) / ((double)(keep + (float)h) - (double)(keep - (float)h));
+                ok = fabs(fd - an) <= tol[hs] + 3e-2 * fabs(fd);
+            }
+            if (fabs(an) > 1e-6) (*nonzero)++;
+            else if (getenv("AGENT_TEST_VERBOSE")) print_message("zero: %s/%s[%zu]\n", p->spec[i].layer, p->spec[i].name, e);
+            if (!ok) {
+                print_message("%s/%s[%zu]: analytic %g, finite difference %g\n", p->spec[i].layer,
+                              p->spec[i].name, e, an, fd);
+                bad++;
+            }
+            (*checked)++;
+        }
+    }
+    return bad;
+}
+
 static void test_gradients(void **state) {
     (void)state;
     inst a, b;
@@ -116,7 +161,7 @@ static void test_gradients(void **state) {
     agent_net_ws *ws = agent_net_ws_create(&TINY);
     agent_instance ai[2] = {{&a.job, &a.cl, 10.0, 0, 0}, {&b.job, &b.cl, 10.0, 0, 0}};
     int of[5] = {0, 0, 1, 1, 1};
-    agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, 5, 1, NULL, AGENT_REWARD_LOG};
+    agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, 5, 1, NULL, AGENT_REWARD_LOG, NULL};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 5, &o, NULL, err, sizeof err), 0);
     float *adv, *nadv;
@@ -137,40 +182,8 @@ static void test_gradients(void **state) {
         }
     float *g = malloc(p->total * sizeof *g);
     memcpy(g, p->grads, p->total * sizeof *g);
-    /* every tensor: a few entries each */
-    int checked = 0, nonzero = 0, bad = 0;
-    for (int i = 0; i < p->n; i++) {
-        float *w = nn_param(p, i);
-        for (size_t k = 0; k < p->size[i] && k < 6; k++) {
-            size_t e = (k * 37 + 11) % p->size[i];
-            float keep = w[e];
-            /* Central differences at three step sizes: a ReLU kink within h
-             * of a pre-activation spoils the larger steps, float noise the
-             * smallest; a wrong gradient fails all three. */
-            double an = g[p->off[i] + e], fd = 0;
-            static const double steps[3] = {2e-3, 4e-4, 1e-4}, tol[3] = {1e-4, 1e-4, 4e-4};
-            int ok = 0;
-            for (int hs = 0; hs < 3 && !ok; hs++) {
-                double h = steps[hs];
-                w[e] = keep + (float)h;
-                double lp = total_loss(&c);
-                w[e] = keep - (float)h;
-                double lm = total_loss(&c);
-                w[e] = keep;
-                fd = (lp - lm) / ((double)(keep + (float)h) - (double)(keep - (float)h));
-                ok = fabs(fd - an) <= tol[hs] + 3e-2 * fabs(fd);
-            }
-            if (fabs(an) > 1e-6) nonzero++;
-            else if (getenv("AGENT_TEST_VERBOSE")) print_message("zero: %s/%s[%zu]\n", p->spec[i].layer, p->spec[i].name, e);
-            if (!ok) {
-                print_message("%s/%s[%zu]: analytic %g, finite difference %g\n", p->spec[i].layer,
-                              p->spec[i].name, e, an, fd);
-                bad++;
-            }
-            checked++;
-        }
-    }
-    assert_int_equal(bad, 0);
+    int checked = 0, nonzero = 0;
+    assert_int_equal(check_fd(&c, g, 0, &checked, &nonzero), 0);
     assert_true(checked > 100);
     print_message("gradient check: %d entries, %d non-zero\n", checked, nonzero);
     assert_true(nonzero > checked / 2); /* the check is not vacuous */
@@ -234,7 +247,7 @@ static void test_features_and_masks(void **state) {
     agent_rollout *ro = agent_rollout_create(&TINY);
     agent_instance ai[2] = {{&a.job, &a.cl, 1.0, 0, 0}, {&b.job, &b.cl, 1.0, 0, 0}};
     int of[4] = {0, 1, 0, 1};
-    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, 4, 1, NULL, AGENT_REWARD_LOG};
+    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, 4, 1, NULL, AGENT_REWARD_LOG, NULL};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 4, &o, NULL, err, sizeof err), 0);
     agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
@@ -349,7 +362,7 @@ static void test_lookahead_random(void **state) {
         in.job = (model_job){"r", L, ls, 64, 1e8, 300 + 3000 * RND(), 0.05, MODEL_DEFAULT_SHARD, 0, NULL, {{0, 0, 0, 0}, 0}};
         agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
         int of[6] = {0, 0, 0, 0, 0, 0};
-        agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 6, 1, NULL, AGENT_REWARD_LOG};
+        agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 6, 1, NULL, AGENT_REWARD_LOG, NULL};
         assert_int_equal(agent_rollout_run(ro, p, &ai, 1, of, 6, &o, NULL, err, sizeof err), 0);
         agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
         gym_opts go;
@@ -406,7 +419,7 @@ static void test_only_allowed(void **state) {
     agent_pool *pool = agent_pool_create(2);
     int decisions = 0;
     for (int rep = 0; rep < 20; rep++) {
-        agent_rollout_opts o = {PLACER_PLACE_POLICY, rep % 5 == 0, 4.0, 9, (uint64_t)rep, 0, 30, 1, NULL, AGENT_REWARD_LOG};
+        agent_rollout_opts o = {PLACER_PLACE_POLICY, rep % 5 == 0, 4.0, 9, (uint64_t)rep, 0, 30, 1, NULL, AGENT_REWARD_LOG, NULL};
         assert_int_equal(agent_rollout_run(ro, p, ai, 3, of, 30, &o, pool, err, sizeof err), 0);
         agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
         for (int i = 0; i < tt->T * tt->B; i++) {
@@ -462,7 +475,7 @@ static void test_threads_do_not_matter(void **state) {
     for (int run = 0; run < 2; run++) {
         agent_pool *pool = run ? agent_pool_create(3) : NULL;
         agent_rollout *ro = agent_rollout_create(&TINY);
-        agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 21, 5, 0, 16, 0, NULL, AGENT_REWARD_LOG};
+        agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 21, 5, 0, 16, 0, NULL, AGENT_REWARD_LOG, NULL};
         assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 16, &o, pool, err, sizeof err), 0);
         for (int e = 0; e < 16; e++)
             for (int l = 0; l < 3; l++)
@@ -497,7 +510,7 @@ static void test_skip_idle_same_update(void **state) {
     enum { B = 24 };
     int of[B];
     for (int e = 0; e < B; e++) of[e] = e / 12;
-    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, B, 1, NULL, AGENT_REWARD_LOG};
+    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, B, 1, NULL, AGENT_REWARD_LOG, NULL};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, pa, ai, 2, of, B, &o, NULL, err, sizeof err), 0);
     float *adv;
@@ -551,6 +564,209 @@ static void test_skip_idle_same_update(void **state) {
     nn_params_free(pb);
 }
 
+/* ---------------------------------------------------------------------------
+ * NODE demonstrations (opts.node_demo): `best`'s placement as the lesson
+ * ------------------------------------------------------------------------ */
+
+/* links: make_wide with nodes whose links differ (bandwidth 2e6 to 8e9,
+ * latency 1e-5 to 2e-2), so that where a task goes changes cost' and
+ * `best` has a placement to teach. */
+static void make_links(inst *in) {
+    make_wide(in);
+    static const double bw[6] = {2e6, 8e9, 8e9, 5e7, 2e6, 8e9}, lat[6] = {2e-2, 1e-5, 1e-3, 1e-5, 2e-2, 1e-5};
+    for (int n = 0; n < 6; n++) {
+        in->nodes[n].bw = bw[n];
+        in->nodes[n].latency = lat[n];
+    }
+    snprintf(in->job.name, sizeof in->job.name, "links");
+}
+
+/* links_plan writes into a[2] the plan of `links` with the most tasks that
+ * `best` places keeping R (the cheapest of those), and into teacher the
+ * cost' of that placement. */
+static void links_plan(const inst *in, int *a, double *teacher) {
+    model_plan *plan = model_plan_create(2), *out = model_plan_create(2);
+    int tn[64], most = -1;
+    char err[256];
+    *teacher = INFINITY;
+    for (int x = 0; x < 9; x++) {
+        int t[2] = {x / 3, x % 3};
+        if (model_eval(&in->job, &in->cl, t, plan) != 0) continue;
+        int n = place_task_count(plan);
+        if (n > 64 || placer_best_run(&in->job, &in->cl, plan, 1, 0, NULL, tn, out, err, sizeof err) != PLACER_OK)
+            continue;
+        if (n > most || (n == most && out->cost < *teacher)) {
+            most = n;
+            *teacher = out->cost;
+            a[0] = t[0];
+            a[1] = t[1];
+        }
+    }
+    assert_true(most > 0);
+    model_plan_free(plan);
+    model_plan_free(out);
+}
+
+/* A demonstration episode's NODE decisions are `best`'s placement of its
+ * plan, flagged as forced; the loss with adv w on them (and 0 elsewhere,
+ * no entropy) is w * scale * the cross-entropy -sum log p[teacher's node],
+ * recomputed here from agent_net_node_step's probabilities, and its
+ * gradient agrees with central differences. Episodes without the flag
+ * keep their sampled decisions, none flagged. */
+static void test_node_demo_gradients(void **state) {
+    (void)state;
+    inst a, b;
+    make_small(&a);
+    make_links(&b);
+    nn_params *p = make_params(&TINY, 5);
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    agent_net_ws *ws = agent_net_ws_create(&TINY);
+    agent_instance ai[2] = {{&a.job, &a.cl, 10.0, 0, 0}, {&b.job, &b.cl, 10.0, 0, 0}};
+    int plan_b[2];
+    double teacher;
+    links_plan(&b, plan_b, &teacher);
+    enum { B = 6 };
+    int of[B] = {0, 1, 1, 1, 1, 0};
+    const int *forced[B] = {NULL, plan_b, plan_b, plan_b, NULL, NULL};
+    uint8_t demo[B] = {0, 1, 0, 1, 1, 1}; /* 4: the greedy plan; 5: no nodes, nothing to place */
+    agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, B, 1, forced, AGENT_REWARD_LOG, demo};
+    char err[256];
+    assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, B, &o, NULL, err, sizeof err), 0);
+    /* the demonstrations' placements are `best`'s, with the rollout's seed */
+    model_plan *plan = model_plan_create(2), *out = model_plan_create(2);
+    int tn[64], taught[B] = {0};
+    for (int e = 1; e <= 4; e++) {
+        int n;
+        const int *tasks = agent_rollout_tasks(ro, e, &n);
+        assert_non_null(tasks);
+        assert_int_equal(model_eval(&b.job, &b.cl, agent_rollout_assign(ro, e), plan), 0);
+        assert_int_equal(n, place_task_count(plan));
+        if (!demo[e]) continue;
+        int pst = placer_best_run(&b.job, &b.cl, plan, o.seed ^ o.stream, 0, NULL, tn, out, err, sizeof err);
+        /* the forced plans: `best` keeps R; the greedy one may not (then
+         * no lesson: the policy places it, greedily) */
+        if (e != 4) assert_int_equal(pst, PLACER_OK);
+        if (pst != PLACER_OK) continue;
+        taught[e] = 1;
+        for (int k = 0; k < n; k++) assert_int_equal(tasks[k], tn[k]);
+        assert_true(agent_rollout_episode(ro, e)->place_ok);
+        assert_true(fabs(agent_rollout_episode(ro, e)->cost - out->cost) <= 1e-9 * out->cost);
+    }
+    float *adv, *nadv;
+    const int *owner;
+    agent_type_traj *tt = agent_rollout_type_traj(ro, &adv);
+    agent_node_traj *nt = agent_rollout_node_traj(ro, &nadv, &owner);
+    const uint8_t *fz = agent_rollout_node_forced(ro);
+    int n_forced = 0, per[B] = {0};
+    for (int i = 0; i < nt->N; i++) {
+        per[owner[i]]++;
+        if (fz[i]) {
+            assert_true(taught[owner[i]]);
+            n_forced++;
+        }
+    }
+    /* every decision of the demonstrations with a lesson, none of the others */
+    assert_int_equal(n_forced, per[1] + per[3] + (taught[4] ? per[4] : 0));
+    assert_true(per[1] > 0 && per[2] > 0 && per[4] > 0 && per[0] == 0 && per[5] == 0);
+    const float w = 1.5f;
+    for (int e = 0; e < B; e++) {
+        adv[e] = 0.0f;
+        agent_rollout_drop_type(ro, e);
+    }
+    for (int i = 0; i < nt->N; i++) nadv[i] = fz[i] ? w : 0.0f;
+    loss_ctx c = {ws, p, tt, nt, 0.0f, 0.25f};
+    /* the loss is w * scale * the cross-entropy towards the teacher */
+    agent_loss_stats st = {0, 0, 0, 0};
+    nn_params_zero_grad(p);
+    assert_int_equal(agent_net_node_loss(ws, p, nt, 0.0f, c.scale, 3, &st, err, sizeof err), 0);
+    float *probs = malloc((size_t)nt->N * nt->K * sizeof *probs);
+    assert_int_equal(agent_net_node_step(ws, p, nt->glob, nt->rows, nt->mask, nt->N, nt->K, probs), 0);
+    double xent = 0;
+    for (int i = 0; i < nt->N; i++)
+        if (fz[i]) xent -= log((double)probs[(size_t)i * nt->K + nt->action[i]]);
+    assert_true(xent > 0);
+    if (fabs(st.pg - w * xent) > 1e-4 * w * xent) fail_msg("loss %g, cross-entropy x w %g", st.pg, w * xent);
+    nn_params_zero_grad(p);
+    total_loss(&c);
+    float *g = malloc(p->total * sizeof *g);
+    memcpy(g, p->grads, p->total * sizeof *g);
+    int checked = 0, nonzero = 0;
+    assert_int_equal(check_fd(&c, g, 0, &checked, &nonzero), 0);
+    int ncheck = 0, nnon = 0;
+    check_fd(&c, g, AN_NCTX_W, &ncheck, &nnon);
+    print_message("demonstration gradient: %d entries, %d non-zero (node head: %d of %d)\n", checked, nonzero,
+                  nnon, ncheck);
+    assert_true(nnon > ncheck / 2); /* the node head gets the lesson */
+    free(g);
+    free(probs);
+    model_plan_free(plan);
+    model_plan_free(out);
+    agent_net_ws_free(ws);
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
+/* greedy_cost places plan a of `links` with the greedy node head; returns
+ * cost' (INFINITY when it misses R). */
+static double greedy_cost(agent_rollout *ro, const nn_params *p, const agent_instance *ai, const int *a) {
+    int of[1] = {0};
+    const int *forced[1] = {a};
+    agent_rollout_opts o = {PLACER_PLACE_POLICY, 1, 4.0, 3, 1, 0, 1, 0, forced, AGENT_REWARD_LOG, NULL};
+    char err[256];
+    assert_int_equal(agent_rollout_run(ro, p, ai, 1, of, 1, &o, NULL, err, sizeof err), 0);
+    const agent_episode *e = agent_rollout_episode(ro, 0);
+    assert_true(e->placed);
+    return e->place_ok ? e->cost : INFINITY;
+}
+
+/* With demonstrations alone (no REINFORCE: every other decision's
+ * advantage 0), the node head learns to place a fixed plan as well as
+ * `best` does on the `links` instance, where before training its greedy
+ * placement costs more. */
+static void test_node_demo_learns(void **state) {
+    (void)state;
+    inst b;
+    make_links(&b);
+    agent_instance ai[1] = {{&b.job, &b.cl, 10.0, 0, 0}};
+    int a[2];
+    double teacher;
+    links_plan(&b, a, &teacher);
+    nn_params *p = make_params(&TINY, 13);
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    double before = greedy_cost(ro, p, ai, a);
+    assert_true(before > teacher * (1 + 1e-9)); /* there is something to learn */
+    enum { B = 4 };
+    int of[B] = {0, 0, 0, 0};
+    const int *forced[B] = {a, a, a, a};
+    uint8_t demo[B] = {1, 1, 1, 1};
+    nn_adam_cfg ac = {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0};
+    char err[256];
+    double after = before;
+    int step = 0;
+    for (step = 1; step <= 300 && after > teacher * (1 + 1e-9); step++) {
+        agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, (uint64_t)step, 0, B, 1, forced,
+                                AGENT_REWARD_LOG, demo};
+        assert_int_equal(agent_rollout_run(ro, p, ai, 1, of, B, &o, NULL, err, sizeof err), 0);
+        float *adv, *nadv;
+        agent_type_traj *tt = agent_rollout_type_traj(ro, &adv);
+        (void)tt;
+        agent_node_traj *nt = agent_rollout_node_traj(ro, &nadv, NULL);
+        const uint8_t *fz = agent_rollout_node_forced(ro);
+        for (int i = 0; i < nt->N; i++) nadv[i] = fz[i] ? 1.0f : 0.0f;
+        agent_loss_stats st = {0, 0, 0, 0};
+        nn_params_zero_grad(p);
+        assert_int_equal(agent_net_node_loss(agent_rollout_ws(ro), p, nt, 0.0f, 1.0f / B, 64, &st, err, sizeof err), 0);
+        nn_clip_grad_norm(p, 1.0);
+        nn_adam_step(p, &ac, step);
+        if (step % 10 == 0) after = greedy_cost(ro, p, ai, a);
+    }
+    print_message("node demonstrations: greedy cost' %g before, %g after %d steps; best %g\n", before, after,
+                  step - 1, teacher);
+    assert_true(after <= teacher * (1 + 1e-9));
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients),
@@ -559,6 +775,8 @@ int main(void) {
         cmocka_unit_test(test_only_allowed),
         cmocka_unit_test(test_threads_do_not_matter),
         cmocka_unit_test(test_skip_idle_same_update),
+        cmocka_unit_test(test_node_demo_gradients),
+        cmocka_unit_test(test_node_demo_learns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

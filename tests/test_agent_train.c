@@ -126,6 +126,7 @@ static const char *GENERAL =
     "ckpt_every: 3\n"
     "placement: policy\n"
     "imitation: 0.5\n"
+    "node_imitation: 0.25\n"
     "threads: 2\n";
 
 static int setup(void **state) {
@@ -182,6 +183,10 @@ static void test_trainconf(void **state) {
     expect_conf_error("mode: general\ngenerator: g.yaml\nsamples: 1\n", "shared baseline needs at least 2");
     expect_conf_error("mode: search\nproblem: small.yaml\npenalty: 1\n",
                       "bad.yaml:3:10: penalty: must be > 1 and <= 1e+06, got \"1\"");
+    expect_conf_error("mode: general\ngenerator: g.yaml\nnode_imitation: 1\n",
+                      "bad.yaml:3:17: node_imitation: demonstrates the node head: needs placement: policy");
+    expect_conf_error("mode: general\ngenerator: g.yaml\nplacement: policy\nnode_imitation: -1\n",
+                      "bad.yaml:4:17: node_imitation: must be >= 0 and <= 1e+06, got \"-1\"");
     /* a good one: relative names resolved against the config's folder */
     char p[1200], err[2048], want[1200];
     path_in(p, sizeof p, "general.yaml");
@@ -194,6 +199,7 @@ static void test_trainconf(void **state) {
     assert_int_equal(tc->instances, 2);
     assert_int_equal(tc->net.embed, 8);
     assert_true(tc->imitation == 0.5);
+    assert_true(tc->node_imitation == 0.25);
     assert_int_equal(tc->placement, PLACER_PLACE_POLICY);
     assert_true(tc->lr == 1e-3); /* general default */
     agent_trainconf_free(tc);
