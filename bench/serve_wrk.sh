@@ -9,14 +9,17 @@
 # before and after. Every step is bounded in time.
 #
 #   bench/serve_wrk.sh [--policy FILE.h5] [--duration S] [--connections N]
-#                      [--miss] [--million] [--cost] [--bin PATH]
+#                      [--miss | --miss-job] [--million] [--cost] [--bin PATH]
 #                      [--healthz] [--threads N] [--wrk-threads N]
 #
 #   --policy F     the policy plans and places (default: no policy; the
 #                  requests name plan_method greedy and placement zone)
 #   --duration S   seconds of the measured run (default 10)
 #   --connections  concurrent connections (default 16)
-#   --miss         every request a different body (no parse-cache hits)
+#   --miss         every request a different body (no parse-cache hits):
+#                  the same job under 1000 names (the plan memo answers)
+#   --miss-job     every request a job of its own (one layer's flops differ):
+#                  nothing cached can answer, every request is decoded
 #   --million      then keep posting until a million requests were answered
 #                  and report resident memory along the way
 #   --cost         post the same job to /v1/cost with a given plan instead:
@@ -46,13 +49,14 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --connections) CONN=$2; shift 2 ;;
     --miss) MISS=miss; shift ;;
+    --miss-job) MISS=miss-job; shift ;;
     --million) MILLION=1; shift ;;
     --cost) COST=1; shift ;;
     --healthz) HEALTHZ=1; shift ;;
     --bin) BIN=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --wrk-threads) WRK_THREADS=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "serve_wrk.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -102,7 +106,10 @@ run_wrk() {
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "daemon: $BIN serve --threads $THREADS on 127.0.0.1:$PORT, mode $MODE${MISS:+, every body new}"
+WHAT=""
+[ "$MISS" = miss ] && WHAT=", every body new (the job under another name)"
+[ "$MISS" = miss-job ] && WHAT=", every body new (a job of its own)"
+echo "daemon: $BIN serve --threads $THREADS on 127.0.0.1:$PORT, mode $MODE$WHAT"
 echo "request: POST ${URL##*$PORT}, 32 layers, 64 nodes; wrk -t$WRK_THREADS -c$CONN"
 
 WARM=$(run_wrk 2)
@@ -126,6 +133,14 @@ printf 'requests/s %s   latency p50 %s ms  p90 %s ms  p99 %s ms  p99.9 %s ms  ma
 echo "resident memory: ${RSS0} KiB before, ${RSS1} KiB after $(field requests "$MAIN") requests"
 awk -v t="$((T1 - T0))" -v hz="$TCK" -v n="$(field requests "$MAIN")" 'BEGIN {
   printf "daemon CPU: %.1f s over the run, %.0f us per request (user + system, all its threads)\n", t / hz, n ? 1e6 * t / hz / n : 0 }'
+
+# What the daemon's caches did over the whole run (warm-up included).
+exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3
+METRICS=$(timeout 10 cat <&3 || true)
+exec 3<&-
+metric() { sed -n "s/^$1 \([0-9]*\).*/\1/p" <<<"$METRICS"; }
+echo "plan memo: $(metric 'strata_decode_memo_total{result="hit"}') hits, $(metric 'strata_decode_memo_total{result="miss"}') decodes; parse cache: $(metric 'strata_parse_cache_total{result="hit"}') hits, $(metric 'strata_parse_cache_total{result="miss"}') misses"
 
 if [ "$MILLION" = 1 ]; then
   TOTAL=$(( $(field requests "$WARM") + $(field requests "$MAIN") ))

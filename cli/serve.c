@@ -6,7 +6,7 @@
  *                [--request-deadline-ms N] [--idle-timeout-s N]
  *                [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]
  *                [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]
- *                [--max-k8s-body-mb N] [--catalogue FILE]
+ *                [--max-k8s-body-mb N] [--catalogue FILE] [--plan-memo N]
  *                [--state FILE] [--cluster FILE] [--extender-listen HOST:PORT]
  *                [--kube-api URL [--kube-token-file F] [--kube-ca F]]
  *
@@ -66,7 +66,7 @@
     "                    [--request-deadline-ms N] [--idle-timeout-s N]\n"                 \
     "                    [--max-body-memory-mb N] [--shutdown-ms N] [--quiet]\n"           \
     "                    [--request-cpu-ms N] [--request-mem-mb N] [--jobs-max-mb N]\n"   \
-    "                    [--max-k8s-body-mb N] [--catalogue FILE]\n"                      \
+    "                    [--max-k8s-body-mb N] [--catalogue FILE] [--plan-memo N]\n"      \
     "                    [--state FILE] [--max-cluster-nodes N] [--cluster FILE]\n"         \
     "                    [--extender-listen HOST:PORT]\n"                                  \
     "                    [--kube-api URL [--kube-token-file F] [--kube-ca F]]\n"          \
@@ -106,6 +106,8 @@
     "                            (default 5000)\n"                                         \
     "  --request-mem-mb N        memory one policy decode may need; 0: none (256)\n"       \
     "  --jobs-max-mb N           memory of the registered jobs together; 0: none (64)\n"   \
+    "  --plan-memo N             policy answers kept by their problem (the same job\n"    \
+    "                            under another name); 0: none (default 1024)\n"          \
     "  --max-layers N, --max-nodes N, --max-budget-ms N   per request\n"
 
 #define SERVE_SHUTDOWN_MS 25000
@@ -227,6 +229,7 @@ int cmd_serve(int argc, char **argv) {
         {"kube-api", required_argument, 0, 'A'},
         {"kube-token-file", required_argument, 0, 'X'},
         {"kube-ca", required_argument, 0, 'Y'},
+        {"plan-memo", required_argument, 0, 'm'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -242,7 +245,7 @@ int cmd_serve(int argc, char **argv) {
     int k8s_body_set = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:P:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:E:G:A:X:Y:qh", opts,
+    while ((c = getopt_long(argc, argv, "p:P:l:t:T:L:N:B:C:I:D:i:M:S:U:R:J:K:c:F:O:E:G:A:X:Y:m:qh", opts,
                             NULL)) != -1) {
         switch (c) {
         case 'p': cfg.policy_path = optarg; break;
@@ -319,6 +322,10 @@ int cmd_serve(int argc, char **argv) {
         case 'A': cfg.kube_api = optarg; break;
         case 'X': cfg.kube_token_file = optarg; break;
         case 'Y': cfg.kube_ca = optarg; break;
+        case 'm':
+            if (cli_parse_int("--plan-memo", optarg, 0, 1 << 20, &n)) return CLI_USAGE;
+            cfg.plan_memo_entries = (int)n;
+            break;
         case 'q': cfg.log = NULL; break;
         case 'h': printf(SERVE_USAGE); return CLI_OK;
         default: fprintf(stderr, SERVE_USAGE); return CLI_USAGE;

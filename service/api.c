@@ -10,7 +10,6 @@
 #include "service/api.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +18,12 @@
 #include "env/render.h"
 #include "service/cluster.h"
 #include "service/k8s.h"
+#include "service/probkey.h"
 #include "solvers/placers.h"
 
-/* Cache kinds: one per body schema. */
-enum { KIND_PLACE = 1, KIND_COST = 2, KIND_SOLVE = 3 };
+/* Cache kinds: one per body schema; KIND_PLACE_NAMELESS + (offset << 8)
+ * keys a /v1/place body by its bytes without its job's name (place_cached). */
+enum { KIND_PLACE = 1, KIND_COST = 2, KIND_SOLVE = 3, KIND_PLACE_NAMELESS = 4 };
 
 /* ---- rendering ------------------------------------------------------------------------ */
 
@@ -50,20 +51,17 @@ json_t *api_policy_json(const pslot_entry *pol) {
 
 /* ---- request bodies --------------------------------------------------------------- */
 
-/* A parsed /v1/place body, and the memo of its last deterministic policy
- * answer: the JSON text of the answer without its closing brace (elapsed_us
- * and cached are appended per request), for the policy generation that
- * decoded it. The parse is immutable; the memo is guarded by memo_lock. */
+/* A parsed /v1/place body (immutable once cached). key is the canonical
+ * bytes of its problem (service/probkey.h), the plan memo's key: bodies
+ * that differ only by the job's name, key order or units share it. */
 typedef struct {
     cfg_run *run;          /* NULL when online: the run is built per request */
     decide_opts opts;
     json_t *job;           /* online: the body's job, loaded on the free units */
     char commit[JOBS_KEY_MAX]; /* "ns/name" of commit.job, or "" */
-    pthread_mutex_t memo_lock;
-    uint64_t memo_gen; /* 0: no memo */
-    char *memo;        /* malloc'd, memo_len bytes, no NUL needed */
-    size_t memo_len;
-    int memo_feasible;
+    char *key;             /* [key_len] pk_place's bytes; NULL when online */
+    size_t key_len;
+    char *name_json;       /* the job's name as a JSON string ("\"bench-1\""), NUL-ended */
 } place_body;
 
 static void place_body_free(void *p) {
@@ -71,9 +69,25 @@ static void place_body_free(void *p) {
     if (!b) return;
     cfg_free(b->run);
     json_decref(b->job);
-    pthread_mutex_destroy(&b->memo_lock);
-    free(b->memo);
+    free(b->key);
+    free(b->name_json);
     free(b);
+}
+
+/* A plan memo entry: the JSON text of a deterministic policy answer without
+ * its closing brace and without what differs per request (the job's name,
+ * cached, elapsed_us: reply_answer appends them). */
+typedef struct {
+    char *text;
+    size_t len;
+    int feasible;
+} plan_memo;
+
+static void plan_memo_free(void *p) {
+    plan_memo *m = p;
+    if (!m) return;
+    free(m->text);
+    free(m);
 }
 
 /* The HTTP status of a library status code (runjson.h's rj_status). */
@@ -146,7 +160,6 @@ static int place_from_root(const api_env *env, json_t *root, const model_cluster
     json_t *opts = NULL;
     place_body *b = calloc(1, sizeof *b);
     if (!b) snprintf(err, errlen, "out of memory");
-    else pthread_mutex_init(&b->memo_lock, NULL);
     if (!b || (rc = rj_check_keys(root, "", keys, 5, err, errlen)) ||
         (rc = parse_online(root, &online, b->commit, &opts, err, errlen)))
         goto fail;
@@ -194,6 +207,17 @@ static int place_from_root(const api_env *env, json_t *root, const model_cluster
                  "cluster and occupancy: send options.on \"free\" (and no cluster)");
         rc = RJ_BAD;
         goto fail;
+    }
+    if (!online) {
+        json_t *name = json_string(b->run->jobs[0].name);
+        b->name_json = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+        json_decref(name);
+        b->key = pk_place(&b->run->jobs[0], &b->run->cluster, &b->opts, &b->key_len);
+        if (!b->name_json || !b->key) {
+            snprintf(err, errlen, "out of memory");
+            rc = RJ_NOMEM;
+            goto fail;
+        }
     }
     json_decref(opts);
     *out = b;
@@ -291,6 +315,88 @@ static void *cached_body(const api_env *env, const web_request *req, web_reply *
 
 /* ---- POST /v1/place ------------------------------------------------------------------ */
 
+/* plain_job_name finds the job's name in a /v1/place body without parsing
+ * it: returns 1 with the name's string (quotes included) at body + *off,
+ * *len bytes, when the body reads as an object with one "job" object whose
+ * one "name" is a plain name: 1 to MODEL_NAME_MAX - 1 letters, digits, '.',
+ * '_' or '-', written without escapes. Any such name is one the loader
+ * takes as it is written; else 0. */
+static int plain_job_name(const char *body, size_t n, size_t *off, size_t *len) {
+    size_t joff = 0, jlen = 0, noff = 0, nlen = 0;
+    if (!web_json_member(body, n, "job", &joff, &jlen) ||
+        !web_json_string_member(body + joff, jlen, "name", &noff, &nlen) || nlen < 3 ||
+        nlen - 2 >= MODEL_NAME_MAX)
+        return 0;
+    const char *s = body + joff + noff;
+    for (size_t i = 1; i + 1 < nlen; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    *off = joff + noff;
+    *len = nlen;
+    return 1;
+}
+
+/* place_cached finds the parsed /v1/place body in the cache or parses and
+ * caches it, as cached_body does, and writes the job's name as a JSON
+ * string into name[MODEL_NAME_MAX + 2] ("" when the body's own parse
+ * holds it: use b->name_json). A body whose job has a plain name
+ * (plain_job_name) is kept by its bytes with the name cut out, the cut's
+ * offset in its kind: bodies that differ only by the job's name (a job
+ * resubmitted under a new name) share one parse, each answered under its
+ * own name; nothing but the name differs between them, so each reads as
+ * the parse that is kept (the name is read by nothing the decision does:
+ * service/probkey.h). Online bodies are kept by their full bytes (their
+ * job, name included, goes to the state file). Returns the value with
+ * *ref held, or NULL after filling rep. */
+static place_body *place_cached(const api_env *env, const web_request *req, web_reply *rep,
+                                char *name, rc_entry **ref) {
+    size_t off = 0, nlen = 0, slen = 0;
+    char *shape = NULL;
+    uint64_t kind = 0;
+    name[0] = '\0';
+    if (plain_job_name(req->body, req->body_len, &off, &nlen) &&
+        (shape = malloc(req->body_len - nlen + 1))) {
+        slen = req->body_len - nlen;
+        memcpy(shape, req->body, off);
+        memcpy(shape + off, req->body + off + nlen, req->body_len - off - nlen);
+        kind = KIND_PLACE_NAMELESS + ((uint64_t)off << 8);
+        memcpy(name, req->body + off, nlen);
+        name[nlen] = '\0';
+        place_body *b = rc_try(env->cache, kind, shape, slen, ref);
+        if (b) {
+            free(shape);
+            return b;
+        }
+    }
+    place_body *b = rc_get(env->cache, KIND_PLACE, req->body, req->body_len, ref);
+    if (b) {
+        free(shape);
+        name[0] = '\0';
+        return b;
+    }
+    char err[2048];
+    void *v = NULL;
+    int rc = parse_place(env, req, &v, err, sizeof err);
+    if (rc != RJ_OK) {
+        free(shape);
+        web_reply_error(rep, http_status(rc), "%s", err);
+        return NULL;
+    }
+    b = v;
+    if (shape && b->run) {
+        b = rc_put(env->cache, kind, shape, slen, b, place_body_free, ref);
+    } else {
+        name[0] = '\0';
+        b = rc_put(env->cache, KIND_PLACE, req->body, req->body_len, b, place_body_free, ref);
+    }
+    free(shape);
+    if (!b) web_reply_error(rep, 500, "out of memory");
+    return b;
+}
+
 /* A policy decode is memoised when it is a function of the body and the
  * policy alone: greedy, or sampling with no time budget (the seed is in
  * the body). Solvers and placers are cheap and always run. */
@@ -299,50 +405,58 @@ static int memoisable(const decide_opts *o) {
 }
 
 /* reply_answer sends text[len] (a JSON object without its closing brace)
- * with "cached" and "elapsed_us" appended. Returns 0, or -1 when out of
- * memory (rep untouched). */
+ * with "job" (name_json, a JSON string), "cached" and "elapsed_us"
+ * appended. Returns 0, or -1 when out of memory (rep untouched). */
 static int reply_answer(web_reply *rep, const web_request *req, const char *text, size_t len,
-                        int cached, int feasible) {
+                        const char *name_json, int cached, int feasible) {
     char tail[64];
     int n = snprintf(tail, sizeof tail, ",\"cached\":%s,\"elapsed_us\":%lld}",
                      cached ? "true" : "false", web_elapsed_us(req));
-    char *body = malloc(len + (size_t)n + 1);
+    size_t nl = strlen(name_json);
+    char *body = malloc(len + 7 + nl + (size_t)n + 1);
     if (!body) return -1;
     memcpy(body, text, len);
-    memcpy(body + len, tail, (size_t)n + 1);
+    memcpy(body + len, ",\"job\":", 7);
+    memcpy(body + len + 7, name_json, nl);
+    memcpy(body + len + 7 + nl, tail, (size_t)n + 1);
     free(rep->body);
     rep->status = 200;
     rep->body = body;
-    rep->len = len + (size_t)n;
+    rep->len = len + 7 + nl + (size_t)n;
     rep->content_type = NULL;
     if (!feasible) snprintf(rep->note, sizeof rep->note, "infeasible");
     return 0;
 }
 
-/* memo_answer replies from b's memo when it was decoded by generation gen.
- * Returns 1 when it replied, else 0. */
-static int memo_answer(place_body *b, uint64_t gen, const web_request *req, web_reply *rep) {
-    int done = 0;
-    pthread_mutex_lock(&b->memo_lock);
-    if (b->memo && b->memo_gen == gen)
-        done = reply_answer(rep, req, b->memo, b->memo_len, 1, b->memo_feasible) == 0;
-    pthread_mutex_unlock(&b->memo_lock);
+/* memo_answer replies from the plan memo when it holds b's problem decoded
+ * by policy generation gen (the generation is the memo's kind: an entry
+ * put by a request still on the previous policy never answers for the
+ * next); the answer names the job name_json. Returns 1 when it replied, else 0. */
+static int memo_answer(const api_env *env, const place_body *b, const char *name_json,
+                       uint64_t gen, const web_request *req, web_reply *rep) {
+    rc_entry *ref = NULL;
+    const plan_memo *m = rc_get(env->plans, gen, b->key, b->key_len, &ref);
+    int done = m && reply_answer(rep, req, m->text, m->len, name_json, 1, m->feasible) == 0;
+    rc_release(env->plans, ref);
     return done;
 }
 
-/* memo_keep stores text[len] as b's memo for generation gen (a copy; on
- * allocation failure the memo is simply not kept). */
-static void memo_keep(place_body *b, uint64_t gen, const char *text, size_t len, int feasible) {
-    char *copy = malloc(len ? len : 1);
-    if (!copy) return;
-    memcpy(copy, text, len);
-    pthread_mutex_lock(&b->memo_lock);
-    free(b->memo);
-    b->memo = copy;
-    b->memo_len = len;
-    b->memo_gen = gen;
-    b->memo_feasible = feasible;
-    pthread_mutex_unlock(&b->memo_lock);
+/* memo_keep puts text[len] (malloc'd; the memo takes it, the caller no
+ * longer owns it) in the plan memo for b's problem and generation gen; on
+ * allocation failure the memo is simply not kept. */
+static void memo_keep(const api_env *env, const place_body *b, uint64_t gen, char *text,
+                      size_t len, int feasible) {
+    plan_memo *m = calloc(1, sizeof *m);
+    if (!m) {
+        free(text);
+        return;
+    }
+    m->text = text;
+    m->len = len;
+    m->feasible = feasible;
+    rc_entry *ref = NULL;
+    if (rc_put_sized(env->plans, gen, b->key, b->key_len, m, len, plan_memo_free, &ref))
+        rc_release(env->plans, ref);
 }
 
 /* place_answer renders d as the /v1/place answer, without elapsed_us and
@@ -519,6 +633,7 @@ static void place_online(const api_env *env, const place_body *b, const pslot_en
                                                       (json_int_t)place_task_count(d.final)));
     }
     json_object_set_new(o, "on", json_string("free"));
+    json_object_set_new(o, "job", json_string(run->jobs[0].name));
     json_object_set_new(o, "cached", json_false());
     json_object_set_new(o, "elapsed_us", json_integer(web_elapsed_us(req)));
     web_reply_json(rep, 200, o);
@@ -541,8 +656,10 @@ done:
 
 void api_place(const api_env *env, const web_request *req, web_reply *rep) {
     rc_entry *ref = NULL;
-    place_body *b = cached_body(env, req, rep, KIND_PLACE, parse_place, place_body_free, &ref);
+    char name[MODEL_NAME_MAX + 2];
+    place_body *b = place_cached(env, req, rep, name, &ref);
     if (!b) return;
+    const char *name_json = name[0] ? name : b->name_json;
     const pslot_entry *pol = pslot_acquire(env->policy);
     if (b->opts.from_policy && !pol) {
         web_reply_error(rep, 503, "no policy loaded: start the daemon with --policy, or name "
@@ -564,8 +681,8 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         rc_release(env->cache, ref);
         return;
     }
-    int memo = memoisable(&b->opts);
-    if (memo && memo_answer(b, pol->generation, req, rep)) {
+    int memo = env->plans && memoisable(&b->opts);
+    if (memo && memo_answer(env, b, name_json, pol->generation, req, rep)) {
         if (env->counters) env->counters->memo_hits++;
         pslot_release(env->policy, pol);
         rc_release(env->cache, ref);
@@ -591,10 +708,12 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
         size_t len = text ? strlen(text) : 0;
         json_decref(o);
-        if (!text || len < 2 || reply_answer(rep, req, text, len - 1, 0, feasible)) {
+        if (!text || len < 2 ||
+            reply_answer(rep, req, text, len - 1, name_json, 0, feasible)) {
             web_reply_error(rep, 500, "out of memory");
         } else if (memo && !d.stopped) { /* a cut decode depends on the clock */
-            memo_keep(b, pol->generation, text, len - 1, feasible);
+            memo_keep(env, b, pol->generation, text, len - 1, feasible);
+            text = NULL; /* the memo's now */
         }
         free(text);
     }

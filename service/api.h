@@ -20,9 +20,13 @@
  * answer and status. Parsed bodies are cached by their bytes
  * (service/reqcache.h). The plan, placement and scores are computed on
  * every request, with one exception: a deterministic policy decode (greedy,
- * or sampling with a seed and no time budget) of a body seen before is
- * answered from that body's memo while the same policy generation serves
- * (`"cached": true` in the answer); a reload starts every memo afresh.
+ * or sampling with a seed and no time budget) of a problem seen before is
+ * answered from the plan memo while the same policy generation serves
+ * (`"cached": true` in the answer). The memo is keyed by the problem as
+ * parsed (service/probkey.h: the job's figures without its name, the
+ * cluster, the options), so a body that differs from an earlier one only
+ * by the job's name gets the same plan without a decode; the answer names
+ * its own job ("job"). A reload empties the memo (srv_reload).
  *
  * The decision itself (options, planning, placing) is service/decide.h's,
  * which the extender (service/k8s.h) uses too; GET /v1/jobs/{name} shows
@@ -59,6 +63,9 @@ typedef struct {
     rc_cache *cache;       /* parsed bodies */
     rc_cache *clusters;    /* clusters read from /v1/place bodies, by the bytes of
                               their value (model_cluster *); NULL: none kept */
+    rc_cache *plans;       /* the plan memo: deterministic policy answers by the
+                              canonical bytes of their problem (service/probkey.h)
+                              and the policy generation; NULL: no memo */
     rj_limits limits;      /* per-request limits */
     long max_budget_ms;    /* largest budget_ms a request may ask for */
     long request_cpu_ms;   /* > 0: time one decision may take, whatever it asks */

@@ -152,7 +152,8 @@ char *metrics_render(metrics *m, const metrics_extra *x, size_t *len) {
                 "# HELP strata_parse_cache_entries Parsed bodies held.\n"
                 "# TYPE strata_parse_cache_entries gauge\nstrata_parse_cache_entries %d\n"
                 "# HELP strata_decode_memo_total Deterministic policy decodes of /v1/place "
-                "answered from the body's memo (hit) or decoded (miss).\n"
+                "answered from the plan memo (hit: the same problem, whatever the job's name) "
+                "or decoded (miss).\n"
                 "# TYPE strata_decode_memo_total counter\n"
                 "strata_decode_memo_total{result=\"hit\"} %llu\n"
                 "strata_decode_memo_total{result=\"miss\"} %llu\n"
@@ -166,13 +167,16 @@ char *metrics_render(metrics *m, const metrics_extra *x, size_t *len) {
                 "(reused).\n"
                 "# TYPE strata_body_buffers_total counter\n"
                 "strata_body_buffers_total{source=\"new\"} %llu\n"
-                "strata_body_buffers_total{source=\"reused\"} %llu\n",
+                "strata_body_buffers_total{source=\"reused\"} %llu\n"
+                "# HELP strata_plan_memo_entries Answers the plan memo holds.\n"
+                "# TYPE strata_plan_memo_entries gauge\nstrata_plan_memo_entries %d\n",
                 (unsigned long long)x->reloads_ok, (unsigned long long)x->reloads_failed,
                 x->inflight, x->jobs, (unsigned long long)x->cache_hits,
                 (unsigned long long)x->cache_misses, x->cache_entries,
                 (unsigned long long)x->memo_hits, (unsigned long long)x->memo_misses,
                 (unsigned long long)x->cluster_hits, (unsigned long long)x->cluster_misses,
-                (unsigned long long)x->body_bufs_new, (unsigned long long)x->body_bufs_reused);
+                (unsigned long long)x->body_bufs_new, (unsigned long long)x->body_bufs_reused,
+                x->memo_entries);
     }
     if (fclose(f) != 0) {
         free(buf);

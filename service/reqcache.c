@@ -1,8 +1,10 @@
 /* reqcache.c -- an LRU of parsed request bodies keyed by their bytes.
  *
- * A small array of slots scanned linearly: with tens of entries a scan of
- * their hashes is cheaper than any table, and eviction is a scan for the
- * oldest use. Each entry carries a refcount; the slot that holds it counts
+ * A small array of slots scanned linearly: with tens (or a thousand) of
+ * entries a scan of their hashes is cheaper than any table, and eviction
+ * is a scan for the oldest use. Hashes and last uses are kept in arrays
+ * beside the slots, so that a scan reads contiguous memory rather than
+ * every entry. Each entry carries a refcount; the slot that holds it counts
  * as one reference.
  */
 #include "service/reqcache.h"
@@ -13,13 +15,13 @@
 
 struct rc_entry {
     uint64_t hash;
-    int kind;
+    uint64_t kind;
     size_t len;
+    size_t size;    /* len plus the value's bytes, as counted in max_bytes */
     char *key;      /* [len] copy of the body, NULL for a private entry */
     void *value;
     void (*value_free)(void *);
     int refs;       /* holders, the slot included; guarded by the cache mutex */
-    uint64_t used;  /* tick of the last use */
     rc_entry *next; /* in a list of evicted entries, while being freed */
 };
 
@@ -27,8 +29,10 @@ struct rc_cache {
     pthread_mutex_t mu;
     int capacity;
     size_t max_bytes;
-    size_t bytes;     /* sum of len over held entries */
+    size_t bytes;     /* sum of size over held entries */
     rc_entry **slot;  /* [capacity], NULL when free */
+    uint64_t *shash;  /* [capacity] the hash of slot i's entry (any value when free) */
+    uint64_t *sused;  /* [capacity] tick of slot i's last use */
     uint64_t tick;
     uint64_t hits, misses;
 };
@@ -59,7 +63,12 @@ rc_cache *rc_create(int capacity, size_t max_bytes) {
     rc_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->slot = calloc((size_t)capacity, sizeof *c->slot);
-    if (!c->slot) {
+    c->shash = calloc((size_t)capacity, sizeof *c->shash);
+    c->sused = calloc((size_t)capacity, sizeof *c->sused);
+    if (!c->slot || !c->shash || !c->sused) {
+        free(c->slot);
+        free(c->shash);
+        free(c->sused);
         free(c);
         return NULL;
     }
@@ -87,11 +96,14 @@ void rc_free(rc_cache *c) {
         if (c->slot[i] && unref_locked(c->slot[i])) entry_free(c->slot[i]);
     pthread_mutex_destroy(&c->mu);
     free(c->slot);
+    free(c->shash);
+    free(c->sused);
     free(c);
 }
 
-static int find_locked(rc_cache *c, int kind, const char *body, size_t len, uint64_t h) {
+static int find_locked(rc_cache *c, uint64_t kind, const char *body, size_t len, uint64_t h) {
     for (int i = 0; i < c->capacity; i++) {
+        if (c->shash[i] != h) continue;
         rc_entry *e = c->slot[i];
         if (e && e->hash == h && e->kind == kind && e->len == len &&
             memcmp(e->key, body, len) == 0)
@@ -100,7 +112,9 @@ static int find_locked(rc_cache *c, int kind, const char *body, size_t len, uint
     return -1;
 }
 
-void *rc_get(rc_cache *c, int kind, const char *body, size_t len, rc_entry **ref) {
+/* The lookup of rc_get and rc_try; count_miss 0 leaves a miss uncounted. */
+static void *lookup(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref,
+                    int count_miss) {
     uint64_t h = rc_hash(body, len);
     pthread_mutex_lock(&c->mu);
     int i = find_locked(c, kind, body, len, h);
@@ -109,15 +123,23 @@ void *rc_get(rc_cache *c, int kind, const char *body, size_t len, rc_entry **ref
     if (i >= 0) {
         rc_entry *e = c->slot[i];
         e->refs++;
-        e->used = ++c->tick;
+        c->sused[i] = ++c->tick;
         c->hits++;
         *ref = e;
         v = e->value;
-    } else {
+    } else if (count_miss) {
         c->misses++;
     }
     pthread_mutex_unlock(&c->mu);
     return v;
+}
+
+void *rc_get(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref) {
+    return lookup(c, kind, body, len, ref, 1);
+}
+
+void *rc_try(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref) {
+    return lookup(c, kind, body, len, ref, 0);
 }
 
 /* Evicts the least recently used entry; returns it when it must be freed
@@ -125,19 +147,25 @@ void *rc_get(rc_cache *c, int kind, const char *body, size_t len, rc_entry **ref
 static rc_entry *evict_locked(rc_cache *c) {
     int victim = -1;
     for (int i = 0; i < c->capacity; i++)
-        if (c->slot[i] && (victim < 0 || c->slot[i]->used < c->slot[victim]->used)) victim = i;
+        if (c->slot[i] && (victim < 0 || c->sused[i] < c->sused[victim])) victim = i;
     if (victim < 0) return NULL;
     rc_entry *e = c->slot[victim];
     c->slot[victim] = NULL;
-    c->bytes -= e->len;
+    c->bytes -= e->size;
     return unref_locked(e);
 }
 
-void *rc_put(rc_cache *c, int kind, const char *body, size_t len, void *value,
+void *rc_put(rc_cache *c, uint64_t kind, const char *body, size_t len, void *value,
              void (*value_free)(void *), rc_entry **ref) {
+    return rc_put_sized(c, kind, body, len, value, 0, value_free, ref);
+}
+
+void *rc_put_sized(rc_cache *c, uint64_t kind, const char *body, size_t len, void *value,
+                   size_t value_bytes, void (*value_free)(void *), rc_entry **ref) {
     *ref = NULL;
     rc_entry *e = calloc(1, sizeof *e);
-    int keep = len <= c->max_bytes;
+    size_t size = len + value_bytes;
+    int keep = size >= len && size <= c->max_bytes;
     char *key = keep ? malloc(len ? len : 1) : NULL;
     if (!e || (keep && !key)) {
         free(e);
@@ -149,6 +177,7 @@ void *rc_put(rc_cache *c, int kind, const char *body, size_t len, void *value,
     e->hash = rc_hash(body, len);
     e->kind = kind;
     e->len = len;
+    e->size = size;
     e->key = key;
     e->value = value;
     e->value_free = value_free;
@@ -163,20 +192,20 @@ void *rc_put(rc_cache *c, int kind, const char *body, size_t len, void *value,
     if (i >= 0) { /* another thread parsed the same body first: use its entry */
         rc_entry *old = c->slot[i];
         old->refs++;
-        old->used = ++c->tick;
+        c->sused[i] = ++c->tick;
         pthread_mutex_unlock(&c->mu);
         entry_free(e);
         *ref = old;
         return old->value;
     }
-    /* Make room: a free slot, and keys within max_bytes (len <= max_bytes,
-     * so emptying the cache always suffices). */
+    /* Make room: a free slot, and sizes within max_bytes (size <=
+     * max_bytes, so emptying the cache always suffices). */
     int free_slot;
     for (;;) {
         free_slot = -1;
         for (int k = 0; k < c->capacity && free_slot < 0; k++)
             if (!c->slot[k]) free_slot = k;
-        if (free_slot >= 0 && c->bytes + len <= c->max_bytes) break;
+        if (free_slot >= 0 && c->bytes + size <= c->max_bytes) break;
         rc_entry *d = evict_locked(c);
         if (d) {
             d->next = dead;
@@ -184,9 +213,10 @@ void *rc_put(rc_cache *c, int kind, const char *body, size_t len, void *value,
         }
     }
     e->refs = 2; /* the slot and the caller */
-    e->used = ++c->tick;
+    c->sused[free_slot] = ++c->tick;
+    c->shash[free_slot] = e->hash;
     c->slot[free_slot] = e;
-    c->bytes += len;
+    c->bytes += size;
     pthread_mutex_unlock(&c->mu);
     while (dead) {
         rc_entry *next = dead->next;
@@ -203,6 +233,27 @@ void rc_release(rc_cache *c, rc_entry *ref) {
     rc_entry *dead = unref_locked(ref);
     pthread_mutex_unlock(&c->mu);
     if (dead) entry_free(dead);
+}
+
+void rc_clear(rc_cache *c) {
+    rc_entry *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->capacity; i++) {
+        rc_entry *e = c->slot[i];
+        if (!e) continue;
+        c->slot[i] = NULL;
+        c->bytes -= e->size;
+        if (unref_locked(e)) {
+            e->next = dead;
+            dead = e;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    while (dead) {
+        rc_entry *next = dead->next;
+        entry_free(dead);
+        dead = next;
+    }
 }
 
 void rc_stats(rc_cache *c, uint64_t *hits, uint64_t *misses, int *entries) {

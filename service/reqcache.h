@@ -12,7 +12,8 @@
  *
  * Keys are compared byte for byte (the 64-bit hash only picks candidates),
  * so two bodies share an entry only when they are identical. The cache
- * holds at most `capacity` entries and `max_bytes` of keys; the least
+ * holds at most `capacity` entries and `max_bytes` of keys (and of the
+ * values' own bytes, for values put with rc_put_sized); the least
  * recently used entry goes first. Values are immutable once inserted (but for
  * what a value guards with a lock of its own, like /v1/place's memo) and
  * refcounted: an entry evicted while a request still uses it is freed when
@@ -36,9 +37,15 @@ typedef struct rc_entry rc_entry;
 rc_cache *rc_create(int capacity, size_t max_bytes);
 void rc_free(rc_cache *c);
 
-/* rc_get returns the value parsed from (kind, body[len]) and a reference
- * in *ref that the caller gives back with rc_release; NULL on a miss. */
-void *rc_get(rc_cache *c, int kind, const char *body, size_t len, rc_entry **ref);
+/* kind is any number that sets keys apart beside their bytes (a body
+ * schema, a policy generation). rc_get returns the value parsed from
+ * (kind, body[len]) and a reference in *ref that the caller gives back with
+ * rc_release; NULL on a miss. */
+void *rc_get(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref);
+
+/* rc_try is rc_get for a first of two lookups of one request: a hit counts,
+ * a miss does not (the second lookup, by rc_get, counts it). */
+void *rc_try(rc_cache *c, uint64_t kind, const char *body, size_t len, rc_entry **ref);
 
 /* rc_put inserts value (ownership passes to the cache; value_free frees it)
  * for (kind, body[len]) and returns the value to use, with a reference in
@@ -46,11 +53,21 @@ void *rc_get(rc_cache *c, int kind, const char *body, size_t len, rc_entry **ref
  * given value is then freed). A key longer than max_bytes is not kept: the
  * value is returned in a private entry freed on release. Returns NULL only
  * when out of memory (the value is freed). */
-void *rc_put(rc_cache *c, int kind, const char *body, size_t len, void *value,
+void *rc_put(rc_cache *c, uint64_t kind, const char *body, size_t len, void *value,
              void (*value_free)(void *), rc_entry **ref);
+
+/* rc_put_sized is rc_put for a value that holds value_bytes of its own:
+ * they count with the key's against max_bytes (an entry whose key and value
+ * pass max_bytes is private, as a long key is). */
+void *rc_put_sized(rc_cache *c, uint64_t kind, const char *body, size_t len, void *value,
+                   size_t value_bytes, void (*value_free)(void *), rc_entry **ref);
 
 /* rc_release drops a reference from rc_get/rc_put; accepts NULL. */
 void rc_release(rc_cache *c, rc_entry *ref);
+
+/* rc_clear drops every entry (an entry a request still holds is freed when
+ * it is released); the hit and miss counts stay. */
+void rc_clear(rc_cache *c);
 
 /* rc_stats reports hits, misses and entries held (any may be NULL). */
 void rc_stats(rc_cache *c, uint64_t *hits, uint64_t *misses, int *entries);

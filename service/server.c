@@ -312,6 +312,7 @@ void srv_config_default(srv_config *c) {
     c->max_budget_ms = API_DEFAULT_MAX_BUDGET_MS;
     c->cache_entries = 64;
     c->cache_bytes = 64u << 20;
+    c->plan_memo_entries = SRV_DEFAULT_PLAN_MEMO;
     c->max_jobs = JOBS_DEFAULT_MAX;
     c->max_cluster_nodes = CLUSTER_DEFAULT_MAX_NODES;
     c->jobs_max_bytes = JOBS_DEFAULT_MAX_BYTES;
@@ -445,6 +446,7 @@ static void handle_metrics(srv_server *s, web_reply *rep) {
     rc_stats(s->env.cache, &x.cache_hits, &x.cache_misses, &x.cache_entries);
     x.memo_hits = atomic_load(&s->counters.memo_hits);
     x.memo_misses = atomic_load(&s->counters.memo_misses);
+    if (s->env.plans) rc_stats(s->env.plans, NULL, NULL, &x.memo_entries);
     rc_stats(s->env.clusters, &x.cluster_hits, &x.cluster_misses, NULL);
     x.body_bufs_new = atomic_load(&s->bufs_new);
     x.body_bufs_reused = atomic_load(&s->bufs_reused);
@@ -1059,6 +1061,9 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
     s->env.jobs = jobs_create(c->max_jobs, c->jobs_max_bytes);
     s->env.cache = rc_create(c->cache_entries, c->cache_bytes);
     s->env.clusters = rc_create(SERVER_CLUSTERS_KEPT, c->cache_bytes);
+    /* the memo's keys and answers together within cache_bytes */
+    s->env.plans =
+        c->plan_memo_entries > 0 ? rc_create(c->plan_memo_entries, c->cache_bytes) : NULL;
     s->env.limits = c->limits;
     s->env.max_budget_ms = c->max_budget_ms;
     s->env.request_cpu_ms = c->request_cpu_ms;
@@ -1113,7 +1118,8 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         s->k8s.catalogue = s->catalogue;
     }
     if (!s->work_ok || !s->m || !s->env.policy || !s->env.sim_policy || !s->env.jobs ||
-        !s->env.cache || !s->env.clusters || (c->policy_path && !s->policy_path) ||
+        !s->env.cache || !s->env.clusters || (c->plan_memo_entries > 0 && !s->env.plans) ||
+        (c->policy_path && !s->policy_path) ||
         (c->sim_policy_path && !s->sim_policy_path) || (c->token && !s->token)) {
         snprintf(err, errlen, "out of memory");
         srv_free(s);
@@ -1165,6 +1171,9 @@ int srv_reload(srv_server *s, char *err, size_t errlen) {
     int rc = 0;
     err[0] = '\0';
     if (s->policy_path) rc = pslot_load(s->env.policy, s->policy_path, err, errlen);
+    /* answers of the old policy go (their generation keeps them from
+     * answering for the new one anyway: this gives their memory back) */
+    if (s->policy_path && rc == 0 && s->env.plans) rc_clear(s->env.plans);
     if (s->sim_policy_path) {
         char msg[1024];
         if (clp_slot_load(s->env.sim_policy, s->sim_policy_path, msg, sizeof msg) < 0) {
@@ -1216,6 +1225,7 @@ void srv_free(srv_server *s) {
     pthread_mutex_destroy(&s->spare_lock);
     rc_free(s->env.cache);
     rc_free(s->env.clusters);
+    rc_free(s->env.plans);
     jobs_free(s->env.jobs);
     store_close(s->env.state);
     pslot_free(s->env.policy);

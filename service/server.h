@@ -52,7 +52,8 @@
  *   2025-01-31T12:00:00.123Z 127.0.0.1 POST /v1/place 200 12006 2210 0.412ms [note]
  *
  * Lifecycle: srv_reload loads the policy files again (requests in flight
- * finish on the old one; a bad file leaves the old one serving);
+ * finish on the old one; a bad file leaves the old one serving) and, when
+ * the policy loads, empties the plan memo;
  * srv_drain stops accepting connections and waits for the requests in
  * flight; srv_free stops the threads. Signals are the caller's (cli/serve.c
  * turns SIGHUP into srv_reload and SIGTERM into srv_drain).
@@ -98,6 +99,8 @@ typedef struct {
     long max_budget_ms;      /* largest budget_ms a request may ask for */
     int cache_entries;       /* parsed bodies kept */
     size_t cache_bytes;      /* bytes of bodies kept */
+    int plan_memo_entries;   /* deterministic policy answers kept by their problem
+                                (api.h); 0: no plan memo */
     int max_jobs;            /* jobs the registry holds */
     size_t jobs_max_bytes;   /* bytes the registered jobs' documents take (0: no bound) */
     const char *state_path;  /* the state file (service/store.h); NULL: in memory only */
@@ -112,6 +115,7 @@ typedef struct {
 
 #define SRV_DEFAULT_LISTEN "127.0.0.1:7878"
 #define SRV_DEFAULT_MAX_BODY (1u << 20) /* 1 MiB */
+#define SRV_DEFAULT_PLAN_MEMO 1024      /* plan memo entries (--plan-memo) */
 #define SRV_DEFAULT_MAX_CONNS 512
 #define SRV_DEFAULT_MAX_CONNS_PER_IP 64
 #define SRV_DEFAULT_REQUEST_DEADLINE_MS 10000

@@ -270,7 +270,10 @@ static size_t skip_value(const char *b, size_t i, size_t n) {
     return 0;
 }
 
-int web_json_member(const char *b, size_t n, const char *key, size_t *off, size_t *vlen) {
+/* The scan of web_json_member and web_json_string_member: the member's
+ * value must start with `open` ('{' or '"'). */
+static int member_scan(const char *b, size_t n, const char *key, char open, size_t *off,
+                       size_t *vlen) {
     size_t klen = strlen(key), i = skip_ws(b, 0, n);
     int found = 0;
     if (i >= n || b[i] != '{') return 0;
@@ -287,7 +290,7 @@ int web_json_member(const char *b, size_t n, const char *key, size_t *off, size_
         size_t e = skip_value(b, i, n);
         if (!e) return 0;
         if (match) {
-            if (found || b[i] != '{') return 0;
+            if (found || b[i] != open) return 0;
             found = 1;
             *off = i;
             *vlen = e - i;
@@ -300,4 +303,13 @@ int web_json_member(const char *b, size_t n, const char *key, size_t *off, size_
         if (i < n && b[i] == '}') return found;
         return 0;
     }
+}
+
+int web_json_member(const char *b, size_t n, const char *key, size_t *off, size_t *vlen) {
+    return member_scan(b, n, key, '{', off, vlen);
+}
+
+int web_json_string_member(const char *b, size_t n, const char *key, size_t *off,
+                           size_t *vlen) {
+    return member_scan(b, n, key, '"', off, vlen);
 }

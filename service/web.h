@@ -126,6 +126,12 @@ char *web_dump_strings(const json_t *obj, size_t *len);
  * it to find a request's cluster before parsing the rest. */
 int web_json_member(const char *body, size_t len, const char *key, size_t *off, size_t *vlen);
 
+/* web_json_string_member is web_json_member for a member whose value is a
+ * string: *off and *vlen delimit it, quotes included (escapes are left as
+ * they are written). */
+int web_json_string_member(const char *body, size_t len, const char *key, size_t *off,
+                           size_t *vlen);
+
 /* web_elapsed_us returns the whole microseconds since req->start_ns. */
 long long web_elapsed_us(const web_request *req);
 

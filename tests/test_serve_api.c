@@ -348,6 +348,74 @@ static void test_place_known_cluster(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
+/* A body that differs from one read before only by its job's name reads
+ * as that parse (strata_parse_cache_total counts a hit) when the name is
+ * plain, and is answered under its own name; any other name is read in
+ * full. Either way it is answered exactly as a daemon that never saw the
+ * first body answers it: the same status, answer and error. */
+static void test_place_renamed_job(void **state) {
+    (void)state;
+    sv_proc p = start("renamed", NULL);
+    char *cl = text_of(tiny_cluster());
+    const char *opts = "{\"plan_method\":\"exact\",\"placement\":\"pack\"}";
+    static const char az[] = "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz01";
+    char long63[80], long64[80];
+    snprintf(long63, sizeof long63, "\"%.63s\"", az);
+    snprintf(long64, sizeof long64, "\"%.64s\"", az);
+    /* the name's JSON text; whether it is plain (a parse cache hit); the
+     * status; the name the answer gives */
+    const struct {
+        const char *name;
+        int plain, status;
+        const char *answer_name;
+    } v[] = {
+        {"\"first\"", 0, 200, "first"}, /* read in full: a miss */
+        {"\"second-1.b_c\"", 1, 200, "second-1.b_c"},
+        {long63, 1, 200, NULL},
+        {"\"a,b\"", 0, 400, NULL},       /* the loader refuses commas */
+        {"\"\"", 0, 400, NULL},          /* and an empty name */
+        {long64, 0, 400, NULL},          /* and 64 characters */
+        {"\"tab\\there\"", 0, 400, NULL}, /* and control characters */
+        {"\"\\u0041bc\"", 0, 200, "Abc"}, /* escapes: read in full */
+        {"\"x y\"", 0, 200, "x y"},
+        {"[]", 0, 400, NULL},
+        {"\"first\"", 1, 200, "first"},
+    };
+    char body[8192];
+    int hits = 0;
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        snprintf(body, sizeof body,
+                 "{\"cluster\":%s,\"job\":{\"name\":%s,\"batch\":10,\"samples\":3.6e6,"
+                 "\"min_throughput\":100,\"alpha\":0,\"layers\":[{\"name\":\"a\",\"flops\":"
+                 "\"1GFLOP\",\"io\":0,\"act\":0,\"params\":\"1MB\",\"mem\":\"1MB\"},{\"name\":"
+                 "\"b\",\"flops\":\"1GFLOP\",\"io\":0,\"act\":0,\"params\":0,\"mem\":\"1MB\"}]},"
+                 "\"options\":%s}", cl, v[i].name, opts);
+        json_t *a = NULL, *b = NULL;
+        char ma[2048], mb[2048];
+        int sa = place_text(p.port, body, &a, ma, sizeof ma);
+        sv_proc q = start("fresh", NULL); /* never saw the first body */
+        int sb = place_text(q.port, body, &b, mb, sizeof mb);
+        assert_int_equal(sv_stop(&q), 0);
+        if (sa != v[i].status || sb != v[i].status || !json_equal(a, b) || strcmp(ma, mb))
+            fail_msg("name %s: %d vs %d: %s | %s", v[i].name, sa, sb, ma, mb);
+        if (v[i].answer_name)
+            assert_string_equal(json_string_value(json_object_get(a, "job")), v[i].answer_name);
+        hits += v[i].plain;
+        json_decref(a);
+        json_decref(b);
+    }
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
+    /* one count per request: a plain name's body is looked up twice (without
+     * its name, then by its full bytes) but counts one miss */
+    assert_true(sv_series(r.body, "strata_parse_cache_total{result=\"hit\"}") == hits);
+    assert_true(sv_series(r.body, "strata_parse_cache_total{result=\"miss\"}") ==
+                (double)(sizeof v / sizeof *v) - hits);
+    sv_resp_free(&r);
+    free(cl);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
 static void test_solve(void **state) {
     (void)state;
     sv_proc p = start("solve", NULL);
@@ -700,6 +768,7 @@ int main(void) {
         cmocka_unit_test(test_cost_figures),
         cmocka_unit_test(test_place_without_policy),
         cmocka_unit_test(test_place_known_cluster),
+        cmocka_unit_test(test_place_renamed_job),
         cmocka_unit_test(test_solve),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_token),

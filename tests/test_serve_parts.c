@@ -2,8 +2,9 @@
  *
  * What the socket tests cannot pin down exactly: the parse cache's
  * eviction order and refcounts, the metrics page's text, the jobs
- * registry's replacement semantics, and the policy slot keeping the old
- * policy when a load fails. Each value below is worked out by hand.
+ * registry's replacement semantics, the policy slot keeping the old
+ * policy when a load fails, and the plan memo's problem key. Each value
+ * below is worked out by hand.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +17,10 @@
 
 #include "service/jobs.h"
 #include "service/metrics.h"
+#include "env/config.h"
+#include "service/decide.h"
 #include "service/policy_slot.h"
+#include "service/probkey.h"
 #include "service/reqcache.h"
 #include "service/web.h"
 
@@ -76,12 +80,49 @@ static void test_cache_lru(void **state) {
     assert_int_equal(hits, 3);   /* aaaa twice, eeee once */
     assert_int_equal(misses, 4); /* the three probes and bbbb */
     assert_int_equal(entries, 2);
+    /* rc_try counts a hit, not a miss; rc_clear empties, counts stay */
+    assert_null(rc_try(c, 1, "zzzz", 4, &r));
+    assert_int_equal(*(int *)rc_try(c, 1, "eeee", 4, &r), 5);
+    rc_release(c, r);
+    rc_stats(c, &hits, &misses, &entries);
+    assert_int_equal(hits, 4);
+    assert_int_equal(misses, 4);
+    rc_clear(c);
+    rc_stats(c, &hits, &misses, &entries);
+    assert_int_equal(entries, 0);
+    assert_int_equal(hits, 4);
+    assert_null(rc_get(c, 1, "eeee", 4, &r));
+    assert_int_equal(freed[4] + freed[5], 2);
     rc_free(c);
     assert_int_equal(freed[4] + freed[5], 2);
 }
 
 static void test_cache_bytes(void **state) {
     (void)state;
+    {
+        /* rc_put_sized counts the value's bytes too: 2 + 5 and 2 + 5 do
+         * not fit in 10, the first goes; 2 + 9 is kept by nobody. */
+        memset(freed, 0, sizeof freed);
+        rc_cache *c = rc_create(8, 10);
+        rc_entry *r;
+        rc_put_sized(c, 1, "ab", 2, val(1), 5, count_free, &r);
+        rc_release(c, r);
+        rc_put_sized(c, 1, "cd", 2, val(2), 5, count_free, &r);
+        rc_release(c, r);
+        assert_int_equal(freed[1], 1);
+        assert_null(rc_get(c, 1, "ab", 2, &r));
+        assert_int_equal(*(int *)rc_get(c, 1, "cd", 2, &r), 2);
+        rc_release(c, r);
+        assert_int_equal(*(int *)rc_put_sized(c, 1, "ef", 2, val(3), 9, count_free, &r), 3);
+        rc_release(c, r);
+        assert_int_equal(freed[3], 1); /* private: freed on release */
+        assert_null(rc_get(c, 1, "ef", 2, &r));
+        int entries;
+        rc_stats(c, NULL, NULL, &entries);
+        assert_int_equal(entries, 1);
+        rc_free(c);
+        assert_int_equal(freed[2], 1);
+    }
     memset(freed, 0, sizeof freed);
     /* 10 bytes of keys at most: 6 + 6 does not fit, the first goes. */
     rc_cache *c = rc_create(8, 10);
@@ -134,7 +175,7 @@ static void test_metrics_page(void **state) {
                                  "20.001800000\n"));
     assert_null(strstr(page, "path=\"/v1/cost\""));
     free(page);
-    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7, 11, 13, 17, 19, 23, 29};
+    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7, 11, 13, 17, 19, 23, 29, 31};
     page = metrics_render(m, &x, &len);
     assert_non_null(strstr(page, "strata_policy_loaded 1\n"));
     assert_non_null(strstr(page, "strata_policy_step 4200\n"));
@@ -147,6 +188,7 @@ static void test_metrics_page(void **state) {
     assert_non_null(strstr(page, "strata_cluster_cache_total{result=\"miss\"} 19\n"));
     assert_non_null(strstr(page, "strata_body_buffers_total{source=\"new\"} 23\n"));
     assert_non_null(strstr(page, "strata_body_buffers_total{source=\"reused\"} 29\n"));
+    assert_non_null(strstr(page, "strata_plan_memo_entries 31\n"));
     free(page);
     metrics_free(m);
 }
@@ -312,11 +354,99 @@ static void test_error_cut_utf8(void **state) {
     web_reply_clear(&rep);
 }
 
+/* A small run; the first %s is the job's name, the second layer b's flops,
+ * the third one more line of the job (or ""). */
+static const char *PK_YAML =
+    "cluster:\n"
+    "  types:\n"
+    "    - {name: gpu, kind: gpu, flops: 1TFLOPS, io_bw: 1GB/s, net_bw: 8Gbit/s, mem: 10GB, price: %s}\n"
+    "  zones: [{name: a}, {name: b}]\n"
+    "  nodes:\n"
+    "    - {name: n0, type: gpu, units: %s, zone: a, bw: 1GB/s}\n"
+    "    - {name: n1, type: gpu, units: 4, zone: b, bw: 1GB/s}\n"
+    "job:\n"
+    "  name: %s\n"
+    "  batch: 10\n"
+    "  samples: 3.6e6\n"
+    "  min_throughput: %s\n"
+    "  layers:\n"
+    "    - {name: %s, flops: 1GFLOP, io: 0, act: 0, params: 1MB, mem: 1MB}\n"
+    "    - {name: b, flops: %s, io: 0, act: 0, params: 0, mem: %s}\n";
+
+/* pk_place's bytes for the run PK_YAML makes of the given fields, with
+ * the default decision options; *len gets their count. */
+static char *pk_of(const char *price, const char *units, const char *name, const char *target,
+                   const char *layer, const char *flops, const char *mem, size_t *len) {
+    char text[2048], err[1024];
+    snprintf(text, sizeof text, PK_YAML, price, units, name, target, layer, flops, mem);
+    cfg_run *run = cfg_load_buffer("pk.yaml", text, strlen(text), err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    decide_opts o;
+    assert_int_equal(decide_opts_parse(NULL, 1, 1000, &o, err, sizeof err), 0);
+    char *k = pk_place(&run->jobs[0], &run->cluster, &o, len);
+    assert_non_null(k);
+    cfg_free(run);
+    return k;
+}
+
+/* The problem key ignores the job's name and how figures are spelled, and
+ * changes with any figure or name the decision reads, and with options. */
+static void test_problem_key(void **state) {
+    (void)state;
+    size_t n0, n;
+    char *k0 = pk_of("3.6", "4", "one", "100", "a", "1GFLOP", "1MB", &n0);
+    /* another name, flops and memory in other units: the same bytes */
+    char *k = pk_of("3.6", "4", "another-name", "100", "a", "1000MFLOP", "1000kB", &n);
+    assert_int_equal(n, n0);
+    assert_memory_equal(k, k0, n0);
+    free(k);
+    /* one figure or name changed at a time: other bytes */
+    const char *v[][7] = {
+        {"3.7", "4", "one", "100", "a", "1GFLOP", "1MB"},     /* a type's price */
+        {"3.6", "3", "one", "100", "a", "1GFLOP", "1MB"},     /* a node's units */
+        {"3.6", "4", "one", "101", "a", "1GFLOP", "1MB"},     /* the target */
+        {"3.6", "4", "one", "100", "a2", "1GFLOP", "1MB"},    /* a layer's name */
+        {"3.6", "4", "one", "100", "a", "1.000001GFLOP", "1MB"}, /* a layer's flops */
+        {"3.6", "4", "one", "100", "a", "1GFLOP", "2MB"},     /* a layer's memory */
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        k = pk_of(v[i][0], v[i][1], v[i][2], v[i][3], v[i][4], v[i][5], v[i][6], &n);
+        assert_false(n == n0 && memcmp(k, k0, n) == 0);
+        free(k);
+    }
+    /* the options are part of the problem */
+    char err[256];
+    cfg_run *run = NULL;
+    char text[2048];
+    snprintf(text, sizeof text, PK_YAML, "3.6", "4", "one", "100", "a", "1GFLOP", "1MB");
+    run = cfg_load_buffer("pk.yaml", text, strlen(text), err, sizeof err);
+    assert_non_null(run);
+    json_t *opts = json_pack("{s:s, s:i, s:i}", "decode", "sample", "samples", 4, "seed", 7);
+    decide_opts o;
+    assert_int_equal(decide_opts_parse(opts, 1, 1000, &o, err, sizeof err), 0);
+    k = pk_place(&run->jobs[0], &run->cluster, &o, &n);
+    assert_false(n == n0 && memcmp(k, k0, n) == 0);
+    free(k);
+    json_object_set_new(opts, "seed", json_integer(8));
+    decide_opts o8;
+    assert_int_equal(decide_opts_parse(opts, 1, 1000, &o8, err, sizeof err), 0);
+    size_t n8;
+    char *k8 = pk_place(&run->jobs[0], &run->cluster, &o8, &n8);
+    k = pk_place(&run->jobs[0], &run->cluster, &o, &n);
+    assert_false(n == n8 && memcmp(k, k8, n) == 0);
+    free(k);
+    free(k8);
+    json_decref(opts);
+    cfg_free(run);
+    free(k0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_cut_utf8),
         cmocka_unit_test(test_cache_lru),
         cmocka_unit_test(test_cache_bytes),
+        cmocka_unit_test(test_problem_key),
         cmocka_unit_test(test_metrics_page),
         cmocka_unit_test(test_json_member),
         cmocka_unit_test(test_dump_strings),

@@ -15,6 +15,9 @@
  *     then the file is replaced by garbage and SIGHUP sent again: still
  *     every request 200, the second policy keeps serving, the log says why
  *     (the memo of the repeated body never answers for the old policy);
+ *   - the plan memo answers the same problem under another name (its own
+ *     name in the answer), decodes a job differing in one layer's flops,
+ *     and is emptied by a reload;
  *   - the extender plans with the policy;
  *   - a job registered with replica counts equal to the plan the policy
  *     decodes is placed by the policy's node head, task for task as
@@ -371,6 +374,120 @@ static void test_reload_under_load(void **state) {
     assert_int_equal(sv_log_count(&p, "POST /v1/place 200", NULL), ok);
 }
 
+/* Posts doc to /v1/place (200 expected) and returns the answer. */
+static json_t *place_doc(int port, json_t *doc) {
+    sv_resp r;
+    int st = sv_json_req(port, "POST", "/v1/place", json_incref(doc), NULL, &r);
+    if (st != 200) fail_msg("POST /v1/place: %d %s", st, r.body ? r.body : "");
+    json_t *o = sv_body_json(&r);
+    sv_resp_free(&r);
+    return o;
+}
+
+/* The answer without what differs per request: the job's name, cached
+ * and elapsed_us. A new reference. */
+static json_t *answer_core(const json_t *o) {
+    json_t *c = json_deep_copy(o);
+    json_object_del(c, "job");
+    json_object_del(c, "cached");
+    json_object_del(c, "elapsed_us");
+    return c;
+}
+
+/* The plan memo is keyed by the problem, not the body's bytes: the same job
+ * under another name (its figures spelled in other units, its keys in
+ * another order) is answered from the memo under its own name; a job that
+ * differs in one layer's flops is decoded and gets its own plan; a reload
+ * empties the memo and the new policy decodes again. */
+static void test_plan_memo_by_problem(void **state) {
+    fixture *fx = *state;
+    NEED_POLICY(fx);
+    assert_int_equal(copy_file(fx->a, fx->live), 0);
+    const char *args[] = {"--policy", fx->live, NULL};
+    sv_proc p;
+    assert_int_equal(sv_start(&p, "memo", args), 0);
+    char *text = tiny_body(NULL);
+    json_t *doc = json_loads(text, 0, NULL);
+    free(text);
+    assert_non_null(doc);
+    json_t *job = json_object_get(doc, "job");
+    json_t *layers = json_object_get(job, "layers");
+
+    json_t *first = place_doc(p.port, doc);
+    assert_true(json_is_false(json_object_get(first, "cached")));
+    assert_string_equal(json_string_value(json_object_get(first, "job")), "tiny");
+
+    /* Another name, layer a's flops as 1000 MFLOP, samples moved last:
+     * the same problem. */
+    json_object_set_new(job, "name", json_string("tiny-renamed"));
+    json_object_set_new(json_array_get(layers, 0), "flops", json_string("1000MFLOP"));
+    json_t *samples = json_incref(json_object_get(job, "samples"));
+    json_object_del(job, "samples");
+    json_object_set_new(job, "samples", samples);
+    json_t *same = place_doc(p.port, doc);
+    assert_true(json_is_true(json_object_get(same, "cached")));
+    assert_string_equal(json_string_value(json_object_get(same, "job")), "tiny-renamed");
+    json_t *c1 = answer_core(first), *c2 = answer_core(same);
+    assert_true(json_equal(c1, c2));
+    json_decref(c2);
+
+    /* Layer b's flops doubled (and another name): decoded, its own plan
+     * (stage compute times follow the flops). */
+    json_object_set_new(job, "name", json_string("tiny-heavier"));
+    json_object_set_new(json_array_get(layers, 1), "flops", json_string("2GFLOP"));
+    json_t *other = place_doc(p.port, doc);
+    assert_true(json_is_false(json_object_get(other, "cached")));
+    assert_string_equal(json_string_value(json_object_get(other, "job")), "tiny-heavier");
+    c2 = answer_core(other);
+    assert_false(json_equal(c1, c2));
+    assert_false(json_equal(json_object_get(c1, "plan"), json_object_get(c2, "plan")));
+    json_decref(c2);
+    /* ... and it is memoised in turn, apart from the first */
+    json_object_set_new(job, "name", json_string("tiny-heavier-2"));
+    json_t *again = place_doc(p.port, doc);
+    assert_true(json_is_true(json_object_get(again, "cached")));
+    c2 = answer_core(again);
+    json_t *c3 = answer_core(other);
+    assert_true(json_equal(c2, c3));
+    json_decref(c2);
+    json_decref(c3);
+    sv_resp r;
+    assert_int_equal(sv_http(p.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
+    assert_true(sv_series(r.body, "strata_decode_memo_total{result=\"hit\"}") == 2);
+    assert_true(sv_series(r.body, "strata_decode_memo_total{result=\"miss\"}") == 2);
+    assert_true(sv_series(r.body, "strata_plan_memo_entries") == 2);
+    sv_resp_free(&r);
+
+    /* A reload: the memo is emptied, the new policy decodes (generation 2
+     * in the answer), then memoises again. */
+    assert_int_equal(copy_file(fx->b, fx->live), 0);
+    kill(p.pid, SIGHUP);
+    assert_true(wait_generation(p.port, 2));
+    /* the memo is emptied just after the new policy starts serving (the
+     * old entries cannot answer for it meanwhile: their generation differs) */
+    assert_true(sv_wait_series(p.port, "strata_plan_memo_entries", 0));
+    json_object_set_new(job, "name", json_string("tiny-after-reload"));
+    json_t *fresh = place_doc(p.port, doc);
+    assert_true(json_is_false(json_object_get(fresh, "cached")));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(fresh, "policy"),
+                                                        "generation")), 2);
+    json_object_set_new(job, "name", json_string("tiny-after-reload-2"));
+    json_t *hit = place_doc(p.port, doc);
+    assert_true(json_is_true(json_object_get(hit, "cached")));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(hit, "policy"),
+                                                        "generation")), 2);
+    assert_string_equal(json_string_value(json_object_get(hit, "job")), "tiny-after-reload-2");
+    json_decref(c1);
+    json_decref(first);
+    json_decref(same);
+    json_decref(other);
+    json_decref(again);
+    json_decref(fresh);
+    json_decref(hit);
+    json_decref(doc);
+    assert_int_equal(sv_stop(&p), 0);
+}
+
 static void test_extender_with_policy(void **state) {
     fixture *fx = *state;
     NEED_POLICY(fx);
@@ -627,6 +744,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_place_with_policy),
         cmocka_unit_test(test_reload_under_load),
+        cmocka_unit_test(test_plan_memo_by_problem),
         cmocka_unit_test(test_extender_with_policy),
         cmocka_unit_test(test_extender_node_head_counts),
     };

@@ -2,7 +2,7 @@
 -- 32-layer job on a 64-node cluster (4 types, 4 zones), built here so that
 -- the benchmark needs no other file.
 --
---   wrk ... -s bench/wrk/place.lua http://127.0.0.1:PORT/v1/place -- MODE [miss]
+--   wrk ... -s bench/wrk/place.lua http://127.0.0.1:PORT/v1/place -- MODE [miss|miss-job]
 --
 -- MODE "policy": the loaded policy plans and places (options {}).
 -- MODE "greedy": no policy needed: options plan_method greedy, placement zone.
@@ -13,6 +13,14 @@
 -- "miss": every request carries a different job name (1000 bodies in turn),
 -- so that no body is found among those the daemon already parsed (its cache
 -- holds 64): the full parse path, JSON and config loader, on every request.
+-- The jobs are the same problem under other names, so the daemon's plan memo
+-- (keyed by the problem, not the name) answers all but the first.
+-- "miss-job": every request's job has figures of its own: layer l00's flops
+-- are "1.NNNNNNNNNNNNGFLOP" (1 GFLOP plus n thousandths of a FLOP, a distinct
+-- double for each n), n made of the clock's seconds (so that the warm-up and
+-- the measured run, two wrk processes, never share one), the request's
+-- count and wrk's thread, never repeated. Neither the parse cache nor the
+-- plan memo can answer: every request is parsed and decoded.
 -- done() prints one line of figures that serve_wrk.sh collects.
 
 local function cluster()
@@ -50,6 +58,14 @@ end
 
 local bodies = {}
 local counter = 0
+local threads = {}
+
+-- Each thread gets its number (the global id of its Lua state), so that
+-- miss-job's n never repeats across threads (each has its own counter).
+function setup(thread)
+  thread:set("id", #threads)
+  table.insert(threads, thread)
+end
 
 function init(args)
   local mode = args[1] or "greedy"
@@ -62,12 +78,28 @@ function init(args)
     return
   end
   local cl = cluster()
+  wrk.method = "POST"
+  wrk.headers["Content-Type"] = "application/json"
+  if args[2] == "miss-job" then
+    -- the body around layer l00's flops, built once; n is spliced in
+    local marker = '"flops":"1GFLOP"'
+    local whole = '{"cluster":' .. cl .. ',"job":' .. job("bench") .. tail .. '}'
+    local at = string.find(whole, marker, 1, true)
+    local pre = string.sub(whole, 1, at - 1) .. '"flops":"1.'
+    local post = 'GFLOP"' .. string.sub(whole, at + #marker)
+    -- n < 1e12: 1e6 clock seconds (11 days) x 1e6; up to 64 threads
+    local base = (os.time() % 1000000) * 1000000 + (tonumber(id) or 0)
+    wrk.body = pre .. string.format("%012d", base) .. post
+    request = function()
+      counter = counter + 1
+      return wrk.format(nil, nil, nil, pre .. string.format("%012d", base + counter * 64) .. post)
+    end
+    return
+  end
   local n = (args[2] == "miss") and 1000 or 1
   for i = 1, n do
     bodies[i] = '{"cluster":' .. cl .. ',"job":' .. job("bench-" .. i) .. tail .. '}'
   end
-  wrk.method = "POST"
-  wrk.headers["Content-Type"] = "application/json"
   wrk.body = bodies[1]
   if n > 1 then
     request = function()
