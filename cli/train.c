@@ -255,8 +255,16 @@ static void report_general(agent_trainer *t, int as_json, double secs) {
         if (m && !isnan(m->eval_gap_greedy))
             printf("held-out gap to exact: greedy %.2f%%, best of samples %.2f%%, no plan on %.0f\n",
                    100 * m->eval_gap_greedy, 100 * m->eval_gap_sample, m->eval_infeasible);
-        printf("checkpoints: %s, %s\nmetrics: %s\n", agent_train_file(t, "last.h5"),
-               agent_train_file(t, "best.h5"), agent_train_file(t, "metrics.csv"));
+        /* a resumed run keeps the best validation gap it was saved with; when
+         * no step beats it, this run wrote no best.h5, and saying it did
+         * would send the user to a file that is not there */
+        const char *best = agent_train_file(t, "best.h5");
+        if (access(best, F_OK) == 0)
+            printf("checkpoints: %s, %s\n", agent_train_file(t, "last.h5"), best);
+        else
+            printf("checkpoints: %s (no best.h5: no validation beat the gap the resumed "
+                   "checkpoint carried)\n", agent_train_file(t, "last.h5"));
+        printf("metrics: %s\n", agent_train_file(t, "metrics.csv"));
         print_times(stdout, agent_train_timing(t));
     }
 }
