@@ -1,12 +1,14 @@
 /* probkey.c -- the canonical bytes of a placement problem (probkey.h).
  *
- * A growing byte buffer and one writer per struct. The writers name every
+ * One writer per struct, into a growing byte buffer. The writers name every
  * field of their struct, written or not, and the sizes below are checked
  * at compile time (on LP64, where the daemon runs): a field added to one
  * of these structs changes its size and stops the build here, until the
  * writer is told whether the decision reads it.
  */
 #include "service/probkey.h"
+
+#include "service/web.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,28 +26,11 @@ _Static_assert(sizeof(model_cluster) == 80, "model_cluster changed: update pk_pl
 _Static_assert(sizeof(decide_opts) == 88, "decide_opts changed: update pk_place's writer");
 #endif
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int oom;
-} kbuf;
+/* The key is built in a web_text (service/web.h): a growing buffer of
+ * bytes, here binary, whose trailing NUL the key does not count. */
+typedef web_text kbuf;
 
-static void put(kbuf *k, const void *v, size_t n) {
-    if (k->oom) return;
-    if (k->len + n > k->cap) {
-        size_t cap = k->cap ? k->cap : 4096;
-        while (cap < k->len + n) cap *= 2;
-        char *p = realloc(k->p, cap);
-        if (!p) {
-            k->oom = 1;
-            return;
-        }
-        k->p = p;
-        k->cap = cap;
-    }
-    memcpy(k->p + k->len, v, n);
-    k->len += n;
-}
+static void put(kbuf *k, const void *v, size_t n) { web_text_put(k, v, n); }
 
 static void put_i(kbuf *k, int64_t v) { put(k, &v, sizeof v); }
 static void put_d(kbuf *k, double v) { put(k, &v, sizeof v); }
@@ -144,10 +129,10 @@ char *pk_place(const model_job *job, const model_cluster *cl, const decide_opts 
     put_job(&k, job);
     put_cluster(&k, cl);
     put_opts(&k, o);
-    if (k.oom) {
-        free(k.p);
+    if (k.bad) {
+        free(k.b);
         return NULL;
     }
-    *len = k.len;
-    return k.p;
+    *len = k.n;
+    return k.b;
 }
