@@ -92,6 +92,14 @@ static char *tiny_body(const char *options) {
     return b;
 }
 
+/* tiny_body(NULL) as a jansson object (caller owns it). */
+static json_t *tiny_doc(void) {
+    char *b = tiny_body(NULL);
+    json_t *doc = b ? json_loads(b, 0, NULL) : NULL;
+    free(b);
+    return doc;
+}
+
 typedef struct {
     char dir[1024];
     char a[1100], b[1100]; /* two trained checkpoints */
@@ -172,6 +180,13 @@ static int close_to(double got, double want) {
     double d = got - want, m = want < 0 ? -want : want;
     if (d < 0) d = -d;
     return d <= 1e-12 * (m > 1e-300 ? m : 1e-300);
+}
+
+/* Starts a daemon serving checkpoint a through the live file. */
+static void start_live(fixture *fx, sv_proc *p, const char *name) {
+    assert_int_equal(copy_file(fx->a, fx->live), 0);
+    const char *args[] = {"--policy", fx->live, NULL};
+    assert_int_equal(sv_start(p, name, args), 0);
 }
 
 static void test_place_with_policy(void **state) {
@@ -301,10 +316,8 @@ static int wait_generation(int port, json_int_t gen) {
 static void test_reload_under_load(void **state) {
     fixture *fx = *state;
     NEED_POLICY(fx);
-    assert_int_equal(copy_file(fx->a, fx->live), 0);
-    const char *args[] = {"--policy", fx->live, NULL};
     sv_proc p;
-    assert_int_equal(sv_start(&p, "reload", args), 0);
+    start_live(fx, &p, "reload");
     json_t *ready = get_json(p.port, "/readyz", 200);
     char hash_a[128];
     snprintf(hash_a, sizeof hash_a, "%s",
@@ -402,13 +415,9 @@ static json_t *answer_core(const json_t *o) {
 static void test_plan_memo_by_problem(void **state) {
     fixture *fx = *state;
     NEED_POLICY(fx);
-    assert_int_equal(copy_file(fx->a, fx->live), 0);
-    const char *args[] = {"--policy", fx->live, NULL};
     sv_proc p;
-    assert_int_equal(sv_start(&p, "memo", args), 0);
-    char *text = tiny_body(NULL);
-    json_t *doc = json_loads(text, 0, NULL);
-    free(text);
+    start_live(fx, &p, "memo");
+    json_t *doc = tiny_doc();
     assert_non_null(doc);
     json_t *job = json_object_get(doc, "job");
     json_t *layers = json_object_get(job, "layers");
@@ -491,13 +500,9 @@ static void test_plan_memo_by_problem(void **state) {
 static void test_extender_with_policy(void **state) {
     fixture *fx = *state;
     NEED_POLICY(fx);
-    assert_int_equal(copy_file(fx->a, fx->live), 0);
-    const char *args[] = {"--policy", fx->live, NULL};
     sv_proc p;
-    assert_int_equal(sv_start(&p, "ext-policy", args), 0);
-    char *body = tiny_body(NULL);
-    json_t *doc = json_loads(body, 0, NULL);
-    free(body);
+    start_live(fx, &p, "ext-policy");
+    json_t *doc = tiny_doc();
     sv_resp r;
     assert_int_equal(sv_json_req(p.port, "PUT", "/v1/jobs/tj", doc, NULL, &r), 201);
     sv_resp_free(&r);
@@ -527,9 +532,7 @@ static void test_extender_with_policy(void **state) {
 /* PUTs the tiny job under name with replicas (NULL: none); returns the
  * extender's plan (caller owns it). */
 static json_t *register_tiny(int port, const char *name, json_t *replicas) {
-    char *body = tiny_body(NULL);
-    json_t *doc = json_loads(body, 0, NULL);
-    free(body);
+    json_t *doc = tiny_doc();
     if (replicas) json_object_set_new(doc, "replicas", replicas);
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%s", name);
@@ -729,9 +732,7 @@ static void test_extender_node_head_counts(void **state) {
     json_decref(ext);
 
     /* more workers than any plan has units for: refused, with the reason */
-    char *body = tiny_body(NULL);
-    json_t *doc = json_loads(body, 0, NULL);
-    free(body);
+    json_t *doc = tiny_doc();
     json_object_set_new(doc, "replicas", json_pack("{s:i}", "worker", 13));
     sv_resp r;
     assert_int_equal(sv_json_req(p.port, "PUT", "/v1/jobs/nh", doc, NULL, &r), 422);
