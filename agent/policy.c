@@ -223,6 +223,25 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             return -1;
         }
     }
+    if (opts->workers > 0) {
+        /* more fixed workers than the cluster has units: no plan holds
+         * them, so say so now rather than after every decode and fallback
+         * (the anchored one runs the exact solver up to its budget) */
+        long units = 0;
+        for (int t = 0; t < cl->n_types; t++) units += cl->types[t].count;
+        if (opts->workers > units) {
+            model_plan *pl = res->plan;
+            pl->n_stages = 0;
+            pl->reason = MODEL_ERR_CAPACITY;
+            pl->bad_stage = pl->bad_type = -1;
+            pl->throughput = pl->time = pl->cost = pl->unit_price = 0;
+            pl->placed = 0;
+            snprintf(pl->why, sizeof pl->why, "capacity: %d workers asked, the cluster has %ld "
+                     "units in all", opts->workers, units);
+            res->samples_used = 0;
+            return MODEL_ERR_CAPACITY;
+        }
+    }
     agent_rollout *ro = take_rollout(pol);
     int chunk = samples < DECODE_CHUNK ? samples : DECODE_CHUNK;
     int *of = calloc((size_t)chunk, sizeof *of);

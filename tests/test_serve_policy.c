@@ -610,6 +610,36 @@ static void inproc_place_nodes(const fixture *fx, int W, int P, char *iw, char *
     cfg_free(run);
 }
 
+/* More fixed workers than the cluster's 12 units: the decode refuses at
+ * once, naming both counts, without decoding a plan (and so without the
+ * fallbacks that run the exact solver up to its budget). */
+static void test_decode_too_many_workers(void **state) {
+    fixture *fx = *state;
+    NEED_POLICY(fx);
+    char err[1024], yaml[1100];
+    snprintf(yaml, sizeof yaml, "%s/tiny.yaml", fx->dir);
+    cfg_run *run = cfg_load(yaml, err, sizeof err);
+    assert_non_null(run);
+    agent_policy *pol = agent_policy_load(fx->a, err, sizeof err);
+    assert_non_null(pol);
+    const model_job *job = &run->jobs[0];
+    const model_cluster *cl = &run->cluster;
+    agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = 1,
+                           .placement = PLACER_PLACE_POLICY, .workers = 13, .ps = 1};
+    int assign[2], *tn = calloc((size_t)agent_policy_task_cap(job, cl, &o) + 1, sizeof *tn);
+    model_plan *plan = model_plan_create(job->n_layers);
+    agent_decode_result res = {.assign = assign, .task_node = tn, .plan = plan};
+    assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err),
+                     MODEL_ERR_CAPACITY);
+    assert_int_equal(res.samples_used, 0);
+    assert_int_equal(plan->n_stages, 0);
+    assert_string_equal(plan->why, "capacity: 13 workers asked, the cluster has 12 units in all");
+    free(tn);
+    model_plan_free(plan);
+    agent_policy_free(pol);
+    cfg_free(run);
+}
+
 static void test_extender_node_head_counts(void **state) {
     fixture *fx = *state;
     NEED_POLICY(fx);
@@ -748,6 +778,7 @@ int main(void) {
         cmocka_unit_test(test_plan_memo_by_problem),
         cmocka_unit_test(test_extender_with_policy),
         cmocka_unit_test(test_extender_node_head_counts),
+        cmocka_unit_test(test_decode_too_many_workers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
