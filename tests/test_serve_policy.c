@@ -578,36 +578,56 @@ static void cli_place_nodes(const fixture *fx, int W, int P, char *cw, char *cp)
     json_decref(cli);
 }
 
-/* The same in this process: agent_policy_decode with the counts (greedy,
- * the node head) on the tiny job. */
-static void inproc_place_nodes(const fixture *fx, int W, int P, char *iw, char *ip) {
+/* The tiny job decoded in this process by the policy in ckpt with fixed
+ * counts (greedy, the node head): td_decode fills d and returns
+ * agent_policy_decode's status; td_free releases what it took. */
+typedef struct {
+    cfg_run *run;
+    agent_policy *pol;
+    model_plan *plan;
+    int assign[2], *tn;
+    agent_decode_result res;
+} tiny_decode;
+
+static int td_decode(const fixture *fx, const char *ckpt, int W, int P, tiny_decode *d) {
     char err[1024], yaml[1100];
     snprintf(yaml, sizeof yaml, "%s/tiny.yaml", fx->dir);
-    cfg_run *run = cfg_load(yaml, err, sizeof err);
-    assert_non_null(run);
-    agent_policy *pol = agent_policy_load(fx->live, err, sizeof err);
-    assert_non_null(pol);
-    const model_job *job = &run->jobs[0];
-    const model_cluster *cl = &run->cluster;
+    d->run = cfg_load(yaml, err, sizeof err);
+    assert_non_null(d->run);
+    d->pol = agent_policy_load(ckpt, err, sizeof err);
+    assert_non_null(d->pol);
+    const model_job *job = &d->run->jobs[0];
+    const model_cluster *cl = &d->run->cluster;
     agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = 1,
                            .placement = PLACER_PLACE_POLICY, .workers = W, .ps = P};
-    int assign[2], *tn = calloc((size_t)agent_policy_task_cap(job, cl, &o) + 1, sizeof *tn);
-    model_plan *plan = model_plan_create(job->n_layers);
-    agent_decode_result res = {.assign = assign, .task_node = tn, .plan = plan};
-    assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
-    assert_int_equal(place_task_count(plan), W + P);
+    d->tn = calloc((size_t)agent_policy_task_cap(job, cl, &o) + 1, sizeof *d->tn);
+    d->plan = model_plan_create(job->n_layers);
+    d->res = (agent_decode_result){.assign = d->assign, .task_node = d->tn, .plan = d->plan};
+    return agent_policy_decode(d->pol, job, cl, &o, &d->res, err, sizeof err);
+}
+
+static void td_free(tiny_decode *d) {
+    free(d->tn);
+    model_plan_free(d->plan);
+    agent_policy_free(d->pol);
+    cfg_free(d->run);
+}
+
+/* The workers' and ps tasks' nodes of that decode, as role_nodes lists
+ * them for the CLI. */
+static void inproc_place_nodes(const fixture *fx, int W, int P, char *iw, char *ip) {
+    tiny_decode d;
+    assert_int_equal(td_decode(fx, fx->live, W, P, &d), 0);
+    assert_int_equal(place_task_count(d.plan), W + P);
     iw[0] = ip[0] = '\0';
     for (int i = 0; i < W + P; i++) {
         int stage = 0, is_ps = 0;
-        place_task_stage(plan, i, &stage, &is_ps);
+        place_task_stage(d.plan, i, &stage, &is_ps);
         char *b = is_ps ? ip : iw;
         size_t k = strlen(b);
-        snprintf(b + k, 256 - k, "%s%s", k ? "," : "", cl->nodes[tn[i]].name);
+        snprintf(b + k, 256 - k, "%s%s", k ? "," : "", d.run->cluster.nodes[d.tn[i]].name);
     }
-    free(tn);
-    model_plan_free(plan);
-    agent_policy_free(pol);
-    cfg_free(run);
+    td_free(&d);
 }
 
 /* More fixed workers than the cluster's 12 units: the decode refuses at
@@ -616,28 +636,12 @@ static void inproc_place_nodes(const fixture *fx, int W, int P, char *iw, char *
 static void test_decode_too_many_workers(void **state) {
     fixture *fx = *state;
     NEED_POLICY(fx);
-    char err[1024], yaml[1100];
-    snprintf(yaml, sizeof yaml, "%s/tiny.yaml", fx->dir);
-    cfg_run *run = cfg_load(yaml, err, sizeof err);
-    assert_non_null(run);
-    agent_policy *pol = agent_policy_load(fx->a, err, sizeof err);
-    assert_non_null(pol);
-    const model_job *job = &run->jobs[0];
-    const model_cluster *cl = &run->cluster;
-    agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = 1,
-                           .placement = PLACER_PLACE_POLICY, .workers = 13, .ps = 1};
-    int assign[2], *tn = calloc((size_t)agent_policy_task_cap(job, cl, &o) + 1, sizeof *tn);
-    model_plan *plan = model_plan_create(job->n_layers);
-    agent_decode_result res = {.assign = assign, .task_node = tn, .plan = plan};
-    assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err),
-                     MODEL_ERR_CAPACITY);
-    assert_int_equal(res.samples_used, 0);
-    assert_int_equal(plan->n_stages, 0);
-    assert_string_equal(plan->why, "capacity: 13 workers asked, the cluster has 12 units in all");
-    free(tn);
-    model_plan_free(plan);
-    agent_policy_free(pol);
-    cfg_free(run);
+    tiny_decode d;
+    assert_int_equal(td_decode(fx, fx->a, 13, 1, &d), MODEL_ERR_CAPACITY);
+    assert_int_equal(d.res.samples_used, 0);
+    assert_int_equal(d.plan->n_stages, 0);
+    assert_string_equal(d.plan->why, "capacity: 13 workers asked, the cluster has 12 units in all");
+    td_free(&d);
 }
 
 static void test_extender_node_head_counts(void **state) {
