@@ -190,10 +190,9 @@ static void test_body_budget(void **state) {
     assert_int_equal(sv_stop(&p), 0);
 }
 
-/* Sends raw bytes and returns the answer's status (reading to EOF). */
-static int raw_status(int port, const char *req, char *body, size_t blen) {
-    int fd = sv_connect(port);
-    if (fd < 0 || sv_send_all(fd, req, strlen(req)) < 0) return -1;
+/* Reads fd's answer to EOF (its first 8 KB), closes fd, and returns the
+ * answer's status, or -1; the answer's body in body (NULL: not wanted). */
+static int answer_status(int fd, char *body, size_t blen) {
     char b[8192];
     size_t got = 0;
     ssize_t n;
@@ -204,6 +203,17 @@ static int raw_status(int port, const char *req, char *body, size_t blen) {
     const char *sep = strstr(b, "\r\n\r\n");
     if (body) snprintf(body, blen, "%s", sep ? sep + 4 : "");
     return got > 12 && !strncmp(b, "HTTP/1.1 ", 9) ? atoi(b + 9) : -1;
+}
+
+/* Sends raw bytes and returns the answer's status (reading to EOF). */
+static int raw_status(int port, const char *req, char *body, size_t blen) {
+    int fd = sv_connect(port);
+    if (fd < 0) return -1;
+    if (sv_send_all(fd, req, strlen(req)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return answer_status(fd, body, blen);
 }
 
 static void test_conflicting_length(void **state) {
@@ -243,7 +253,11 @@ static int chunked_status(int port, const char *body, size_t len, char *out, siz
     int fd = sv_connect(port);
     static const char head[] = "POST /v1/cost HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
                                "Connection: close\r\n\r\n";
-    if (fd < 0 || sv_send_all(fd, head, sizeof head - 1) < 0) return -1;
+    if (fd < 0) return -1;
+    if (sv_send_all(fd, head, sizeof head - 1) < 0) {
+        close(fd);
+        return -1;
+    }
     for (size_t at = 0; at < len; at += 100000) {
         size_t n = len - at < 100000 ? len - at : 100000;
         char size[32];
@@ -253,16 +267,7 @@ static int chunked_status(int port, const char *body, size_t len, char *out, siz
             break; /* refused early: read the answer */
     }
     sv_send_all(fd, "0\r\n\r\n", 5);
-    char b[8192];
-    size_t got = 0;
-    ssize_t n;
-    while (got < sizeof b - 1 && (n = recv(fd, b + got, sizeof b - 1 - got, 0)) > 0)
-        got += (size_t)n;
-    close(fd);
-    b[got] = '\0';
-    const char *sep = strstr(b, "\r\n\r\n");
-    snprintf(out, olen, "%s", sep ? sep + 4 : "");
-    return got > 12 && !strncmp(b, "HTTP/1.1 ", 9) ? atoi(b + 9) : -1;
+    return answer_status(fd, out, olen);
 }
 
 /* A large body is received into the mapping the last large body left
