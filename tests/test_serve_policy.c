@@ -558,13 +558,14 @@ static void role_nodes(const json_t *ext, const char *role, char *buf, size_t le
 }
 
 /* The workers' and ps tasks' nodes ("n,n,...") of `strata place --method
- * policy --workers W --ps P` on the tiny job. */
+ * policy --workers W --ps P` on the tiny job (W and P 0: the plan's own
+ * counts, neither flag given). */
 static void cli_place_nodes(const fixture *fx, int W, int P, char *cw, char *cp) {
-    char out[1200];
+    char out[1200], counts[64] = "";
     snprintf(out, sizeof out, "%s/place-policy-%d-%d.json", fx->dir, W, P);
-    assert_int_equal(sh_run("'%s' place '%s/tiny.yaml' --method policy --policy '%s' --workers "
-                            "%d --ps %d --json >'%s'", getenv("STRATA_BIN"), fx->dir, fx->live,
-                            W, P, out), 0);
+    if (W || P) snprintf(counts, sizeof counts, "--workers %d --ps %d ", W, P);
+    assert_int_equal(sh_run("'%s' place '%s/tiny.yaml' --method policy --policy '%s' %s--json "
+                            ">'%s'", getenv("STRATA_BIN"), fx->dir, fx->live, counts, out), 0);
     json_t *cli = json_load_file(out, 0, NULL);
     assert_non_null(cli);
     cw[0] = cp[0] = '\0';
@@ -649,21 +650,8 @@ static void test_extender_node_head_counts(void **state) {
     NEED_POLICY(fx);
     assert_int_equal(copy_file(fx->a, fx->live), 0);
     /* the policy's own decode and placement, by the CLI */
-    char out[1200];
-    snprintf(out, sizeof out, "%s/place-policy.json", fx->dir);
-    assert_int_equal(sh_run("'%s' place '%s/tiny.yaml' --method policy --policy '%s' --json "
-                            ">'%s'", getenv("STRATA_BIN"), fx->dir, fx->live, out), 0);
-    json_t *cli = json_load_file(out, 0, NULL);
-    assert_non_null(cli);
-    char cw[256] = "", cp[256] = "";
-    size_t i;
-    json_t *t;
-    json_array_foreach(json_object_get(cli, "tasks"), i, t) {
-        char *b = !strcmp(json_string_value(json_object_get(t, "role")), "ps") ? cp : cw;
-        size_t k = strlen(b);
-        snprintf(b + k, 256 - k, "%s%s", k ? "," : "", json_string_value(json_object_get(t, "node")));
-    }
-    json_decref(cli);
+    char cw[256], cp[256];
+    cli_place_nodes(fx, 0, 0, cw, cp);
 
     const char *args[] = {"--policy", fx->live, NULL};
     sv_proc p;
