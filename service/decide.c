@@ -255,6 +255,22 @@ static int policy_decode(const model_job *job, const model_cluster *cl,
     return 0;
 }
 
+/* result_alloc gives d its buffers for a job of L layers and n_tasks
+ * task slots, with d->final the plan. Returns 0, or -1 with "out of
+ * memory" in err (what was taken is decide_result_free's to free). */
+static int result_alloc(decide_result *d, int L, int n_tasks, char *err, size_t errlen) {
+    d->assign = malloc((size_t)L * sizeof *d->assign);
+    d->task_node = malloc((size_t)n_tasks * sizeof *d->task_node);
+    d->plan = model_plan_create(L);
+    d->placed = model_plan_create(L);
+    if (!d->assign || !d->task_node || !d->plan || !d->placed) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    d->final = d->plan;
+    return 0;
+}
+
 int decide_run(const model_job *job, const model_cluster *cl, const decide_opts *o,
                const pslot_entry *pol, decide_result *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
@@ -289,15 +305,7 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
             return DECIDE_TOO_BIG;
         }
     }
-    d->assign = malloc((size_t)L * sizeof *d->assign);
-    d->task_node = malloc((size_t)(cap + 1) * sizeof *d->task_node);
-    d->plan = model_plan_create(L);
-    d->placed = model_plan_create(L);
-    if (!d->assign || !d->task_node || !d->plan || !d->placed) {
-        snprintf(err, errlen, "out of memory");
-        return RJ_NOMEM;
-    }
-    d->final = d->plan;
+    if (result_alloc(d, L, cap + 1, err, errlen)) return RJ_NOMEM;
     int place = o->placement != PLACER_PLACE_NONE;
     /* The fallback's placer: the one asked for, zone for the policy's own. */
     int placer = o->placement == PLACER_PLACE_POLICY ? PLACER_ZONE : o->placement;
@@ -402,15 +410,7 @@ int decide_cluster_policy(const model_job *job, const model_cluster *full,
                           const spol_net *net, decide_result *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     int L = job->n_layers > 0 ? job->n_layers : 1;
-    d->assign = malloc((size_t)L * sizeof *d->assign);
-    d->task_node = malloc(sizeof *d->task_node);
-    d->plan = model_plan_create(L);
-    d->placed = model_plan_create(L);
-    if (!d->assign || !d->task_node || !d->plan || !d->placed) {
-        snprintf(err, errlen, "out of memory");
-        return RJ_NOMEM;
-    }
-    d->final = d->plan;
+    if (result_alloc(d, L, 1, err, errlen)) return RJ_NOMEM;
     snprintf(d->plan_from, sizeof d->plan_from, "%s", CLP_METHOD);
     if (clp_decide(net, job, full, freec, n_running, d->assign, &d->clp, err, errlen))
         return strstr(err, "out of memory") ? RJ_NOMEM : RJ_BAD;
