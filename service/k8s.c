@@ -95,18 +95,6 @@ static int inv_find(const job_state *s, const char *name) {
 
 /* ---- reading the scheduler's arguments ------------------------------------------------- */
 
-/* Looks a key up as Go's encoding/json does: exact, then ignoring case. */
-static json_t *get_ci(const json_t *obj, const char *key) {
-    if (!json_is_object(obj)) return NULL;
-    json_t *v = json_object_get(obj, key);
-    if (v) return v;
-    const char *k;
-    json_object_foreach((json_t *)obj, k, v) {
-        if (!strcasecmp(k, key)) return v;
-    }
-    return NULL;
-}
-
 static const char *str_at(const json_t *obj, const char *key) {
     return json_string_value(json_object_get(obj, key));
 }
@@ -195,7 +183,7 @@ static void identify_manifest(const json_t *labels, const json_t *ann, const cha
 
 static void identify(const json_t *pod, pod_role *r) {
     memset(r, 0, sizeof *r);
-    const json_t *md = get_ci(pod, "metadata");
+    const json_t *md = ka_get_ci(pod, "metadata");
     const json_t *labels = json_object_get(md, "labels");
     const json_t *ann = json_object_get(md, "annotations");
     const char *pod_name = str_at(md, "name");
@@ -418,7 +406,7 @@ static void type_names(const json_t *doc, char *buf, size_t len) {
  * catalogue does not know it); strata.io annotations override. */
 static json_t *derive_node(const k8s_env *env, const json_t *doc, const json_t *item,
                            const char *name, char *why, size_t whylen) {
-    const json_t *md = get_ci(item, "metadata");
+    const json_t *md = ka_get_ci(item, "metadata");
     const json_t *ann = json_object_get(md, "annotations");
     imp_node_facts f;
     if (imp_node_read(item, &f, why, whylen)) return NULL;
@@ -873,7 +861,7 @@ static void judge_by_labels(ext_args *a, const pod_plan *pp) {
             snprintf(c->type, sizeof c->type, "%s", pp->task.type);
             continue;
         }
-        const json_t *labels = json_object_get(get_ci(ka_node_json(c->item), "metadata"),
+        const json_t *labels = json_object_get(ka_get_ci(ka_node_json(c->item), "metadata"),
                                                "labels");
         const char *t = str_at(labels, "strata.io/type");
         if (!t) t = str_at(labels, "node.kubernetes.io/instance-type");
@@ -994,7 +982,7 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
     jobs_release(env->jobs, e);
     /* Remembered in the state file for the bind verb (after the job's lock:
      * the store's lock is never taken inside an entry's). */
-    const char *uid = str_at(get_ci(a->pod, "metadata"), "uid");
+    const char *uid = str_at(ka_get_ci(a->pod, "metadata"), "uid");
     if (pp->planned && pp->role && env->state && uid && *uid &&
         store_pod_put(env->state, uid, pp->key, pp->role, pp->at, K8S_BIND_MEMORY, err,
                       sizeof err)) {
@@ -1300,10 +1288,10 @@ void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep) {
         web_reply_error(rep, 400, "%s", err);
         return;
     }
-    const char *name = json_string_value(get_ci(args, "PodName"));
-    const char *ns = json_string_value(get_ci(args, "PodNamespace"));
-    const char *uid = json_string_value(get_ci(args, "PodUID"));
-    const char *node = json_string_value(get_ci(args, "Node"));
+    const char *name = json_string_value(ka_get_ci(args, "PodName"));
+    const char *ns = json_string_value(ka_get_ci(args, "PodNamespace"));
+    const char *uid = json_string_value(ka_get_ci(args, "PodUID"));
+    const char *node = json_string_value(ka_get_ci(args, "Node"));
     char key[JOBS_KEY_MAX], msg[200];
     if (!name || !*name || !node || !*node) {
         web_reply_error(rep, 400, "ExtenderBindingArgs: PodName and Node are required strings");

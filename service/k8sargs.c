@@ -480,8 +480,7 @@ const json_t *ka_node_json(ka_node *n) {
     return o;
 }
 
-/* get_ci of service/k8s.c: exactly, else ignoring case. */
-static json_t *get_ci(const json_t *obj, const char *key) {
+json_t *ka_get_ci(const json_t *obj, const char *key) {
     if (!json_is_object(obj)) return NULL;
     json_t *v = json_object_get(obj, key);
     if (v) return v;
@@ -502,7 +501,7 @@ static json_t *get_ci(const json_t *obj, const char *key) {
 json_t *ka_slim(const json_t *node) {
     json_t *o = json_object();
     if (!o || !json_is_object(node)) return o;
-    const json_t *md = get_ci(node, "metadata");
+    const json_t *md = ka_get_ci(node, "metadata");
     if (json_is_object(md)) {
         json_t *m = json_object();
         json_object_set_new(o, json_object_get(node, "metadata") ? "metadata" : "Metadata", m);

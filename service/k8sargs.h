@@ -85,6 +85,11 @@ int ka_read(const char *body, size_t len, int max_items, ka_args *a, char *err,
  * the node (built once); NULL when out of memory. */
 const json_t *ka_node_json(ka_node *n);
 
+/* ka_get_ci looks key up in obj as Go's encoding/json does: exactly,
+ * else ignoring ASCII case (whatever the locale). Borrowed reference, or
+ * NULL (obj not an object, or no such key). */
+json_t *ka_get_ci(const json_t *obj, const char *key);
+
 /* ka_slim makes the same object of a whole Node object in a jansson tree:
  * what tests and fuzz/fuzz_jscan.c compare ka_node_json with. New
  * reference, or NULL. */
