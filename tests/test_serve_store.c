@@ -24,23 +24,14 @@
 #include <sqlite3.h>
 
 #include "service/store.h"
+#include "serve_client.h"
 
 static char path[1024];
 
 static int setup(void **state) {
     (void)state;
-    const char *tmp = getenv("STRATA_TMP");
-    snprintf(path, sizeof path, "%s/store-%d.db", tmp ? tmp : "/tmp", (int)getpid());
+    snprintf(path, sizeof path, "%s/store-%d.db", sv_tmp(), (int)getpid());
     return 0;
-}
-
-static void remove_db(void) {
-    char p[1100];
-    remove(path);
-    snprintf(p, sizeof p, "%s-wal", path);
-    remove(p);
-    snprintf(p, sizeof p, "%s-shm", path);
-    remove(p);
 }
 
 /* A plan as k8s_fix_plan writes it: 2 workers on gpu-a, 1 ps on cpu-a. */
@@ -75,7 +66,7 @@ static json_int_t taken(store *s, const char *key, const char *node, const char 
 
 static void test_round_trip(void **state) {
     (void)state;
-    remove_db();
+    sv_remove_db(path);
     char err[512];
     store *s = store_open(path, err, sizeof err);
     assert_non_null(s);
@@ -129,7 +120,7 @@ static void test_round_trip(void **state) {
     store_close(other);
     store_close(s);
     jobs_free(r);
-    remove_db();
+    sv_remove_db(path);
 }
 
 /* The task store_pod_get reads for uid as "key role idx", or "none". */
@@ -144,7 +135,7 @@ static void pod_task(store *s, const char *uid, char *buf, size_t len) {
 
 static void test_pods_placed(void **state) {
     (void)state;
-    remove_db();
+    sv_remove_db(path);
     char err[512], got[256];
     store *s = store_open(path, err, sizeof err);
     assert_non_null(s);
@@ -198,7 +189,7 @@ static void test_pods_placed(void **state) {
     pod_task(s, "u3", got, sizeof got);
     assert_string_equal(got, "team-b/x ps 0");
     store_close(s);
-    remove_db();
+    sv_remove_db(path);
 }
 
 static void expect_refused(const char *needle) {
@@ -213,7 +204,7 @@ static void expect_refused(const char *needle) {
 static void test_bad_files(void **state) {
     (void)state;
     /* not a database at all */
-    remove_db();
+    sv_remove_db(path);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     for (int i = 0; i < 200; i++) fputs("this is not SQLite. ", f);
@@ -221,7 +212,7 @@ static void test_bad_files(void **state) {
     expect_refused("not a readable SQLite database");
 
     /* a database, but someone else's schema version */
-    remove_db();
+    sv_remove_db(path);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT "
@@ -231,7 +222,7 @@ static void test_bad_files(void **state) {
     expect_refused("schema \"other 9\"");
 
     /* a state file whose job document was damaged */
-    remove_db();
+    sv_remove_db(path);
     char err[512];
     store *s = store_open(path, err, sizeof err);
     assert_non_null(s);
@@ -245,7 +236,7 @@ static void test_bad_files(void **state) {
     expect_refused("job default/j: its document does not read as JSON");
 
     /* a truncated file: the pages are gone */
-    remove_db();
+    sv_remove_db(path);
     s = store_open(path, err, sizeof err);
     assert_non_null(s);
     for (int i = 0; i < 50; i++) {
@@ -260,7 +251,7 @@ static void test_bad_files(void **state) {
     if (s) fail_msg("opened a truncated state file");
     assert_non_null(strstr(e2, path));
     printf("refused: %s\n", e2);
-    remove_db();
+    sv_remove_db(path);
 }
 
 int main(void) {
