@@ -56,6 +56,15 @@ static json_t *cluster_nodes(void) {
     return nodes;
 }
 
+/* PUTs the two types and cluster_nodes() as the daemon's /v1/cluster. */
+static void put_cluster(int port) {
+    sv_resp r;
+    json_t *cl = json_pack("{s:{s:o, s:[{s:s}], s:o}}", "cluster", "types", sv_two_types(),
+                           "zones", "name", "a", "nodes", cluster_nodes());
+    assert_int_equal(sv_json_req(port, "PUT", "/v1/cluster", cl, NULL, &r), 200);
+    sv_resp_free(&r);
+}
+
 /* A two-layer job both types can hold (emb: 10 GB), so the policy has
  * exact and one-type candidates on either type. */
 static json_t *job(double r) {
@@ -239,11 +248,8 @@ static void test_decides_as_in_process(void **state) {
     sv_proc p;
     const char *extra[] = {"--state", state_path, "--threads", "2", "--sim-policy", ckpt_path, NULL};
     assert_int_equal(sv_start(&p, "simpol", extra), 0);
+    put_cluster(p.port);
     sv_resp r;
-    json_t *cl = json_pack("{s:{s:o, s:[{s:s}], s:o}}", "cluster", "types", sv_two_types(),
-                           "zones", "name", "a", "nodes", cluster_nodes());
-    assert_int_equal(sv_json_req(p.port, "PUT", "/v1/cluster", cl, NULL, &r), 200);
-    sv_resp_free(&r);
     /* nothing runs: the idle cluster never waits */
     json_decref(check_same(p.port, 100, 0));
     /* two jobs take units (greedy), then the policy decides on what is left */
@@ -301,11 +307,7 @@ static void test_without_checkpoint(void **state) {
     remove(st2);
     const char *extra[] = {"--state", st2, NULL};
     assert_int_equal(sv_start(&p, "simpol-none", extra), 0);
-    sv_resp r;
-    json_t *cl = json_pack("{s:{s:o, s:[{s:s}], s:o}}", "cluster", "types", sv_two_types(),
-                           "zones", "name", "a", "nodes", cluster_nodes());
-    assert_int_equal(sv_json_req(p.port, "PUT", "/v1/cluster", cl, NULL, &r), 200);
-    sv_resp_free(&r);
+    put_cluster(p.port);
     json_t *ans;
     assert_int_equal(place(p.port, "cluster-policy", 100, NULL, &ans), 503);
     char *text = json_dumps(ans, 0);
@@ -338,11 +340,7 @@ static void test_wait_and_its_commit(void **state) {
     sv_proc p;
     const char *extra[] = {"--state", state_path, "--sim-policy", ckpt_path, NULL};
     assert_int_equal(sv_start(&p, "simpol-wait", extra), 0);
-    sv_resp r;
-    json_t *cl = json_pack("{s:{s:o, s:[{s:s}], s:o}}", "cluster", "types", sv_two_types(),
-                           "zones", "name", "a", "nodes", cluster_nodes());
-    assert_int_equal(sv_json_req(p.port, "PUT", "/v1/cluster", cl, NULL, &r), 200);
-    sv_resp_free(&r);
+    put_cluster(p.port);
     json_t *ans = check_same(p.port, 100, 0);
     assert_string_equal(json_string_value(json_object_get(ans, "decision")), "start");
     json_decref(ans);
