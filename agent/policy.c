@@ -186,6 +186,16 @@ static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_in
     return st;
 }
 
+/* plan_none makes pl a plan that was not found, for reason (its why is
+ * the caller's to write). */
+static void plan_none(model_plan *pl, int reason) {
+    pl->n_stages = 0;
+    pl->reason = (model_reason)reason;
+    pl->bad_stage = pl->bad_type = -1;
+    pl->throughput = pl->time = pl->cost = pl->unit_price = 0;
+    pl->placed = 0;
+}
+
 int agent_policy_decode(const agent_policy *pol, const model_job *job, const model_cluster *cl,
                         const agent_decode_opts *opts, agent_decode_result *res, char *err,
                         size_t errlen) {
@@ -231,11 +241,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         for (int t = 0; t < cl->n_types; t++) units += cl->types[t].count;
         if (opts->workers > units) {
             model_plan *pl = res->plan;
-            pl->n_stages = 0;
-            pl->reason = MODEL_ERR_CAPACITY;
-            pl->bad_stage = pl->bad_type = -1;
-            pl->throughput = pl->time = pl->cost = pl->unit_price = 0;
-            pl->placed = 0;
+            plan_none(pl, MODEL_ERR_CAPACITY);
             snprintf(pl->why, sizeof pl->why, "capacity: %d workers asked, the cluster has %ld "
                      "units in all", opts->workers, units);
             res->samples_used = 0;
@@ -352,11 +358,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     if (rc) return -1;
     if (!found) {
         model_plan *pl = res->plan;
-        pl->n_stages = 0;
-        pl->reason = (model_reason)reason;
-        pl->bad_stage = pl->bad_type = -1;
-        pl->throughput = pl->time = pl->cost = pl->unit_price = 0;
-        pl->placed = 0;
+        plan_none(pl, reason);
         char counts[80] = "", w[32] = "", g[32] = ""; /* fixed counts the plans had to hold */
         if (opts->workers > 0) snprintf(w, sizeof w, "%d workers", opts->workers);
         if (opts->ps > 0) snprintf(g, sizeof g, "%d ps tasks", opts->ps);
