@@ -99,6 +99,22 @@ static const char *str_at(const json_t *obj, const char *key) {
     return json_string_value(json_object_get(obj, key));
 }
 
+/* Writes a then b into dst[cap], cut to fit and NUL-terminated, as
+ * snprintf(dst, cap, "%s%s", a, b) does but without parsing a format: the
+ * extender writes a reason, a type and a zone for each of thousands of
+ * candidates a call. b may be NULL. */
+static void put_str2(char *dst, size_t cap, const char *a, const char *b) {
+    if (!cap) return;
+    size_t n = 0;
+    for (const char *p = a; p && *p && n + 1 < cap; p++) dst[n++] = *p;
+    for (const char *p = b; p && *p && n + 1 < cap; p++) dst[n++] = *p;
+    dst[n] = '\0';
+}
+
+static void put_str(char *dst, size_t cap, const char *src) {
+    put_str2(dst, cap, src, NULL);
+}
+
 /* The pod's place in its job. */
 typedef struct {
     int known;        /* 1: a ps or worker of a job named job */
@@ -491,7 +507,7 @@ static void update_inventory(const k8s_env *env, jobs_entry *e, job_state *s, ex
             const json_t *no = json_object_get(s->refused, c->name);
             const char *no_rv = json_string_value(json_array_get(no, 0));
             if (rv && no_rv && !strcmp(rv, no_rv)) { /* refused, and unchanged since */
-                snprintf(c->why, sizeof c->why, "%s", json_string_value(json_array_get(no, 1)));
+                put_str(c->why, sizeof c->why, json_string_value(json_array_get(no, 1)));
                 continue;
             }
             const json_t *item = ka_node_json(c->item);
@@ -858,7 +874,7 @@ static void judge_by_labels(ext_args *a, const pod_plan *pp) {
         c->units = -1; /* not known here: only the type is judged */
         if (!c->item) {
             c->inv = 0;
-            snprintf(c->type, sizeof c->type, "%s", pp->task.type);
+            put_str(c->type, sizeof c->type, pp->task.type);
             continue;
         }
         const json_t *labels = json_object_get(ka_get_ci(ka_node_json(c->item), "metadata"),
@@ -872,8 +888,8 @@ static void judge_by_labels(ext_args *a, const pod_plan *pp) {
             continue;
         }
         c->inv = 0;
-        snprintf(c->type, sizeof c->type, "%s", t);
-        snprintf(c->zone, sizeof c->zone, "%s", z ? z : "");
+        put_str(c->type, sizeof c->type, t);
+        put_str(c->zone, sizeof c->zone, z);
     }
 }
 
@@ -957,9 +973,8 @@ static void plan_pod(const k8s_env *env, ext_args *a, pod_plan *pp) {
             candidate *c = &a->c[i];
             if (c->inv < 0) continue;
             json_t *nd = json_array_get(s->nodes, (size_t)c->inv);
-            const char *t = str_at(nd, "type"), *z = str_at(nd, "zone");
-            snprintf(c->type, sizeof c->type, "%s", t ? t : "");
-            snprintf(c->zone, sizeof c->zone, "%s", z ? z : "");
+            put_str(c->type, sizeof c->type, str_at(nd, "type"));
+            put_str(c->zone, sizeof c->zone, str_at(nd, "zone"));
             c->units = (int)json_integer_value(json_object_get(nd, "units"));
         }
         /* Units the plan gives to the job's other workers, per candidate. */
@@ -998,26 +1013,30 @@ enum { FIT_OK, FIT_BUSY, FIT_NEVER };
  * once units free up (its units all go to the plan's other workers: pods
  * leaving, or preemption, can change that); FIT_NEVER when nothing can
  * (a node strata cannot judge, the wrong type, no units at all). The
- * reason goes to why when it does not fit. */
+ * reason goes to why[whylen] when it does not fit and why is not NULL
+ * (prioritize needs only the verdict). */
 static int fits(const pod_plan *pp, const candidate *c, char *why, size_t whylen) {
     if (c->inv < 0) {
-        snprintf(why, whylen, "strata: %s", c->why);
+        if (why) put_str2(why, whylen, "strata: ", c->why);
         return FIT_NEVER;
     }
     if (pp->is_ps) return FIT_OK; /* a ps task may go to any known node */
     if (strcmp(c->type, pp->task.type)) {
-        snprintf(why, whylen, "strata: this worker runs stage %d on %s; the node is %s",
-                 pp->task.stage, pp->task.type, c->type);
+        if (why)
+            snprintf(why, whylen, "strata: this worker runs stage %d on %s; the node is %s",
+                     pp->task.stage, pp->task.type, c->type);
         return FIT_NEVER;
     }
     if (c->units == 0) {
-        snprintf(why, whylen, "strata: the node has no %s units in total (allocatable or "
-                 "strata.io/units)", c->type);
+        if (why)
+            snprintf(why, whylen, "strata: the node has no %s units in total (allocatable or "
+                     "strata.io/units)", c->type);
         return FIT_NEVER;
     }
     if (c->units > 0 && strcmp(c->name, pp->task.node) && c->taken >= c->units) {
-        snprintf(why, whylen, "strata: the plan gives all %d of the node's units to the job's "
-                 "other workers", c->units);
+        if (why)
+            snprintf(why, whylen, "strata: the plan gives all %d of the node's units to the "
+                     "job's other workers", c->units);
         return FIT_BUSY;
     }
     return FIT_OK;
@@ -1083,7 +1102,7 @@ static int verdict(const pod_plan *pp, const candidate *c, char *why, size_t len
     why[0] = '\0';
     int fit = pp->refused ? FIT_NEVER : pp->planned ? fits(pp, c, why, len) : FIT_OK;
     if (pp->refused) /* no node will do: the scheduler need not try preemption */
-        snprintf(why, len, "%s", pp->note);
+        put_str(why, len, pp->note);
     return fit;
 }
 
@@ -1259,16 +1278,20 @@ void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep) 
     for (int i = 0; i < a.n; i++) {
         const candidate *c = &a.c[i];
         int score = 0;
-        char why[320], num[48];
-        if (pp.planned && fits(&pp, c, why, sizeof why) == FIT_OK) {
+        if (pp.planned && fits(&pp, c, NULL, 0) == FIT_OK) {
             if (!strcmp(c->name, pp.task.node)) score = K8S_MAX_SCORE;
             else if (c->zone[0] && !strcmp(c->zone, pp.task.zone)) score = 7;
             else score = 4;
         }
         web_text_put(&t, i ? ",{\"Host\":" : "{\"Host\":", i ? 9 : 8);
         web_text_string(&t, c->name, strlen(c->name));
-        int k = snprintf(num, sizeof num, ",\"Score\":%d}", score);
-        web_text_put(&t, num, (size_t)k);
+        _Static_assert(K8S_MAX_SCORE < 100, "a score is written in two digits at most");
+        char num[16] = ",\"Score\":";
+        size_t k = 9;
+        if (score >= 10) num[k++] = (char)('0' + score / 10 % 10);
+        num[k++] = (char)('0' + score % 10);
+        num[k++] = '}';
+        web_text_put(&t, num, k);
     }
     web_text_put(&t, "]", 1);
     if (t.bad) {
