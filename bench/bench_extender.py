@@ -26,6 +26,10 @@ timeout and the daemon is stopped at the end.
 
   /usr/bin/python3 bench/bench_extender.py [--bin build/strata] [--nodes 5000]
                                            [--calls N] [--names-calls N]
+                                           [--dump-body FILE]
+
+--dump-body writes the Nodes-form body and stops: bench/bench_karead.c
+reads it as the daemon does, for instruction counts under callgrind.
 """
 import argparse
 import copy
@@ -163,6 +167,8 @@ def main():
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--calls", type=int, default=3, help="Nodes-form calls per verb")
     ap.add_argument("--names-calls", type=int, default=200, help="NodeNames-form calls per verb")
+    ap.add_argument("--dump-body", metavar="FILE",
+                    help="write the Nodes-form body to FILE and stop (for bench/bench_karead.c)")
     a = ap.parse_args()
 
     t = time.monotonic()
@@ -190,6 +196,10 @@ def main():
 
     nodes_body = nodes_body.replace(b'{"Pod": null', b'{"Pod": ' + json.dumps(pod("bulk")).encode(), 1)
     names_body = json.dumps({"Pod": pod("bulk"), "Nodes": None, "NodeNames": names}).encode()
+    if a.dump_body:
+        with open(a.dump_body, "wb") as f:
+            f.write(nodes_body)
+        return
 
     proc = subprocess.Popen([a.bin, "serve", "--listen", "127.0.0.1:0", "--threads", "1",
                              "--quiet", "--catalogue", os.path.join(ROOT, "configs/catalogue/instances.yaml"),
