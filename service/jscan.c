@@ -66,11 +66,6 @@ static inline const char *skip_ws(const char *p, const char *end) {
     return p;
 }
 
-int jscan_peek(jscan *s) {
-    s->p = skip_ws(s->p, s->end);
-    return s->p < s->end ? (unsigned char)*s->p : -1;
-}
-
 /* The length of the well-formed UTF-8 character at q, or 0. */
 static size_t utf8_len(const unsigned char *q, const unsigned char *end) {
     unsigned c = q[0];
@@ -516,9 +511,7 @@ size_t jscan_decode(const jscan_str *str, char *buf, size_t cap) {
     return n;
 }
 
-int jscan_equals(const jscan_str *str, const char *key) {
-    size_t kl = strlen(key);
-    if (!str->esc) return str->len == kl && !memcmp(str->p, key, kl);
+int jscan_equals_escaped(const jscan_str *str, const char *key, size_t kl) {
     char buf[256];
     if (kl >= sizeof buf) return 0;
     size_t n = jscan_decode(str, buf, sizeof buf);

@@ -52,8 +52,16 @@ typedef struct {
 void jscan_init(jscan *s, const char *text, size_t len);
 
 /* jscan_peek skips whitespace and returns the next byte ('{', '[', '"',
- * 't', '-', ...), leaving the cursor on it; -1 at the end of the text. */
-int jscan_peek(jscan *s);
+ * 't', '-', ...), leaving the cursor on it; -1 at the end of the text.
+ * Inline: the extender's reader peeks some two million times a call. */
+static inline int jscan_peek(jscan *s) {
+    const char *p = s->p, *end = s->end;
+    while (p < end && (unsigned char)*p <= ' ' &&
+           (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    s->p = p;
+    return p < end ? (unsigned char)*p : -1;
+}
 
 /* jscan_skip validates the value at the cursor and moves past it. Returns
  * 0, or -1 with the error set. */
@@ -100,8 +108,14 @@ size_t jscan_decode(const jscan_str *str, char *buf, size_t cap);
 
 /* jscan_equals says whether the string str decodes to key (NUL-terminated);
  * jscan_iequals ignores ASCII case, as Go's encoding/json matches field
- * names. */
-int jscan_equals(const jscan_str *str, const char *key);
+ * names. jscan_equals is inline, so that the length of a literal key is
+ * known when compiling; an escaped str goes to jscan_equals_escaped. */
+int jscan_equals_escaped(const jscan_str *str, const char *key, size_t kl);
+static inline int jscan_equals(const jscan_str *str, const char *key) {
+    size_t kl = __builtin_strlen(key);
+    if (str->esc) return jscan_equals_escaped(str, key, kl);
+    return str->len == kl && !__builtin_memcmp(str->p, key, kl);
+}
 int jscan_iequals(const jscan_str *str, const char *key);
 
 /* jscan_check validates text[len] as one JSON value (any kind) with only
