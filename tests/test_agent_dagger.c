@@ -94,7 +94,10 @@ static agent_trainconf *load(const char *name, const char *dagger) {
 static void test_dagger_step(void **state) {
     (void)state;
     const char *root = getenv("STRATA_TMP");
-    if (!root) skip();
+    if (!root) {
+        skip();
+        return;
+    }
     afx_scratch(tmp, sizeof tmp, root, "agent_dagger");
     afx_write_file(tmp, "six.yaml", JOB);
     agent_trainconf *tca = load("a.yaml", "dagger: 2\n"), *tcb = load("b.yaml", "");
