@@ -791,9 +791,8 @@ static void gather_outcomes(agent_trainer *t, const tr_step *st) {
  * dagger * S (an imitation demonstration's scale) on its decisions from the
  * cut on and drops those before it (the policy's own, no lesson in them),
  * and sets t->dag_xent and t->dag_played, summed over ranks, from the
- * probabilities the rollout played them with. Every rank calls it.
- * Returns 0 (the all-reduce cannot fail here). */
-static int dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) {
+ * probabilities the rollout played them with. Every rank calls it. */
+static void dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) {
     int T, K;
     const int *action;
     const uint8_t *mask;
@@ -819,7 +818,6 @@ static int dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) 
     agent_ranks_sum_d(t->ranks, sums, 3);
     t->dag_xent = sums[1] > 0 ? sums[0] / sums[1] : NAN;
     t->dag_played = sums[2] / st->G;
-    return 0;
 }
 
 /* advantages turns the gathered returns into the advantages of both heads
@@ -830,7 +828,8 @@ static int dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) 
  * is the one trained on; then the advantages, and the share of zero
  * advantages goes to t->zero_adv. It
  * hands this rank's to its recorded trajectories: episodes left out by
- * `risk` are dropped, a demonstration's decisions weigh imitation * S.
+ * `risk` are dropped, a demonstration's decisions weigh imitation * S,
+ * a DAgger episode's from its cut on dagger * S (dagger_lessons).
  * Returns 0, or -1 with a message. */
 static int advantages(agent_trainer *t, const tr_step *st, char *err, size_t errlen) {
     const agent_trainconf *tc = t->tc;
@@ -878,10 +877,7 @@ static int advantages(agent_trainer *t, const tr_step *st, char *err, size_t err
         adv_type[Bl + d] = (float)(tc->imitation * st->S);
         if (!(tc->imitation > 0)) agent_rollout_drop_type(t->ro, Bl + d);
     }
-    if (tc->dagger > 0 && dagger_lessons(t, st, adv_type)) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (tc->dagger > 0) dagger_lessons(t, st, adv_type);
     /* NODE: an episode's advantage; on a demonstration, node_imitation * S
      * on the decisions that followed `best` (the same scale: node_imitation
      * x the mean over instances of the placement's cross-entropy), 0 on the
