@@ -43,6 +43,10 @@ typedef struct {
     double eval_gap_sample;  /* ... sample eval_samples, keep the best */
     double eval_infeasible;  /* ... configs where greedy found no plan */
     double valid_gap_greedy; /* generated validation instances, greedy */
+    double dagger_xent;      /* dagger > 0: mean cross-entropy of the DAgger decisions
+                                (from the cut on), as played, before the step */
+    double dagger_played;    /* dagger > 0: share of the instances whose DAgger episode
+                                was played (the others: a dead end, no completion) */
 } agent_metrics;
 
 /* The CSV columns, in order (names as in agent_metrics); agent_metrics_get

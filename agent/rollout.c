@@ -973,6 +973,10 @@ void agent_rollout_drop_type(agent_rollout *r, int b) {
     for (int t = 0; t < r->T; t++) r->action[(size_t)t * r->B + b] = -1;
 }
 
+void agent_rollout_drop_type_before(agent_rollout *r, int b, int c) {
+    for (int t = 0; t < c && t < r->T; t++) r->action[(size_t)t * r->B + b] = -1;
+}
+
 const uint8_t *agent_rollout_node_forced(const agent_rollout *r) { return r->nforced; }
 
 const agent_rollout_times *agent_rollout_timing(const agent_rollout *r) { return &r->tm; }

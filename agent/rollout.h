@@ -151,6 +151,11 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
  * demonstration whose plan was forced but is not itself a lesson). */
 void agent_rollout_drop(agent_rollout *r, int b);
 void agent_rollout_drop_type(agent_rollout *r, int b);
+/* agent_rollout_drop_type_before removes episode b's TYPE decisions at
+ * layers < c only (a DAgger episode: the policy's own prefix is no lesson;
+ * the decoder still runs over it, so the lesson's gradient flows back
+ * through the prefix's states). */
+void agent_rollout_drop_type_before(agent_rollout *r, int b, int c);
 
 /* Results of the last run. */
 int agent_rollout_episodes(const agent_rollout *r);               /* B */

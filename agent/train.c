@@ -22,6 +22,7 @@
 #include "agent/ranks.h"
 #include "agent/rollout.h"
 #include "base/clock.h"
+#include "base/rng.h"
 #include "env/config.h"
 #include "env/gym.h"
 #include "nets/params.h"
@@ -55,6 +56,16 @@ typedef struct {
 #define TR_OUTCOME_DOUBLES ((int)(sizeof(tr_outcome) / sizeof(double)))
 _Static_assert(sizeof(tr_outcome) == 7 * sizeof(double), "tr_outcome is doubles only");
 
+/* The DAgger episode of one local instance in a step (tc->dagger > 0). */
+typedef struct {
+    int cut;     /* c: layers < c keep the policy's types, the rest the exact
+                    completion; -1: no DAgger episode this step */
+    int b;       /* its episode index in the step's rollout (-1: none) */
+    int cap;     /* layers greedy and plan hold */
+    int *greedy; /* [cap] the policy's greedy plan */
+    int *plan;   /* [cap] greedy[0..c), then the cheapest completion */
+} tr_dagger;
+
 /* The files of the out folder (rank 0 writes them). */
 typedef struct {
     char metrics[1200]; /* metrics.csv: one row per step */
@@ -76,6 +87,11 @@ struct agent_trainer {
     int *inst_of;          /* [local episodes + demonstrations] */
     const int **forced;    /* [local episodes + demonstrations] */
     uint8_t *node_demo;    /* [local episodes + demonstrations] 1: a NODE demonstration */
+    tr_dagger *dag;        /* [instances] DAgger episodes by local instance (dagger > 0) */
+    agent_instance *dag_ai; /* [instances] scratch: the instances of the greedy pass */
+    int *dag_of;           /* [instances] scratch: local instance of each greedy episode */
+    double dag_xent;       /* the step's mean cross-entropy of the DAgger decisions (NAN: none) */
+    double dag_played;     /* the step's share of instances whose DAgger episode was played */
     nn_params *p;
     agent_net_ws *ws;
     agent_rollout *ro;
@@ -246,6 +262,14 @@ void agent_train_free(agent_trainer *t) {
     free(t->inst_of);
     free(t->forced);
     free(t->node_demo);
+    if (t->dag)
+        for (int i = 0; i < t->tc->instances; i++) {
+            free(t->dag[i].greedy);
+            free(t->dag[i].plan);
+        }
+    free(t->dag);
+    free(t->dag_ai);
+    free(t->dag_of);
     nn_params_free(t->p);
     agent_net_ws_free(t->ws);
     agent_rollout_free(t->ro);
@@ -355,9 +379,17 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     t->ws = agent_net_ws_create(&tc->net);
     t->ro = agent_rollout_create(&tc->net);
     t->ai = calloc((size_t)tc->instances, sizeof *t->ai);
-    t->inst_of = calloc((size_t)Bg + (size_t)tc->instances, sizeof *t->inst_of);
-    t->forced = calloc((size_t)Bg + (size_t)tc->instances, sizeof *t->forced);
-    t->node_demo = calloc((size_t)Bg + (size_t)tc->instances, 1);
+    /* room for two demonstrations per instance: imitation and DAgger */
+    t->inst_of = calloc((size_t)Bg + 2 * (size_t)tc->instances, sizeof *t->inst_of);
+    t->forced = calloc((size_t)Bg + 2 * (size_t)tc->instances, sizeof *t->forced);
+    t->node_demo = calloc((size_t)Bg + 2 * (size_t)tc->instances, 1);
+    if (tc->dagger > 0) {
+        t->dag = calloc((size_t)tc->instances, sizeof *t->dag);
+        t->dag_ai = calloc((size_t)tc->instances, sizeof *t->dag_ai);
+        t->dag_of = calloc((size_t)tc->instances, sizeof *t->dag_of);
+        if (!t->dag || !t->dag_ai || !t->dag_of) goto oom;
+        for (int i = 0; i < tc->instances; i++) t->dag[i].cut = t->dag[i].b = -1;
+    }
     t->out = calloc((size_t)Bg, sizeof *t->out);
     t->adv_t = calloc((size_t)Bg, sizeof *t->adv_t);
     t->adv_n = calloc((size_t)Bg, sizeof *t->adv_n);
@@ -502,6 +534,7 @@ typedef struct {
     int Bl, e0;      /* this rank's episodes and the global index of its first */
     int g0, g1, nl;  /* its instances g0..g1 (nl of them) */
     int nd;          /* demonstration episodes on this rank (after its Bl) */
+    int ndag;        /* of them, the DAgger episodes (the last ndag) */
     double lr, beta; /* learning rate and entropy coefficient of the step */
 } tr_step;
 
@@ -527,6 +560,7 @@ static tr_step step_plan(const agent_trainer *t) {
     st.g1 = (st.e0 + st.Bl - 1) / st.S;
     st.nl = st.g1 - st.g0 + 1;
     st.nd = 0;
+    st.ndag = 0;
     st.lr = schedule_cos(tc->lr, tc->lr_final, st.s, tc->steps);
     st.beta = schedule_lin(tc->entropy, tc->entropy_final, st.s, tc->steps);
     return st;
@@ -537,13 +571,119 @@ static const tr_inst *step_inst(const agent_trainer *t, const tr_step *st, int i
     return t->tc->mode == AGENT_MODE_SEARCH ? &t->problem : &t->batch[st->g0 + i];
 }
 
+/* dagger_cut returns the cut of global instance g at step s, uniform in
+ * [0, L): from (seed, s, g) alone, so every rank and every run agrees. */
+static int dagger_cut(int seed, long s, int g, int L) {
+    uint64_t x = (uint64_t)seed * 0x9E3779B97F4A7C15ULL ^ (uint64_t)s * 0xC2B2AE3D27D4EB4FULL ^
+                 ((uint64_t)g + 1) * 0x165667B19E3779F9ULL ^ 0x4441474745ULL; /* "DAGGE" */
+    return (int)(splitmix64_next(&x) % (uint64_t)L);
+}
+
+typedef struct {
+    agent_trainer *t;
+    int failed;
+} dag_ctx;
+
+/* dag_solve_fn completes the greedy plan of the k-th greedy episode's
+ * instance from its cut: the cheapest plan that keeps the policy's types
+ * before the cut (solve_run_fixed, the drawing's budget). No completion
+ * (none feasible, none found in time, too many candidates): no episode. */
+static void dag_solve_fn(void *ctx, int k, int w) {
+    (void)w;
+    dag_ctx *c = ctx;
+    agent_trainer *t = c->t;
+    tr_dagger *dg = &t->dag[t->dag_of[k]];
+    if (dg->cut < 0) return;
+    const agent_instance *ai = &t->dag_ai[k];
+    int L = ai->job->n_layers;
+    solve_result *res = solve_result_create(L);
+    if (!res) {
+        c->failed = 1;
+        return;
+    }
+    for (int l = 0; l < L; l++) dg->plan[l] = l < dg->cut ? dg->greedy[l] : -1;
+    solve_opts o;
+    solve_opts_default(&o);
+    o.budget_ms = 5000;
+    int rc = solve_run_fixed(ai->job, ai->cl, &o, dg->plan, res);
+    if (rc == 0) memcpy(dg->plan, res->assign, (size_t)L * sizeof *dg->plan);
+    else dg->cut = -1;
+    solve_result_free(res);
+}
+
+/* dagger_plans (dagger > 0) plays the policy's greedy plan on each instance
+ * whose first episode is on this rank (where its demonstrations go), picks
+ * its cut (dagger_cut) and completes it exactly from there (dag_solve_fn)
+ * into t->dag[local instance]: cut -1 when the greedy plan reached a dead
+ * end or no completion was found. Draws nothing at random: the sampled
+ * episodes are those of a run without it. Returns 0, or -1 with a message. */
+static int dagger_plans(agent_trainer *t, const tr_step *st, char *err, size_t errlen) {
+    const agent_trainconf *tc = t->tc;
+    int n = 0;
+    for (int g = st->g0; g <= st->g1; g++) {
+        tr_dagger *dg = &t->dag[g - st->g0];
+        dg->cut = dg->b = -1;
+        if (g * st->S < st->e0) continue;
+        t->dag_ai[n] = t->ai[g - st->g0];
+        t->dag_of[n] = g - st->g0;
+        n++;
+    }
+    if (n == 0) return 0;
+    int *of = malloc((size_t)n * sizeof *of);
+    if (!of) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int k = 0; k < n; k++) of[k] = k;
+    agent_rollout_opts o = {.placement = PLACER_PLACE_NONE,
+                            .greedy = 1,
+                            .reward = tc->reward,
+                            .penalty = tc->penalty,
+                            .seed = (uint64_t)tc->seed,
+                            .stream = (uint64_t)st->s,
+                            .ep_base = 0,
+                            .ep_total = n,
+                            .record = 0,
+                            .forced = NULL};
+    int rc = agent_rollout_run(t->ro, t->p, t->dag_ai, n, of, n, &o, t->pool, err, errlen);
+    free(of);
+    if (rc) return -1;
+    for (int k = 0; k < n; k++) {
+        int i = t->dag_of[k], L = t->dag_ai[k].job->n_layers;
+        tr_dagger *dg = &t->dag[i];
+        if (dg->cap < L) {
+            int *gr = realloc(dg->greedy, (size_t)L * sizeof *gr);
+            if (gr) dg->greedy = gr;
+            int *pl = gr ? realloc(dg->plan, (size_t)L * sizeof *pl) : NULL;
+            if (pl) dg->plan = pl;
+            if (!gr || !pl) {
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            dg->cap = L;
+        }
+        if (agent_rollout_episode(t->ro, k)->dead_end) continue; /* the policy has no plan */
+        memcpy(dg->greedy, agent_rollout_assign(t->ro, k), (size_t)L * sizeof *dg->greedy);
+        dg->cut = dagger_cut(tc->seed, st->s, st->g0 + i, L);
+    }
+    dag_ctx dc = {t, 0};
+    agent_pool_for(t->pool, n, dag_solve_fn, &dc);
+    if (dc.failed) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 /* draw_batch fills t->ai with this rank's instances (general: drawn from
  * the generator by (seed, step); search: the one problem), t->inst_of and
  * t->forced for its episodes, then one demonstration episode along the exact
  * plan of each instance whose first episode is on this rank (imitation > 0
  * or node_imitation > 0; st->nd counts them; with imitation 0 its plan is
  * the policy's greedy one); with node_imitation > 0 its NODE decisions
- * follow `best`'s placement of that plan (t->node_demo).
+ * follow `best`'s placement of that plan (t->node_demo). With dagger > 0,
+ * after them, one DAgger episode per such instance along its t->dag plan
+ * (dagger_plans; st->ndag counts them).
  * Returns 0, or -1 with a message. */
 static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
     const agent_trainconf *tc = t->tc;
@@ -582,6 +722,19 @@ static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
             t->node_demo[st->Bl + st->nd] = tc->node_imitation > 0;
             st->nd++;
         }
+    if (tc->dagger > 0) {
+        if (dagger_plans(t, st, err, errlen)) return -1;
+        for (int i = 0; i < st->nl; i++) {
+            tr_dagger *dg = &t->dag[i];
+            if (dg->cut < 0) continue;
+            dg->b = st->Bl + st->nd;
+            t->inst_of[dg->b] = i;
+            t->forced[dg->b] = dg->plan;
+            t->node_demo[dg->b] = 0;
+            st->nd++;
+            st->ndag++;
+        }
+    }
     return 0;
 }
 
@@ -597,6 +750,8 @@ static int play(agent_trainer *t, const tr_step *st, char *err, size_t errlen) {
                              .seed = (uint64_t)tc->seed,
                              .stream = (uint64_t)st->s,
                              .ep_base = st->e0,
+                             /* the DAgger episodes past it are forced at
+                              * every decision: no draw of theirs is used */
                              .ep_total = st->Bg + st->G,
                              .record = 1,
                              .forced = st->nd ? t->forced : NULL,
@@ -632,6 +787,39 @@ static void gather_outcomes(agent_trainer *t, const tr_step *st) {
     agent_ranks_gather_d(t->ranks, (double *)t->out, st->Bl * TR_OUTCOME_DOUBLES);
 }
 
+/* dagger_lessons gives each DAgger episode of the step advantage
+ * dagger * S (an imitation demonstration's scale) on its decisions from the
+ * cut on and drops those before it (the policy's own, no lesson in them),
+ * and sets t->dag_xent and t->dag_played, summed over ranks, from the
+ * probabilities the rollout played them with. Every rank calls it. */
+static void dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) {
+    int T, K;
+    const int *action;
+    const uint8_t *mask;
+    const float *probs;
+    agent_rollout_type_steps(t->ro, &T, &K, &action, &mask, &probs);
+    int B = st->Bl + st->nd;
+    double sums[3] = {0, 0, 0}; /* cross-entropy, decisions, episodes */
+    for (int i = 0; i < st->nl; i++) {
+        const tr_dagger *dg = &t->dag[i];
+        if (dg->b < 0) continue;
+        int L = step_inst(t, st, i)->ai.job->n_layers;
+        for (int l = dg->cut; l < L; l++) {
+            size_t row = (size_t)l * B + dg->b;
+            int a = action[row];
+            if (a < 0) continue;
+            sums[0] += -log((double)probs[row * K + a]);
+            sums[1] += 1;
+        }
+        sums[2] += 1;
+        adv_type[dg->b] = (float)(t->tc->dagger * st->S);
+        agent_rollout_drop_type_before(t->ro, dg->b, dg->cut);
+    }
+    agent_ranks_sum_d(t->ranks, sums, 3);
+    t->dag_xent = sums[1] > 0 ? sums[0] / sums[1] : NAN;
+    t->dag_played = sums[2] / st->G;
+}
+
 /* advantages turns the gathered returns into the advantages of both heads
  * (agent/adv.h; identical on every rank, the moving baselines updated):
  * first the rewards are settled per instance (agent_rewards_settle: log
@@ -640,7 +828,8 @@ static void gather_outcomes(agent_trainer *t, const tr_step *st) {
  * is the one trained on; then the advantages, and the share of zero
  * advantages goes to t->zero_adv. It
  * hands this rank's to its recorded trajectories: episodes left out by
- * `risk` are dropped, a demonstration's decisions weigh imitation * S.
+ * `risk` are dropped, a demonstration's decisions weigh imitation * S,
+ * a DAgger episode's from its cut on dagger * S (dagger_lessons).
  * Returns 0, or -1 with a message. */
 static int advantages(agent_trainer *t, const tr_step *st, char *err, size_t errlen) {
     const agent_trainconf *tc = t->tc;
@@ -684,10 +873,11 @@ static int advantages(agent_trainer *t, const tr_step *st, char *err, size_t err
      * 1/(G S) makes it imitation x the mean cross-entropy over instances);
      * a demonstration played for its NODE decisions alone (imitation 0, the
      * greedy plan) keeps no TYPE decision (no gradient, no entropy bonus) */
-    for (int d = 0; d < st->nd; d++) {
+    for (int d = 0; d < st->nd - st->ndag; d++) {
         adv_type[Bl + d] = (float)(tc->imitation * st->S);
         if (!(tc->imitation > 0)) agent_rollout_drop_type(t->ro, Bl + d);
     }
+    if (tc->dagger > 0) dagger_lessons(t, st, adv_type);
     /* NODE: an episode's advantage; on a demonstration, node_imitation * S
      * on the decisions that followed `best` (the same scale: node_imitation
      * x the mean over instances of the placement's cross-entropy), 0 on the
@@ -797,6 +987,10 @@ static void summarize(const agent_trainer *t, const tr_step *st, const tr_loss *
     m->lr = st->lr;
     m->entropy_coef = st->beta;
     m->node_return = nnode ? nret / nnode : NAN;
+    if (t->tc->dagger > 0) {
+        m->dagger_xent = t->dag_xent;
+        m->dagger_played = t->dag_played;
+    }
     *best_e = best;
 }
 
@@ -1104,4 +1298,24 @@ void agent_train_answer(const agent_trainer *t, const int **assign, double *cost
         *cost = p->ai.ref_cost;
         snprintf(from, fromlen, "reference:%s", solve_method_name((solve_method)p->ref_method));
     }
+}
+
+const nn_params *agent_train_params(const agent_trainer *t) { return t->p; }
+
+int agent_train_dagger(const agent_trainer *t, int i, int *cut, const int **greedy, const int **plan,
+                       int *actions) {
+    if (!t->dag || i < 0 || i >= t->tc->instances || t->dag[i].b < 0) return -1;
+    const tr_dagger *dg = &t->dag[i];
+    *cut = dg->cut;
+    *greedy = dg->greedy;
+    *plan = dg->plan;
+    int T, K;
+    const int *action;
+    const uint8_t *mask;
+    const float *probs;
+    agent_rollout_type_steps(t->ro, &T, &K, &action, &mask, &probs);
+    int B = agent_rollout_episodes(t->ro);
+    const model_job *job = t->tc->mode == AGENT_MODE_SEARCH ? t->problem.ai.job : t->ai[i].job;
+    for (int l = 0; l < job->n_layers; l++) actions[l] = l < T ? action[(size_t)l * B + dg->b] : -1;
+    return 0;
 }

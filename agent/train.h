@@ -39,6 +39,7 @@
 #include "agent/metrics.h"
 #include "agent/trainconf.h"
 #include "env/model.h"
+#include "nets/params.h"
 
 /* Cumulative time per part of a step, seconds (wall). */
 typedef struct {
@@ -110,5 +111,18 @@ void agent_train_answer(const agent_trainer *t, const int **assign, double *cost
  * without MPI); every rank must call it, so it is also a barrier. The CLI
  * uses it to agree on stopping. */
 int agent_train_agree(const agent_trainer *t, int flag);
+
+/* For the tests of the DAgger demonstrations (tc->dagger > 0).
+ * agent_train_params returns the parameters; after a step, their grads
+ * hold that step's gradient (clipped when grad_clip is). agent_train_dagger
+ * reports the DAgger episode of this rank's local instance i in the last
+ * step: *cut, the policy's greedy plan and the plan played (the greedy
+ * plan before the cut, the exact completion from it), [n_layers] each, and
+ * the episode's recorded TYPE actions into actions[n_layers] (-1 where
+ * the step took no gradient). Returns 0, or -1 when that instance had no
+ * DAgger episode (a dead end, no completion, or dagger 0). */
+const nn_params *agent_train_params(const agent_trainer *t);
+int agent_train_dagger(const agent_trainer *t, int i, int *cut, const int **greedy, const int **plan,
+                       int *actions);
 
 #endif

@@ -31,7 +31,7 @@ typedef struct {
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
         ckpt_every, polish, freeze_plan, reuse;
     double seconds, lr, lr_final, weight_decay, grad_clip, entropy, entropy_final,
-        baseline_decay, risk, penalty, clip, imitation, node_imitation;
+        baseline_decay, risk, penalty, clip, imitation, node_imitation, dagger;
 } tc_in;
 
 enum {
@@ -39,7 +39,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, N_K
 };
 
 #define BY_MODE_DEF 0 /* the row's default is unused: see BY_MODE */
@@ -115,6 +115,7 @@ static const cfg_field FIELDS[N_K] = {
     [K_REUSE] = CFG_ROW_INT("reuse", 0, 1, CFG_B_GE, 1, CFG_B_LE, 1000, tc_in, reuse),
     [K_NODE_IMITATION] = CFG_ROW_NUM("node_imitation", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6,
                                      tc_in, node_imitation),
+    [K_DAGGER] = CFG_ROW_NUM("dagger", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6, tc_in, dagger),
 };
 
 /* The defaults that depend on the mode: search, general. */
@@ -181,6 +182,7 @@ static void from_in(agent_trainconf *tc, const tc_in *in) {
     tc->freeze_plan = in->freeze_plan;
     tc->imitation = in->imitation;
     tc->node_imitation = in->node_imitation;
+    tc->dagger = in->dagger;
     tc->reference = REF_METHOD[in->reference];
     tc->placement = in->placement - 2;
     tc->net.embed = in->embed;
@@ -297,6 +299,13 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     if (tc->node_imitation > 0 && tc->placement != PLACER_PLACE_POLICY) {
         cfg_doc_fail(d, vals[K_NODE_IMITATION], "node_imitation", err, errlen,
                      "demonstrates the node head: needs placement: policy");
+        goto fail;
+    }
+    if (tc->dagger > 0 && tc->placement == PLACER_PLACE_POLICY) {
+        /* the node head's capacity masks can refuse the exact completion,
+         * as they refuse the exact plan (docs/agent.md) */
+        cfg_doc_fail(d, vals[K_DAGGER], "dagger", err, errlen,
+                     "the exact completion can be refused by placement: policy's masks: use another placement");
         goto fail;
     }
     if (mode == AGENT_MODE_SEARCH && tc->instances != 1) {

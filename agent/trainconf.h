@@ -71,6 +71,9 @@ typedef struct {
                             placement (solvers/placers.h) of the demonstration episode's
                             plan: the exact plan when imitation > 0, else the policy's
                             greedy one (needs placement: policy) */
+    double dagger;       /* 0, or the weight of a cross-entropy term towards the exact
+                            completion of the policy's own greedy plan from a random
+                            cut (one DAgger episode per instance; general mode) */
     int reference;       /* solve_method of the reference plan (reward scale) */
     int placement;       /* a placer_placement (solvers/placers.h) */
     agent_net_dims net;

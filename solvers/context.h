@@ -22,6 +22,8 @@ typedef struct {
     double deadline;     /* t0 + budget, or INFINITY */
     long max_evals;      /* evaluation budget of the searches */
     double best_cost;    /* cost of res->assign, INFINITY while none */
+    const int *fixed;    /* NULL, or [n_layers]: the type each layer must have, -1 free
+                            (solve_run_fixed; only the exact method reads it) */
 } solve_ctx;
 
 /* solve_ctx_eval scores assign[n_layers] into ctx->scratch through

@@ -79,6 +79,12 @@
  * stages covers the layers) or the search there finds no plan within the
  * counts (with no incumbent, its initial bound is infinite).
  *
+ * Fixed layers (solve_run_fixed): a candidate (i, j, t) is usable only
+ * when every fixed layer in [i, j] has type t, and the homogeneous seeds
+ * only when they agree. A plan agrees with the fixed layers exactly when
+ * all its stages do, so the argument above, run on the smaller candidate
+ * set, proves the cheapest agreeing plan (or that none is feasible).
+ *
  * Every plan offered is scored by model_eval; the reported figures are its.
  * Bound comparisons use the relative margin EXACT_EPS, so "optimal" means
  * within one part in 1e12 of the optimum, far below any figure shown.
@@ -210,6 +216,9 @@ static int build_candidates(exact *e) {
              * bit, in O(1) per segment. */
             model_span sum = {0, 0, 0, 0, 0};
             for (int j = i; j < L; j++) {
+                /* a fixed layer of another type: no segment from i on t
+                 * reaches it or goes past it */
+                if (e->ctx->fixed && e->ctx->fixed[j] >= 0 && e->ctx->fixed[j] != t) break;
                 const model_layer *ly = &job->layers[j];
                 sum.flops += ly->flops;
                 sum.io += ly->io;
@@ -722,6 +731,14 @@ static int capacitated(exact *e, double ub0, double floor) {
 static void explain_infeasible(exact *e, int capacity) {
     solve_result *res = e->ctx->res;
     const model_job *job = e->ctx->job;
+    if (e->ctx->fixed) {
+        snprintf(res->why, sizeof res->why,
+                 "exact: no assignment that agrees with the fixed layers is feasible: the stages "
+                 "that hold them fit no unit's memory, %.6g samples/s or the free units, or "
+                 "cannot be chained with the rest",
+                 job->min_throughput);
+        return;
+    }
     if (capacity) {
         snprintf(res->why, sizeof res->why,
                  "exact: no assignment is feasible: every plan whose stages fit memory and "
@@ -792,10 +809,15 @@ int solve_exact(solve_ctx *ctx) {
 
     e.assign = malloc((size_t)L * sizeof *e.assign);
     if (!e.assign) return set_error(&e, "out of memory");
-    /* Incumbent: the homogeneous plans (T evaluations). */
+    /* Incumbent: the homogeneous plans (T evaluations), those that agree
+     * with the fixed layers. */
     for (int t = 0; t < T; t++) {
-        for (int l = 0; l < L; l++) e.assign[l] = t;
-        solve_ctx_eval(ctx, e.assign);
+        int agree = 1;
+        for (int l = 0; l < L; l++) {
+            e.assign[l] = t;
+            if (ctx->fixed && ctx->fixed[l] >= 0 && ctx->fixed[l] != t) agree = 0;
+        }
+        if (agree) solve_ctx_eval(ctx, e.assign);
     }
 
     int b = build_candidates(&e);

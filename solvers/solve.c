@@ -87,8 +87,10 @@ static void result_reset(solve_result *res, solve_method m) {
     res->plan->n_stages = 0;
 }
 
-int solve_run(const model_job *job, const model_cluster *cl, const solve_opts *opts,
-              solve_result *res) {
+/* run is solve_run, and solve_run_fixed when fixed is not NULL (checked
+ * by it). */
+static int run(const model_job *job, const model_cluster *cl, const solve_opts *opts,
+               const int *fixed, solve_result *res) {
     if (!res) return SOLVE_ERROR;
     if (!job || !cl || !opts) {
         snprintf(res->why, sizeof res->why, "solve: missing job, cluster or options");
@@ -125,6 +127,7 @@ int solve_run(const model_job *job, const model_cluster *cl, const solve_opts *o
         .deadline = INFINITY,
         .max_evals = opts->max_evals > 0 ? opts->max_evals : SOLVE_DEFAULT_EVALS,
         .best_cost = INFINITY,
+        .fixed = fixed,
     };
     if (!ctx.scratch) {
         snprintf(res->why, sizeof res->why, "solve: out of memory");
@@ -155,4 +158,30 @@ int solve_run(const model_job *job, const model_cluster *cl, const solve_opts *o
     }
     res->why[0] = '\0';
     return 0;
+}
+
+int solve_run(const model_job *job, const model_cluster *cl, const solve_opts *opts,
+              solve_result *res) {
+    return run(job, cl, opts, NULL, res);
+}
+
+int solve_run_fixed(const model_job *job, const model_cluster *cl, const solve_opts *opts,
+                    const int *fixed, solve_result *res) {
+    if (!res) return SOLVE_ERROR;
+    if (!job || !cl || !opts || !fixed) {
+        snprintf(res->why, sizeof res->why, "solve: missing job, cluster, options or fixed layers");
+        return SOLVE_ERROR;
+    }
+    if (opts->method != SOLVE_EXACT) {
+        snprintf(res->why, sizeof res->why, "solve: fixed layers need the exact method, not %s",
+                 solve_method_name(opts->method));
+        return SOLVE_ERROR;
+    }
+    for (int l = 0; l < job->n_layers; l++)
+        if (fixed[l] < -1 || fixed[l] >= cl->n_types) {
+            snprintf(res->why, sizeof res->why, "solve: layer %d is fixed to type %d, the cluster has %d", l,
+                     fixed[l], cl->n_types);
+            return SOLVE_ERROR;
+        }
+    return run(job, cl, opts, fixed, res);
 }

@@ -93,4 +93,14 @@ void solve_result_free(solve_result *res);
 int solve_run(const model_job *job, const model_cluster *cl, const solve_opts *opts,
               solve_result *res);
 
+/* solve_run_fixed is solve_run restricted to the plans that agree with
+ * fixed[n_layers]: layer l must have type fixed[l] when fixed[l] >= 0
+ * (-1 leaves it free). The result is the cheapest such plan (proven, as
+ * solve_run's), or SOLVE_NONE with res->infeasible when none is feasible.
+ * Only the exact method takes it: another opts->method, or a fixed[l]
+ * outside -1..n_types-1, is SOLVE_ERROR. The trainer's DAgger
+ * demonstrations complete a plan prefix with it (agent/train.c). */
+int solve_run_fixed(const model_job *job, const model_cluster *cl, const solve_opts *opts,
+                    const int *fixed, solve_result *res);
+
 #endif

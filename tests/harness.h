@@ -43,4 +43,26 @@ static inline int harness_run(const char *cmd) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* harness_slurp reads the whole of the file at path into a malloc'ed,
+ * NUL-terminated buffer the caller frees, its length in *len (may be NULL);
+ * NULL, and *len 0, when the file cannot be opened or read. */
+static inline char *harness_slurp(const char *path, size_t *len) {
+    if (len) *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *b = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)n + 1)) &&
+        fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) {
+        b[n] = '\0';
+        if (len) *len = (size_t)n;
+    }
+    return b;
+}
+
 #endif

@@ -135,7 +135,16 @@ static void test_two_ranks_node_demo(void **state) {
     two_ranks("mpi-demo", "placement: policy\nnode_imitation: 1\n");
 }
 
+/* The DAgger demonstrations with the imitation ones: each instance's goes
+ * to the rank of its first episode, its plan is greedy and its cut drawn
+ * from (seed, step, instance), so the lesson is the same on either rank. */
+static void test_two_ranks_dagger(void **state) {
+    (void)state;
+    two_ranks("mpi-dagger", "imitation: 1\ndagger: 1\n");
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_two_ranks), cmocka_unit_test(test_two_ranks_node_demo)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_two_ranks), cmocka_unit_test(test_two_ranks_node_demo),
+                                       cmocka_unit_test(test_two_ranks_dagger)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

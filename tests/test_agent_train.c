@@ -187,6 +187,10 @@ static void test_trainconf(void **state) {
                       "bad.yaml:3:17: node_imitation: demonstrates the node head: needs placement: policy");
     expect_conf_error("mode: general\ngenerator: g.yaml\nplacement: policy\nnode_imitation: -1\n",
                       "bad.yaml:4:17: node_imitation: must be >= 0 and <= 1e+06, got \"-1\"");
+    expect_conf_error("mode: general\ngenerator: g.yaml\ndagger: -1\n",
+                      "bad.yaml:3:9: dagger: must be >= 0 and <= 1e+06, got \"-1\"");
+    expect_conf_error("mode: general\ngenerator: g.yaml\nplacement: policy\ndagger: 1\n",
+                      "bad.yaml:4:9: dagger: the exact completion can be refused by placement: policy's masks");
     /* a good one: relative names resolved against the config's folder */
     char p[1200], err[2048], want[1200];
     path_in(p, sizeof p, "general.yaml");
@@ -246,6 +250,7 @@ static void test_trainconf_defaults(void **state) {
         SAME_NUM(penalty);
         SAME_INT(freeze_plan);
         SAME_NUM(imitation);
+        SAME_NUM(dagger);
         SAME_INT(reference);
         SAME_INT(placement);
         SAME_INT(net.embed);

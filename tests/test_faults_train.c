@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "agent/policy.h"
+#include "tests/harness.h"
 #include "tests/shell.h"
 
 static const char *TINY_YAML =
@@ -71,20 +72,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* The whole of a file (malloc'ed, *len bytes), or NULL. */
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    *len = b ? fread(b, 1, (size_t)n, f) : 0;
-    if (b) b[*len] = '\0';
-    fclose(f);
-    return b;
-}
-
 /* Runs argv (NULL-terminated, argv[0] the program) with the file size
  * limit `fsize` (0: none) and SIGXFSZ ignored, stdout to /dev/null and
  * stderr to errpath; returns the wait status. */
@@ -113,14 +100,14 @@ static void test_no_space_for_checkpoints(void **state) {
     snprintf(best, sizeof best, "%s/best.h5", out);
     snprintf(errpath, sizeof errpath, "%s/nospace.err", dir);
     size_t nl0, nb0, nl1, nb1, ne;
-    char *l0 = slurp(last, &nl0), *b0 = slurp(best, &nb0);
+    char *l0 = harness_slurp(last, &nl0), *b0 = harness_slurp(best, &nb0);
     assert_non_null(l0);
     assert_non_null(b0);
     assert_true(nl0 > 65536); /* the limit below does stop a save */
     const char *argv[] = {bin, "train", "--search", yaml, "--steps", "6", "--seed", "1", "--resume", last,
                           "--out", out, "--quiet", NULL};
     int st = run_limited(argv, 65536, errpath);
-    char *e = slurp(errpath, &ne);
+    char *e = harness_slurp(errpath, &ne);
     assert_non_null(e);
     print_message("  stderr: %s", e);
     if (WIFSIGNALED(st)) fail_msg("strata train died of signal %d after a failed save", WTERMSIG(st));
@@ -130,7 +117,7 @@ static void test_no_space_for_checkpoints(void **state) {
     assert_non_null(strstr(e, "File too large"));
     assert_non_null(strstr(e, "previous checkpoint is untouched"));
     /* the checkpoints of before, untouched and loadable */
-    char *l1 = slurp(last, &nl1), *b1 = slurp(best, &nb1);
+    char *l1 = harness_slurp(last, &nl1), *b1 = harness_slurp(best, &nb1);
     assert_non_null(l1);
     assert_non_null(b1);
     assert_true(nl1 == nl0 && memcmp(l0, l1, nl0) == 0);
@@ -170,13 +157,13 @@ static void test_earlier_run_is_kept(void **state) {
     snprintf(csv, sizeof csv, "%s/metrics.csv", taken);
     assert_int_equal(sh_run("rm -rf '%s' && cp -r '%s' '%s'", taken, out, taken), 0);
     size_t n0, n1, ne;
-    char *l0 = slurp(last, &n0);
+    char *l0 = harness_slurp(last, &n0);
     assert_non_null(l0);
     /* a new run over it: refused, nothing replaced */
     const char *fresh[] = {bin, "train", "--search", yaml, "--steps", "2", "--seed", "2", "--out", taken, "--quiet",
                            NULL};
     int st = run_limited(fresh, 0, errpath);
-    char *e = slurp(errpath, &ne);
+    char *e = harness_slurp(errpath, &ne);
     assert_non_null(e);
     print_message("  stderr: %s", e);
     assert_true(WIFEXITED(st));
@@ -184,14 +171,14 @@ static void test_earlier_run_is_kept(void **state) {
     assert_non_null(strstr(e, last));
     assert_non_null(strstr(e, "--overwrite"));
     free(e);
-    char *l1 = slurp(last, &n1);
+    char *l1 = harness_slurp(last, &n1);
     assert_true(l1 && n1 == n0 && memcmp(l0, l1, n0) == 0);
     free(l1);
     assert_int_equal(step_of(taken), 3);
     /* only metrics.csv left: still refused, naming it */
     assert_int_equal(sh_run("rm -f '%s/last.h5' '%s/best.h5'", taken, taken), 0);
     st = run_limited(fresh, 0, errpath);
-    e = slurp(errpath, &ne);
+    e = harness_slurp(errpath, &ne);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
     assert_non_null(strstr(e, csv));
     free(e);

@@ -33,6 +33,7 @@
 #include "nets/params.h"
 #include "nets/refnet.h"
 #include "nets/rng.h"
+#include "tests/harness.h"
 
 static char dir[1024];
 
@@ -387,19 +388,6 @@ static void write_bytes(const char *path, const void *data, size_t n)
     fclose(f);
 }
 
-static unsigned char *read_all(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*n);
-    assert_int_equal(fread(b, 1, *n, f), *n);
-    fclose(f);
-    return b;
-}
-
 #define expect_fail(rc_expr, code, needle)                                                                   \
     do {                                                                                                     \
         err[0] = '\0';                                                                                       \
@@ -436,7 +424,8 @@ static void test_bad_files(void **state)
     snprintf(good, sizeof good, "%s", tmp_path("good.h5"));
     assert_int_equal(ckpt_save(good, p, &m, err, sizeof err), CKPT_OK);
     size_t len;
-    unsigned char *bytes = read_all(good, &len);
+    unsigned char *bytes = (unsigned char *)harness_slurp(good, &len);
+    assert_non_null(bytes);
 
     expect_fail(ckpt_load(tmp_path("missing.h5"), p, NULL, err, sizeof err), CKPT_EIO, "check the path");
     const char *text = "agent:\n  lr: 1\n";
@@ -521,7 +510,8 @@ static void test_corrupt(void **state)
     snprintf(bad, sizeof bad, "%s", tmp_path("c_bad.h5"));
     assert_int_equal(ckpt_save(good, p, &m, err, sizeof err), CKPT_OK);
     size_t len;
-    unsigned char *bytes = read_all(good, &len);
+    unsigned char *bytes = (unsigned char *)harness_slurp(good, &len);
+    assert_non_null(bytes);
     unsigned char pat[8];
     memcpy(pat, k + 10, 8);
     unsigned char *hit = memmem(bytes, len, pat, 8);

@@ -29,6 +29,7 @@
 #include "agent/spolicy.h"
 #include "service/runjson.h"
 #include "solvers/solve.h"
+#include "tests/harness.h"
 #include "tests/serve_client.h"
 
 static char state_path[1024], ckpt_path[1024];
@@ -386,14 +387,9 @@ static void test_corrupt_checkpoint_refused(void **state) {
     char half[1100], text[1100];
     snprintf(half, sizeof half, "%s/simpol-half-%d.h5", sv_tmp(), (int)getpid());
     snprintf(text, sizeof text, "%s/simpol-text-%d.h5", sv_tmp(), (int)getpid());
-    FILE *in = fopen(ckpt_path, "rb");
-    assert_non_null(in);
-    fseek(in, 0, SEEK_END);
-    long size = ftell(in);
-    fseek(in, 0, SEEK_SET);
-    char *buf = malloc((size_t)size);
-    assert_int_equal(fread(buf, 1, (size_t)size, in), (size_t)size);
-    fclose(in);
+    size_t size;
+    char *buf = harness_slurp(ckpt_path, &size);
+    assert_non_null(buf);
     FILE *out = fopen(half, "wb");
     assert_non_null(out);
     fwrite(buf, 1, (size_t)size / 2, out);

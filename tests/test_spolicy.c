@@ -289,13 +289,9 @@ static void test_ckpt_bad(void **state) {
     assert_null(spol_load(bad, NULL, err, sizeof err));
     assert_non_null(strstr(err, bad));
     /* the first half of a good one */
-    f = fopen(good, "rb");
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len);
-    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
+    size_t len;
+    char *buf = harness_slurp(good, &len);
+    assert_non_null(buf);
     snprintf(bad, sizeof bad, "%s/spolicy-half.h5", harness_tmp());
     f = fopen(bad, "wb");
     fwrite(buf, 1, (size_t)len / 2, f);
