@@ -102,7 +102,8 @@ static const char *str_at(const json_t *obj, const char *key) {
 /* Writes a then b into dst[cap], cut to fit and NUL-terminated, as
  * snprintf(dst, cap, "%s%s", a, b) does but without parsing a format: the
  * extender writes a reason, a type and a zone for each of thousands of
- * candidates a call. b may be NULL. */
+ * candidates a call. A NULL a or b counts as "" (where snprintf would
+ * write "(null)": the callers passed `t ? t : ""`). */
 static void put_str2(char *dst, size_t cap, const char *a, const char *b) {
     if (!cap) return;
     size_t n = 0;
