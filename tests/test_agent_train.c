@@ -146,19 +146,6 @@ static int setup(void **state) {
     return 0;
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* ---------------------------------------------------------------------------
  * Configs and generator specs
  * ------------------------------------------------------------------------ */
@@ -487,7 +474,7 @@ static void test_search(void **state) {
     /* the CSV has one row per step, with the RL columns */
     char csv[1300];
     snprintf(csv, sizeof csv, "%s/metrics.csv", out);
-    char *text = slurp(csv);
+    char *text = harness_slurp(csv, NULL);
     assert_non_null(text);
     assert_non_null(strstr(text, "step,episodes,time_s,samples_per_s,episodic_return,episodic_cost"));
     assert_non_null(strstr(text, ",entropy,zero_adv_share,"));
@@ -542,7 +529,7 @@ static void test_resume_exact(void **state) {
     char pa[1200], pb[1200];
     snprintf(pa, sizeof pa, "%s/A/metrics.csv", tmp);
     snprintf(pb, sizeof pb, "%s/B/metrics.csv", tmp);
-    char *ta = slurp(pa), *tb = slurp(pb);
+    char *ta = harness_slurp(pa, NULL), *tb = harness_slurp(pb, NULL);
     csv_without_time(ta);
     csv_without_time(tb);
     assert_string_equal(ta, tb);
@@ -587,7 +574,7 @@ static void test_resume_exact(void **state) {
     char err_out[1200];
     path_in(err_out, sizeof err_out, "resume_err.txt");
     assert_int_equal(sh_run("%s train %s/other.yaml --quiet --resume %s/A/last.h5 --out %s/C 2> %s", bin, tmp, tmp, tmp, err_out), 2);
-    char *msg = slurp(err_out);
+    char *msg = harness_slurp(err_out, NULL);
     assert_non_null(strstr(msg, "embed 8"));
     assert_non_null(strstr(msg, "asks for 9"));
     free(msg);

@@ -109,7 +109,7 @@ static void test_no_space_for_checkpoints(void **state) {
     int st = run_limited(argv, 65536, errpath);
     char *e = harness_slurp(errpath, &ne);
     assert_non_null(e);
-    print_message("  stderr: %s", e);
+    print_message("  stderr: %s", e ? e : "(unreadable)");
     if (WIFSIGNALED(st)) fail_msg("strata train died of signal %d after a failed save", WTERMSIG(st));
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 1);
@@ -165,7 +165,7 @@ static void test_earlier_run_is_kept(void **state) {
     int st = run_limited(fresh, 0, errpath);
     char *e = harness_slurp(errpath, &ne);
     assert_non_null(e);
-    print_message("  stderr: %s", e);
+    print_message("  stderr: %s", e ? e : "(unreadable)");
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 2);
     assert_non_null(strstr(e, last));
