@@ -16,9 +16,9 @@
 #
 #   busy          two clients from 127.0.0.2 each POSTing /v1/place back
 #                 to back, a `decode: sample` of the largest request the
-#                 default limits let through: 256 layers on 151 nodes at
+#                 default limits let through: 256 layers on 150 nodes at
 #                 1024 samples (estimated just under --request-mem-mb's
-#                 256 MiB; 152 nodes is refused with 422), which
+#                 256 MiB; 151 nodes is refused with 422), which
 #                 --request-cpu-ms cuts at 5 s ("stopped": true)
 #
 # and prints, for each: the daemon's resident memory (VmRSS) before, at
@@ -47,7 +47,7 @@ SLOW=1000
 BODY=600
 SECONDS_EACH=15
 BUSY_SECONDS=""
-BUSY_SIZE=256x151x1024
+BUSY_SIZE=256x150x1024
 POLICY=checkpoints/general.h5
 while [ $# -gt 0 ]; do
     case "$1" in
