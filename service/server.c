@@ -888,13 +888,20 @@ static void *reaper_main(void *arg) {
         pthread_cond_timedwait(&s->reaper_cv, &s->conn_lock, &until);
         uint64_t now = web_now_ns();
         int cut = 0;
-        for (conn_track *c = s->conns.next; c != &s->conns; c = c->next)
-            if (!c->cut && atomic_load(&c->state) != CT_WORKING &&
-                now - atomic_load(&c->since) > deadline) {
+        for (conn_track *c = s->conns.next; c != &s->conns; c = c->next) {
+            if (c->cut || atomic_load(&c->state) == CT_WORKING) continue;
+            /* since after state (track_set stores them in the other order,
+             * so an IDLE seen here comes with its own since), and since can
+             * be later than now: the connection's thread may have changed
+             * state after now was read (unsigned, now - since would wrap to
+             * ~584 years and cut a busy keep-alive connection) */
+            uint64_t since = atomic_load(&c->since);
+            if (since < now && now - since > deadline) {
                 if (c->fd >= 0) shutdown(c->fd, SHUT_RDWR);
                 c->cut = 1;
                 cut++;
             }
+        }
         if (cut) {
             long before = atomic_fetch_add(&s->cut_deadline, cut);
             pthread_mutex_unlock(&s->conn_lock);
