@@ -18,6 +18,17 @@
 #include "nets/params.h"
 #include "tests/shell.h"
 
+/* The agent tests' small cluster: a config's opening up to its types, a
+ * CPU and a GPU type of 8 units each (a job: follows). */
+#define AFX_SMALL_CLUSTER                                                                          \
+    "model: v1\n"                                                                                  \
+    "cluster:\n"                                                                                   \
+    "  types:\n"                                                                                   \
+    "    - {name: cpu, kind: cpu, flops: 1TFLOPS, io_bw: 10GB/s, net_bw: 1GB/s, mem: 100GB, "       \
+    "price: 1.0, count: 8}\n"                                                                      \
+    "    - {name: gpu, kind: gpu, flops: 10TFLOPS, io_bw: 1GB/s, net_bw: 2GB/s, mem: 16GB, "        \
+    "price: 3.0, count: 8}\n"
+
 /* afx_scratch puts root/name (root: the tests' scratch folder, usually
  * $STRATA_TMP) into dir and makes it a new, empty folder (the runs of an
  * earlier ctest are removed: `strata train` refuses to start a new run

@@ -44,11 +44,7 @@
 static char tmp[1024];
 
 static const char *JOB =
-    "model: v1\n"
-    "cluster:\n"
-    "  types:\n"
-    "    - {name: cpu, kind: cpu, flops: 1TFLOPS, io_bw: 10GB/s, net_bw: 1GB/s, mem: 100GB, price: 1.0, count: 8}\n"
-    "    - {name: gpu, kind: gpu, flops: 10TFLOPS, io_bw: 1GB/s, net_bw: 2GB/s, mem: 16GB, price: 3.0, count: 8}\n"
+    AFX_SMALL_CLUSTER
     "job:\n"
     "  name: six\n"
     "  batch: 100\n"

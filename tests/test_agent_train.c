@@ -48,12 +48,7 @@ static char tmp[1024], bin[1024], src[1024];
 
 static void path_in(char *out, size_t len, const char *name) { snprintf(out, len, "%s/%s", tmp, name); }
 
-static const char *SMALL_CLUSTER =
-    "model: v1\n"
-    "cluster:\n"
-    "  types:\n"
-    "    - {name: cpu, kind: cpu, flops: 1TFLOPS, io_bw: 10GB/s, net_bw: 1GB/s, mem: 100GB, price: 1.0, count: 8}\n"
-    "    - {name: gpu, kind: gpu, flops: 10TFLOPS, io_bw: 1GB/s, net_bw: 2GB/s, mem: 16GB, price: 3.0, count: 8}\n";
+static const char *SMALL_CLUSTER = AFX_SMALL_CLUSTER;
 
 static const char *SMALL_JOB =
     "job:\n"
