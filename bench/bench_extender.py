@@ -174,8 +174,9 @@ def main():
     t = time.monotonic()
     nodes = cluster_nodes(a.nodes)
     items = [n[3] for n in nodes]
+    # compact, as kube-scheduler's extender client writes it (Go's encoding/json)
     nodes_body = json.dumps({"Pod": None, "Nodes": {"metadata": {}, "items": items},
-                             "NodeNames": None}).encode()
+                             "NodeNames": None}, separators=(",", ":")).encode()
     per_node = (len(nodes_body) - 60) / len(items)
     names = [n[0] for n in nodes]
     registered = []
@@ -194,8 +195,9 @@ def main():
                                         "training.kubeflow.org/replica-index": "0"}},
                 "spec": {"schedulerName": "strata-scheduler"}}
 
-    nodes_body = nodes_body.replace(b'{"Pod": null', b'{"Pod": ' + json.dumps(pod("bulk")).encode(), 1)
-    names_body = json.dumps({"Pod": pod("bulk"), "Nodes": None, "NodeNames": names}).encode()
+    compact = {"separators": (",", ":")}
+    nodes_body = nodes_body.replace(b'{"Pod":null', b'{"Pod":' + json.dumps(pod("bulk"), **compact).encode(), 1)
+    names_body = json.dumps({"Pod": pod("bulk"), "Nodes": None, "NodeNames": names}, **compact).encode()
     if a.dump_body:
         with open(a.dump_body, "wb") as f:
             f.write(nodes_body)
