@@ -58,14 +58,6 @@ static int unexpected(jscan *s, const char *q, const char *want) {
     return jscan_fail(s, AT(q), "%s expected near %s", want, b);
 }
 
-/* JSON's whitespace: ' ', '\t', '\n', '\r' (all below '!'). */
-static inline const char *skip_ws(const char *p, const char *end) {
-    while (p < end && (unsigned char)*p <= ' ' &&
-           (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
-        p++;
-    return p;
-}
-
 /* The length of the well-formed UTF-8 character at q, or 0. */
 static size_t utf8_len(const unsigned char *q, const unsigned char *end) {
     unsigned c = q[0];
@@ -291,7 +283,7 @@ int jscan_skip(jscan *s) {
     int room = JSCAN_MAX_DEPTH - s->depth; /* values may sit at levels 1..room */
     open_stack st;
 value:
-    p = skip_ws(p, end);
+    p = jscan_skip_ws(p, end);
     if (depth + 1 > room) {
         char b[32];
         near(s, p, b, sizeof b);
@@ -308,7 +300,7 @@ value:
     case '{':
         st.bits[depth / 64] |= (uint64_t)1 << (depth % 64);
         depth++;
-        p = skip_ws(p + 1, end);
+        p = jscan_skip_ws(p + 1, end);
         if (p < end && *p == '}') {
             depth--;
             p++;
@@ -318,7 +310,7 @@ value:
     case '[':
         st.bits[depth / 64] &= ~((uint64_t)1 << (depth % 64));
         depth++;
-        p = skip_ws(p + 1, end);
+        p = jscan_skip_ws(p + 1, end);
         if (p < end && *p == ']') {
             depth--;
             p++;
@@ -341,7 +333,7 @@ key:
         int esc = 0;
         if (!(p = string_end(s, p, &esc))) return -1;
     }
-    p = skip_ws(p, end);
+    p = jscan_skip_ws(p, end);
     if (p >= end || *p != ':') return unexpected(s, p, "':'");
     p++;
     goto value;
@@ -350,11 +342,11 @@ after:
         s->p = p;
         return 0;
     }
-    p = skip_ws(p, end);
+    p = jscan_skip_ws(p, end);
     {
         int obj = (int)((st.bits[(depth - 1) / 64] >> ((depth - 1) % 64)) & 1);
         if (p < end && *p == ',') {
-            p = skip_ws(p + 1, end);
+            p = jscan_skip_ws(p + 1, end);
             if (obj) goto key;
             goto value;
         }

@@ -51,16 +51,21 @@ typedef struct {
 /* jscan_init puts the cursor at the start of text[len]. */
 void jscan_init(jscan *s, const char *text, size_t len);
 
+/* jscan_skip_ws returns the first byte at or after p (before end) that is
+ * not JSON's whitespace: ' ', '\t', '\n', '\r' (all below '!'). */
+static inline const char *jscan_skip_ws(const char *p, const char *end) {
+    while (p < end && (unsigned char)*p <= ' ' &&
+           (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
 /* jscan_peek skips whitespace and returns the next byte ('{', '[', '"',
  * 't', '-', ...), leaving the cursor on it; -1 at the end of the text.
  * Inline: the extender's reader peeks some two million times a call. */
 static inline int jscan_peek(jscan *s) {
-    const char *p = s->p, *end = s->end;
-    while (p < end && (unsigned char)*p <= ' ' &&
-           (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
-        p++;
-    s->p = p;
-    return p < end ? (unsigned char)*p : -1;
+    s->p = jscan_skip_ws(s->p, s->end);
+    return s->p < s->end ? (unsigned char)*s->p : -1;
 }
 
 /* jscan_skip validates the value at the cursor and moves past it. Returns
