@@ -970,7 +970,7 @@ void agent_rollout_drop(agent_rollout *r, int b) {
 }
 
 void agent_rollout_drop_type(agent_rollout *r, int b) {
-    for (int t = 0; t < r->T; t++) r->action[(size_t)t * r->B + b] = -1;
+    agent_rollout_drop_type_before(r, b, r->T);
 }
 
 void agent_rollout_drop_type_before(agent_rollout *r, int b, int c) {

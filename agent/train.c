@@ -56,6 +56,10 @@ typedef struct {
 #define TR_OUTCOME_DOUBLES ((int)(sizeof(tr_outcome) / sizeof(double)))
 _Static_assert(sizeof(tr_outcome) == 7 * sizeof(double), "tr_outcome is doubles only");
 
+/* The exact solver's budget for a drawn instance and for a DAgger
+ * completion (wide-family jobs of 40+ layers can take seconds). */
+#define TR_EXACT_BUDGET_MS 5000
+
 /* The DAgger episode of one local instance in a step (tc->dagger > 0). */
 typedef struct {
     int cut;     /* c: layers < c keep the policy's types, the rest the exact
@@ -147,7 +151,7 @@ static int solve_costs(tr_inst *in, int reference) {
     if (!res) return -1;
     solve_opts o;
     solve_opts_default(&o);
-    o.budget_ms = 5000;
+    o.budget_ms = TR_EXACT_BUDGET_MS;
     int st = solve_run(job, in->ai.cl, &o, res);
     if (st != 0) {
         /* SOLVE_ERROR here is the exact solver refusing the instance (too
@@ -586,7 +590,7 @@ typedef struct {
 
 /* dag_solve_fn completes the greedy plan of the k-th greedy episode's
  * instance from its cut: the cheapest plan that keeps the policy's types
- * before the cut (solve_run_fixed, the drawing's budget). No completion
+ * before the cut (solve_run_fixed, TR_EXACT_BUDGET_MS). No completion
  * (none feasible, none found in time, too many candidates): no episode. */
 static void dag_solve_fn(void *ctx, int k, int w) {
     (void)w;
@@ -604,7 +608,7 @@ static void dag_solve_fn(void *ctx, int k, int w) {
     for (int l = 0; l < L; l++) dg->plan[l] = l < dg->cut ? dg->greedy[l] : -1;
     solve_opts o;
     solve_opts_default(&o);
-    o.budget_ms = 5000;
+    o.budget_ms = TR_EXACT_BUDGET_MS;
     int rc = solve_run_fixed(ai->job, ai->cl, &o, dg->plan, res);
     if (rc == 0) memcpy(dg->plan, res->assign, (size_t)L * sizeof *dg->plan);
     else dg->cut = -1;
@@ -1315,7 +1319,7 @@ int agent_train_dagger(const agent_trainer *t, int i, int *cut, const int **gree
     const float *probs;
     agent_rollout_type_steps(t->ro, &T, &K, &action, &mask, &probs);
     int B = agent_rollout_episodes(t->ro);
-    const model_job *job = t->tc->mode == AGENT_MODE_SEARCH ? t->problem.ai.job : t->ai[i].job;
+    const model_job *job = t->ai[i].job; /* search mode: t->ai[0] is the problem */
     for (int l = 0; l < job->n_layers; l++) actions[l] = l < T ? action[(size_t)l * B + dg->b] : -1;
     return 0;
 }
