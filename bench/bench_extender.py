@@ -18,6 +18,15 @@ The cluster: 250 p4d.24xlarge (8 A100), 250 g5.12xlarge (4 A10G), 500
 r5n.24xlarge (CPU, 2 units of 48 cpus) and 4,000 m5.xlarge that are no
 type of the job's, over three zones. The first call of each form (which
 builds the job's inventory) is printed apart; then N calls of each verb.
+
+In the Nodes form each call's body is new, as kube-scheduler's are in a
+busy cluster: the pod alternates between workers 0 and 1, the node list
+starts at another node each call (kube-scheduler's round-robin start,
+nextStartNodeIndex), and --changed K nodes (default 10) have a new
+resourceVersion and heartbeat time (kubelets report status every few
+minutes: some 17 nodes a second in a 5,000-node cluster). --same sends the
+same body every call (the figures of earlier sessions); --changed 5000
+changes every node (nothing of the last body is reused: the worst case).
 CPU ms per call is the daemon's user + system time (/proc/PID/stat) over
 the calls, divided by N; wall ms per call is what the client saw, transfer
 included; faults/call is the daemon's minor page faults (/proc/PID/stat),
@@ -26,16 +35,19 @@ timeout and the daemon is stopped at the end.
 
   /usr/bin/python3 bench/bench_extender.py [--bin build/strata] [--nodes 5000]
                                            [--calls N] [--names-calls N]
-                                           [--dump-body FILE]
+                                           [--changed K | --same] [--dump-body FILE]
 
 --dump-body writes the Nodes-form body and stops: bench/bench_karead.c
-reads it as the daemon does, for instruction counts under callgrind.
+reads it as the daemon does, for instruction counts under callgrind. It
+also writes FILE.next, two calls later (unless --same): `bench_karead
+FILE.next 10 FILE` times the read of a new body against the one before.
 """
 import argparse
 import copy
 import http.client
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -149,16 +161,50 @@ def request(conn, method, path, body):
     return data
 
 
-def measure(pid, port, verb, body, calls):
-    """(cpu ms, wall ms, minor page faults) per call over `calls` calls."""
+def measure(pid, port, verb, bodies, calls):
+    """(cpu ms, wall ms, minor page faults) per call over `calls` calls;
+    bodies(i) is call i's body, made before the call's clock starts."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     hz = os.sysconf("SC_CLK_TCK")
-    c0, w0, f0 = cpu_ticks(pid), time.monotonic(), minor_faults(pid)
-    for _ in range(calls):
+    cpu = wall = faults = 0
+    for i in range(calls):
+        body = bodies(i)
+        c0, w0, f0 = cpu_ticks(pid), time.monotonic(), minor_faults(pid)
         request(conn, "POST", "/k8s/" + verb, body)
-    c1, w1, f1 = cpu_ticks(pid), time.monotonic(), minor_faults(pid)
+        cpu += cpu_ticks(pid) - c0
+        wall += time.monotonic() - w0
+        faults += minor_faults(pid) - f0
     conn.close()
-    return (c1 - c0) * 1000.0 / hz / calls, (w1 - w0) * 1000.0 / calls, (f1 - f0) / calls
+    return cpu * 1000.0 / hz / calls, wall * 1000.0 / calls, faults / calls
+
+
+def nodes_bodies(items, pods, changed, same):
+    """bodies(i) for the Nodes form: call i's ExtenderArgs (see the top)."""
+    compact = {"separators": (",", ":")}
+    raw = [json.dumps(d, **compact).encode() for d in items]
+    pod_bytes = [json.dumps(p, **compact).encode() for p in pods]
+    rng = random.Random(7)
+    version = [0]
+
+    def body(i):
+        if same:
+            k, node_bytes, pod = 0, raw, pod_bytes[0]
+        else:
+            k = rng.randrange(len(raw))
+            node_bytes = list(raw)
+            for j in rng.sample(range(len(raw)), min(changed, len(raw))):
+                version[0] += 1
+                d = copy.deepcopy(items[j])
+                d["metadata"]["resourceVersion"] = str(10 ** 6 + version[0])
+                for c in d["status"]["conditions"]:
+                    c["lastHeartbeatTime"] = "2024-03-01T10:%02d:%02dZ" % (version[0] // 60 % 60,
+                                                                           version[0] % 60)
+                node_bytes[j] = raw[j] = json.dumps(d, **compact).encode()
+                items[j] = d
+            pod = pod_bytes[i % len(pod_bytes)]
+        return b"".join([b'{"Pod":', pod, b',"Nodes":{"metadata":{},"items":[',
+                         b",".join(node_bytes[k:] + node_bytes[:k]), b']},"NodeNames":null}'])
+    return body
 
 
 def main():
@@ -167,6 +213,10 @@ def main():
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--calls", type=int, default=3, help="Nodes-form calls per verb")
     ap.add_argument("--names-calls", type=int, default=200, help="NodeNames-form calls per verb")
+    ap.add_argument("--changed", type=int, default=10,
+                    help="Nodes form: nodes with a new resourceVersion each call")
+    ap.add_argument("--same", action="store_true",
+                    help="Nodes form: the same body every call (no rotation, no change)")
     ap.add_argument("--dump-body", metavar="FILE",
                     help="write the Nodes-form body to FILE and stop (for bench/bench_karead.c)")
     a = ap.parse_args()
@@ -188,11 +238,11 @@ def main():
           "generated in %.1f s" % (len(items), len(registered), len(nodes_body) / 1e6,
                                    per_node / 1e3, time.monotonic() - t))
 
-    def pod(job):
-        return {"metadata": {"name": job + "-worker-0", "namespace": "default",
+    def pod(job, index=0):
+        return {"metadata": {"name": "%s-worker-%d" % (job, index), "namespace": "default",
                              "labels": {"training.kubeflow.org/job-name": job,
                                         "training.kubeflow.org/replica-type": "worker",
-                                        "training.kubeflow.org/replica-index": "0"}},
+                                        "training.kubeflow.org/replica-index": str(index)}},
                 "spec": {"schedulerName": "strata-scheduler"}}
 
     compact = {"separators": (",", ":")}
@@ -201,6 +251,11 @@ def main():
     if a.dump_body:
         with open(a.dump_body, "wb") as f:
             f.write(nodes_body)
+        if not a.same:  # and the next call's, as the Nodes form's calls go
+            bodies = nodes_bodies(items, [pod("bulk", 0), pod("bulk", 1)], a.changed, a.same)
+            bodies(0)
+            with open(a.dump_body + ".next", "wb") as f:
+                f.write(bodies(1))
         return
 
     proc = subprocess.Popen([a.bin, "serve", "--listen", "127.0.0.1:0", "--threads", "1",
@@ -218,8 +273,10 @@ def main():
         print("registration (plans the job on 1,000 nodes): %.0f ms wall" %
               ((time.monotonic() - t) * 1000.0))
         print("form       verb        body      first call   CPU ms/call  wall ms/call  calls  faults/call")
-        for form, body, calls in (("Nodes", nodes_body, a.calls),
-                                  ("NodeNames", names_body, a.names_calls)):
+        varied = nodes_bodies(items, [pod("bulk", 0), pod("bulk", 1)], a.changed, a.same)
+        for form, body, calls, bodies in (
+                ("Nodes", nodes_body, a.calls, varied),
+                ("NodeNames", names_body, a.names_calls, lambda i: names_body)):
             conn.close()  # a fresh connection: the last one may have idled out
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
             c0, w0 = cpu_ticks(proc.pid), time.monotonic()
@@ -230,7 +287,7 @@ def main():
             never = len(out.get("FailedAndUnresolvableNodes") or {})
             busy = len(out.get("FailedNodes") or {})
             for verb in ("filter", "prioritize"):
-                cpu, wall, faults = measure(proc.pid, port, verb, body, calls)
+                cpu, wall, faults = measure(proc.pid, port, verb, bodies, calls)
                 print("%-10s %-10s %6.1f MB  %5.0f/%5.0f ms  %10.1f  %12.1f  %5d  %11.0f" %
                       (form, verb, len(body) / 1e6, first_cpu, first_wall, cpu, wall, calls,
                        faults))
@@ -242,6 +299,12 @@ def main():
         st = json.loads(conn.getresponse().read())["extender"]
         print("job bulk: planned %s, plan_from %s, %d nodes seen" % (st.get("planned"), st.get("plan_from"),
                                                               st.get("nodes_seen", 0)))
+        conn.request("GET", "/metrics")
+        page = conn.getresponse().read().decode()
+        got = {l.split('"')[1]: int(l.split()[-1]) for l in page.splitlines()
+               if l.startswith("strata_extender_nodes_total{")}
+        print("Node objects matched to the last body's bytes: %d, read in full: %d" %
+              (got.get("reused", 0), got.get("read", 0)))
         conn.close()
         with open("/proc/%d/status" % proc.pid) as f:
             hwm = [l.split()[1] for l in f if l.startswith("VmHWM")]

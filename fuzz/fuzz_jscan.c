@@ -18,7 +18,12 @@
  *   when it accepts    Pod and NodeNames equal get_ci's values in jansson's
  *                      tree, Nodes.items has as many elements, and each
  *                      kept node's slim object (ka_node_json), name and raw
- *                      bytes equal what the tree gives (ka_slim).
+ *                      bytes equal what the tree gives (ka_slim);
+ *   and again          with that read as prev (ka_memo), the same text and
+ *                      a variant (one byte changed, or the first two nodes
+ *                      swapped: a node list in another order) must read as
+ *                      they read without prev: the same answer or error,
+ *                      every node's fields at the same offsets.
  *
  * Any difference aborts (a finding). Seeds: fuzz/corpus/jscan/
  * (ExtenderArgs in both forms, Node objects as tests/kube_nodes.py writes
@@ -95,6 +100,45 @@ static void compare(ka_args *a, json_t *root) {
     }
 }
 
+static size_t off(const ka_slice *sl, const char *body) {
+    return sl->p ? (size_t)(sl->p - body) : (size_t)-1;
+}
+
+static int same_str(const char *a, const char *b) {
+    return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* Reads text[size] with prev and without: they must agree. */
+static void with_prev(const char *text, size_t size, const ka_args *prev) {
+    ka_args a, b;
+    char ea[512] = "", eb[512] = "";
+    int ra = ka_read(text, size, 64, prev, &a, ea, sizeof ea);
+    int rb = ka_read(text, size, 64, NULL, &b, eb, sizeof eb);
+    if (ra != rb || strcmp(ea, eb)) FINDING("with prev %d (%s), without %d (%s)", ra, ea, rb, eb);
+    if (ra == KA_OK) {
+        if (a.n != b.n || a.kept != b.kept) FINDING("with prev %d/%d nodes, without %d/%d",
+                                                    a.n, a.kept, b.n, b.kept);
+        for (int i = 0; i < a.kept; i++) {
+            const ka_node *x = &a.nodes[i], *y = &b.nodes[i];
+            if (off(&x->raw, text) != off(&y->raw, text) || x->raw.len != y->raw.len ||
+                x->is_object != y->is_object || x->md_exact != y->md_exact ||
+                x->has_md != y->has_md || x->has_status != y->has_status ||
+                off(&x->labels, text) != off(&y->labels, text) ||
+                x->labels.len != y->labels.len ||
+                off(&x->annotations, text) != off(&y->annotations, text) ||
+                x->annotations.len != y->annotations.len ||
+                off(&x->allocatable, text) != off(&y->allocatable, text) ||
+                x->allocatable.len != y->allocatable.len || !same_str(x->name, y->name) ||
+                !same_str(x->rv, y->rv))
+                FINDING("item %d: with prev, another read", i);
+        }
+    }
+    ka_free(&a);
+    ka_free(&b);
+}
+
+static void no_release(void *ud) { (void)ud; }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size ? size : 1);
     if (!text) return 0;
@@ -113,7 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     ka_args a;
     char err[512] = "";
-    int rc = ka_read(text, size, 64, &a, err, sizeof err);
+    int rc = ka_read(text, size, 64, NULL, &a, err, sizeof err);
     json_t *strict = json_loadb(text, size, JSON_REJECT_DUPLICATES, &je);
     json_t *loose = json_loadb(text, size, 0, &je);
     if (rc != KA_OK && rc != KA_BAD) FINDING("ka_read returned %d (%s)", rc, err);
@@ -121,6 +165,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!nul && json_is_object(strict) && rc != KA_OK) FINDING("ka_read refuses an object: %s", err);
     if (rc == KA_OK && !json_is_object(loose)) FINDING("ka_read accepts what jansson refuses");
     if (rc == KA_OK) compare(&a, loose);
+    if (rc == KA_OK && a.kept > 0) {
+        ka_memo *m = ka_memo_create();
+        if (m && ka_memo_set(m, &a, no_release, NULL) == 0) {
+            const ka_args *prev = ka_memo_get(m);
+            with_prev(text, size, prev);
+            char *v = malloc(size);
+            if (v) {
+                /* one byte changed, at a place and to a value the input picks */
+                memcpy(v, text, size);
+                size_t at = ((size_t)data[0] * 131 + data[size - 1]) % size;
+                v[at] = (char)(v[at] ^ (data[size / 2] | 1));
+                with_prev(v, size, prev);
+                /* the first two nodes swapped: ...[A,B... -> ...[B,A... */
+                const ka_node *n0 = &prev->nodes[0], *n1 = prev->kept > 1 ? &prev->nodes[1] : NULL;
+                if (n1 && n1->raw.p == n0->raw.p + n0->raw.len + 1) {
+                    size_t at0 = (size_t)(n0->raw.p - text);
+                    memcpy(v, text, size);
+                    memcpy(v + at0, n1->raw.p, n1->raw.len);
+                    v[at0 + n1->raw.len] = ',';
+                    memcpy(v + at0 + n1->raw.len + 1, n0->raw.p, n0->raw.len);
+                    with_prev(v, size, prev);
+                }
+                free(v);
+            }
+            ka_memo_put(m, prev);
+        }
+        ka_memo_free(m);
+    }
     ka_free(&a);
     json_decref(strict);
     json_decref(loose);

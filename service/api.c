@@ -1131,7 +1131,7 @@ done:
 /* The extender's view of the API's environment, for k8s_fix_plan. */
 static k8s_env k8s_of(const api_env *env) {
     return (k8s_env){env->policy, env->jobs, env->limits, env->max_budget_ms,
-                     env->request_cpu_ms, env->request_mem_bytes, env->state, NULL, NULL};
+                     env->request_cpu_ms, env->request_mem_bytes, env->state, NULL, NULL, NULL};
 }
 
 /* PUT /v1/jobs/{key}: validates the document, fixes the job's plan on its

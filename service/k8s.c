@@ -282,15 +282,30 @@ static void args_free(ext_args *a) {
     free(a->c);
 }
 
+/* Frees *a at the end of a call that answered from it. A Nodes-form read
+ * whose body the server lets go (req->keep) becomes instead the one the
+ * next call's nodes are matched against (env->last_nodes). */
+static void args_done(const k8s_env *env, const web_request *req, ext_args *a) {
+    void (*release)(void *) = NULL;
+    void *ud = NULL;
+    if (env->last_nodes && a->nodes_form && a->ka.kept > 0 && req->keep &&
+        req->keep(req->keep_ud, &release, &ud))
+        ka_memo_set(env->last_nodes, &a->ka, release, ud);
+    args_free(a);
+}
+
 /* Parses ExtenderArgs from the request's body (which must outlive *a: the
  * nodes point into it); returns RJ_OK, or RJ_BAD with a message naming the
  * field (the line and column of malformed JSON), or RJ_NOMEM. The checks
  * come in the order the whole-tree parse made them. */
-static int parse_args(const web_request *req, ext_args *a, char *err,
+static int parse_args(const k8s_env *env, const web_request *req, ext_args *a, char *err,
                       size_t errlen) {
     memset(a, 0, sizeof *a);
-    int rc = ka_read(req->body, req->body_len, K8S_MAX_CANDIDATES, &a->ka, err, errlen);
+    const ka_args *prev = ka_memo_get(env->last_nodes);
+    int rc = ka_read(req->body, req->body_len, K8S_MAX_CANDIDATES, prev, &a->ka, err, errlen);
+    ka_memo_put(env->last_nodes, prev);
     if (rc != KA_OK) return rc == KA_NOMEM ? RJ_NOMEM : -1;
+    ka_memo_count(env->last_nodes, &a->ka);
     char d[96];
     a->pod = a->ka.pod;
     if (!json_is_object(a->pod)) {
@@ -1049,7 +1064,7 @@ static int fits(const pod_plan *pp, const candidate *c, char *why, size_t whylen
 static int begin(const k8s_env *env, const web_request *req, web_reply *rep, ext_args *a,
                  pod_plan *pp) {
     char err[1024];
-    int rc = parse_args(req, a, err, sizeof err);
+    int rc = parse_args(env, req, a, err, sizeof err);
     if (rc != RJ_OK) {
         web_reply_error(rep, rc == RJ_NOMEM ? 500 : 400, "%s", err);
         args_free(a);
@@ -1208,7 +1223,7 @@ void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
         free(never.b);
         if (rc < 0) web_reply_error(rep, 500, "out of memory");
         if (rc <= 0) {
-            args_free(&a);
+            args_done(env, req, &a);
             return;
         }
     } else if (rep_n < 0) {
@@ -1265,7 +1280,7 @@ void k8s_filter(const k8s_env *env, const web_request *req, web_reply *rep) {
     free(keep);
     snprintf(rep->note, sizeof rep->note, "%.200s; kept %d of %d", pp.note, a.n - n_failed,
              a.n);
-    args_free(&a);
+    args_done(env, req, &a);
 }
 
 void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep) {
@@ -1302,7 +1317,7 @@ void k8s_prioritize(const k8s_env *env, const web_request *req, web_reply *rep) 
         web_reply_take(rep, 200, t.b, t.n);
     }
     snprintf(rep->note, sizeof rep->note, "%.250s", pp.note);
-    args_free(&a);
+    args_done(env, req, &a);
 }
 
 void k8s_bind(const k8s_env *env, const web_request *req, web_reply *rep) {

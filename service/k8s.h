@@ -52,6 +52,7 @@
 #include "env/import.h"
 #include "service/decide.h"
 #include "service/jobs.h"
+#include "service/k8sargs.h"
 #include "service/kubeapi.h"
 #include "service/policy_slot.h"
 #include "service/runjson.h"
@@ -93,6 +94,7 @@ typedef struct {
     const imp_catalogue *catalogue; /* NULL, or instance types and GPU products
                                        (configs/catalogue/instances.yaml) */
     const kapi_client *kube; /* NULL, or the API server the bind verb binds through */
+    ka_memo *last_nodes;  /* NULL, or the last Nodes-form body and its read (ka_read's prev) */
 } k8s_env;
 
 /* The handlers of POST /k8s/filter and POST /k8s/prioritize. */

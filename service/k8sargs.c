@@ -8,10 +8,13 @@
  * validated in full, and any object or array among them goes through
  * json_loadb with JSON_REJECT_DUPLICATES too, so that the parts strata
  * reads are refused exactly as jansson refused the whole body. The rest
- * is skipped.
+ * is skipped. A Node whose bytes are those of a node of the previous body
+ * (ka_memo) is not walked: its read is copied from there (take_prev).
  */
 #include "service/k8sargs.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,9 @@ typedef struct {
     size_t used, room;
     int max_items;
     int nomem;
+    const ka_args *prev;  /* an earlier read to take unchanged nodes from, or NULL */
+    int prev_next;        /* the prev node after the last one taken: tried first */
+    int reused;           /* nodes taken from prev */
 } reader;
 
 /* What one Nodes (or items) value held. */
@@ -138,6 +144,18 @@ static int take_flat(reader *r, ka_slice *out, jscan_keys *keys) {
     return 0;
 }
 
+/* Makes room for len + 1 more bytes in the arena: 0, or -1. */
+static int arena_room(reader *r, size_t len) {
+    if (r->room - r->used >= len + 1) return 0;
+    size_t room = r->room ? 2 * r->room : 65536;
+    while (room - r->used < len + 1) room *= 2;
+    char *b = realloc(r->arena, room);
+    if (!b) return nomem(r);
+    r->arena = b;
+    r->room = room;
+    return 0;
+}
+
 /* Reads the string value at the cursor into the arena: its offset + 1, or
  * 0 when the value is no string (validated all the same); -1 on error. */
 static long long take_string(reader *r) {
@@ -145,17 +163,22 @@ static long long take_string(reader *r) {
     if (jscan_peek(s) != '"') return take_value(r, NULL) ? -1 : 0;
     jscan_str str;
     if (jscan_string(s, &str)) return -1;
-    if (r->room - r->used < str.len + 1) { /* decoded, a string is never longer */
-        size_t room = r->room ? 2 * r->room : 65536;
-        while (room - r->used < str.len + 1) room *= 2;
-        char *b = realloc(r->arena, room);
-        if (!b) return nomem(r);
-        r->arena = b;
-        r->room = room;
-    }
+    if (arena_room(r, str.len)) return -1; /* decoded, a string is never longer */
     size_t at = r->used;
     size_t n = jscan_decode(&str, r->arena + at, str.len + 1);
     r->used += n + 1;
+    return (long long)at + 1;
+}
+
+/* Copies the NUL-terminated str into the arena: its offset + 1 (0 for
+ * NULL), or -1. */
+static long long arena_copy(reader *r, const char *str) {
+    if (!str) return 0;
+    size_t len = strlen(str);
+    if (arena_room(r, len)) return -1;
+    size_t at = r->used;
+    memcpy(r->arena + at, str, len + 1);
+    r->used += len + 1;
     return (long long)at + 1;
 }
 
@@ -270,6 +293,75 @@ static int read_node(reader *r, ka_node *n) {
     return 0;
 }
 
+/* Says whether node o of prev (an object) stands byte for byte at the
+ * cursor. */
+static int same_bytes(const jscan *s, const ka_node *o) {
+    return o->is_object && (size_t)(s->end - s->p) >= o->raw.len &&
+           s->p[o->raw.len - 1] == o->raw.p[o->raw.len - 1] &&
+           !memcmp(s->p, o->raw.p, o->raw.len);
+}
+
+/* The name a Node object at the cursor gives in its first bytes
+ * ("metadata":{"name":"...", as Go and the Kubernetes clients write it),
+ * or NULL. Only a hint of which node of prev to compare with: the bytes
+ * decide. */
+static const char *name_hint(const jscan *s, size_t *len) {
+    static const char key[] = "\"metadata\":{\"name\":\"";
+    size_t look = (size_t)(s->end - s->p) < 512 ? (size_t)(s->end - s->p) : 512;
+    const char *k = memmem(s->p, look, key, sizeof key - 1);
+    if (!k) return NULL;
+    const char *name = k + sizeof key - 1;
+    const char *q = memchr(name, '"', (size_t)(s->end - name) < 512 ? (size_t)(s->end - name) : 512);
+    if (!q || memchr(name, '\\', (size_t)(q - name))) return NULL;
+    *len = (size_t)(q - name);
+    return name;
+}
+
+/* Takes the Node object at the cursor from prev when its bytes are those
+ * of prev's node at r->prev_next (kube-scheduler keeps its order between
+ * calls, mostly) or of prev's node of the same name: *n becomes that node's
+ * read with its slices moved to the new bytes, and the cursor moves past
+ * it. Returns 1 when taken, 0 when not (nothing moved), -1 out of memory. */
+static int take_prev(reader *r, ka_node *n) {
+    const ka_args *pv = r->prev;
+    jscan *s = &r->s;
+    if (!pv || jscan_peek(s) != '{') return 0;
+    const ka_node *o = NULL;
+    if (r->prev_next < pv->kept && same_bytes(s, &pv->nodes[r->prev_next])) {
+        o = &pv->nodes[r->prev_next];
+    } else if (pv->index) {
+        size_t len = 0;
+        const char *name = name_hint(s, &len);
+        json_t *at = name ? json_object_getn(pv->index, name, len) : NULL;
+        json_int_t j = json_integer_value(at);
+        if (at && j >= 0 && j < pv->kept && same_bytes(s, &pv->nodes[j])) o = &pv->nodes[j];
+    }
+    if (!o) return 0;
+    long long name_at = arena_copy(r, o->name), rv_at = name_at < 0 ? -1 : arena_copy(r, o->rv);
+    if (rv_at < 0) return -1;
+    *n = *o;
+    n->slim = NULL;
+    n->name = n->rv = NULL;
+    n->name_at = (size_t)name_at;
+    n->rv_at = (size_t)rv_at;
+    ka_slice *sl[] = {&n->raw, &n->labels, &n->annotations, &n->allocatable};
+    for (size_t i = 0; i < sizeof sl / sizeof *sl; i++)
+        if (sl[i]->p) sl[i]->p = s->p + (sl[i]->p - o->raw.p);
+    s->p += o->raw.len;
+    r->prev_next = (int)(o - pv->nodes) + 1;
+    r->reused++;
+    return 1;
+}
+
+/* After node n was read in full: the next node is first compared with the
+ * one after n's namesake in prev (a node changed, or kube-scheduler began
+ * its list at another node: the order holds from there). */
+static void resync(reader *r, const ka_node *n) {
+    if (!r->prev || !r->prev->index || !n->name_at) return;
+    json_t *at = json_object_get(r->prev->index, r->arena + n->name_at - 1);
+    if (at) r->prev_next = (int)json_integer_value(at) + 1;
+}
+
 /* Nodes.items: an array of Node objects, else any value. */
 static int read_items(reader *r, nodes_read *out) {
     jscan *s = &r->s;
@@ -296,7 +388,9 @@ static int read_items(reader *r, nodes_read *out) {
             out->cap = cap;
         }
         out->n = i; /* the nodes before this one are complete */
-        if (read_node(r, &out->nodes[i])) return -1;
+        int took = take_prev(r, &out->nodes[i]);
+        if (took < 0 || (!took && read_node(r, &out->nodes[i]))) return -1;
+        if (!took) resync(r, &out->nodes[i]);
     }
     if (rc < 0) return -1;
     out->n = i;
@@ -353,8 +447,8 @@ static void set_err(reader *r, char *err, size_t errlen) {
     jscan_message(&r->s, err, errlen);
 }
 
-int ka_read(const char *body, size_t len, int max_items, ka_args *a, char *err,
-            size_t errlen) {
+int ka_read(const char *body, size_t len, int max_items, const ka_args *prev, ka_args *a,
+            char *err, size_t errlen) {
     memset(a, 0, sizeof *a);
     if (len == 0) {
         snprintf(err, errlen, "empty body: expected a JSON object");
@@ -363,6 +457,7 @@ int ka_read(const char *body, size_t len, int max_items, ka_args *a, char *err,
     reader r;
     memset(&r, 0, sizeof r);
     r.max_items = max_items > 0 ? max_items : 1;
+    r.prev = prev;
     jscan *s = &r.s;
     jscan_init(s, body, len);
     int c = jscan_peek(s);
@@ -433,6 +528,7 @@ done:
         a->n = use->n;
         a->kept = use->n < use->cap ? use->n : use->cap;
         a->nodes = use->nodes;
+        a->reused = r.reused;
         memset(use, 0, sizeof *use);
     }
     a->arena = r.arena; /* complete: the nodes' strings can point into it */
@@ -530,5 +626,106 @@ void ka_free(ka_args *a) {
     for (int i = 0; a->nodes && i < a->kept; i++) json_decref(a->nodes[i].slim);
     free(a->nodes);
     free(a->arena);
+    json_decref(a->index);
     memset(a, 0, sizeof *a);
+}
+
+/* ---- the last body, kept ------------------------------------------------------------- */
+
+/* A read with the body it points into; a (first) is what callers see. */
+typedef struct {
+    ka_args a;
+    int refs;                  /* the memo's own, plus one per ka_memo_get */
+    void (*release)(void *ud); /* gives the body back */
+    void *ud;
+} held;
+
+struct ka_memo {
+    pthread_mutex_t lock;      /* guards cur and every held's refs */
+    held *cur;                 /* the read ka_memo_get hands out, or NULL */
+    atomic_ulong reused, read; /* ka_memo_count's sums */
+};
+
+static void held_free(held *h) {
+    if (!h) return;
+    ka_free(&h->a);
+    h->release(h->ud);
+    free(h);
+}
+
+ka_memo *ka_memo_create(void) {
+    ka_memo *m = calloc(1, sizeof *m);
+    if (m && pthread_mutex_init(&m->lock, NULL)) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void ka_memo_free(ka_memo *m) {
+    if (!m) return;
+    held_free(m->cur);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+const ka_args *ka_memo_get(ka_memo *m) {
+    if (!m) return NULL;
+    pthread_mutex_lock(&m->lock);
+    held *h = m->cur;
+    if (h) h->refs++;
+    pthread_mutex_unlock(&m->lock);
+    return h ? &h->a : NULL;
+}
+
+/* Drops one reference of h; frees it (outside the lock) at the last. */
+static void held_put(ka_memo *m, held *h) {
+    pthread_mutex_lock(&m->lock);
+    int last = --h->refs == 0;
+    pthread_mutex_unlock(&m->lock);
+    if (last) held_free(h);
+}
+
+void ka_memo_put(ka_memo *m, const ka_args *a) {
+    if (m && a) held_put(m, (held *)(void *)a); /* a is the first member of its held */
+}
+
+int ka_memo_set(ka_memo *m, ka_args *a, void (*release)(void *ud), void *ud) {
+    held *h = m ? calloc(1, sizeof *h) : NULL;
+    json_t *index = h ? json_object() : NULL;
+    for (int i = 0; index && i < a->kept; i++)
+        if (a->nodes[i].name &&
+            json_object_set_new_nocheck(index, a->nodes[i].name, json_integer(i)))
+            json_decref(index), index = NULL;
+    if (!index) {
+        free(h);
+        release(ud);
+        return -1;
+    }
+    h->a = *a;
+    memset(a, 0, sizeof *a);
+    h->a.index = index;
+    json_decref(h->a.pod), h->a.pod = NULL; /* only the nodes are read again */
+    json_decref(h->a.names), h->a.names = NULL;
+    for (int i = 0; i < h->a.kept; i++) json_decref(h->a.nodes[i].slim), h->a.nodes[i].slim = NULL;
+    h->refs = 1;
+    h->release = release;
+    h->ud = ud;
+    pthread_mutex_lock(&m->lock);
+    held *old = m->cur;
+    m->cur = h;
+    pthread_mutex_unlock(&m->lock);
+    if (old) held_put(m, old);
+    return 0;
+}
+
+void ka_memo_count(ka_memo *m, const ka_args *a) {
+    if (!m) return;
+    atomic_fetch_add(&m->reused, (unsigned long)a->reused);
+    atomic_fetch_add(&m->read, (unsigned long)(a->kept - a->reused));
+}
+
+void ka_memo_counts(ka_memo *m, unsigned long *reused, unsigned long *read) {
+    *reused = m ? atomic_load(&m->reused) : 0;
+    *read = m ? atomic_load(&m->read) : 0;
 }

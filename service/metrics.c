@@ -169,14 +169,21 @@ char *metrics_render(metrics *m, const metrics_extra *x, size_t *len) {
                 "strata_body_buffers_total{source=\"new\"} %llu\n"
                 "strata_body_buffers_total{source=\"reused\"} %llu\n"
                 "# HELP strata_plan_memo_entries Answers the plan memo holds.\n"
-                "# TYPE strata_plan_memo_entries gauge\nstrata_plan_memo_entries %d\n",
+                "# TYPE strata_plan_memo_entries gauge\nstrata_plan_memo_entries %d\n"
+                "# HELP strata_extender_nodes_total Node objects of the extender's Nodes "
+                "form matched byte for byte to the last body's (reused) or read in full "
+                "(read).\n"
+                "# TYPE strata_extender_nodes_total counter\n"
+                "strata_extender_nodes_total{result=\"reused\"} %llu\n"
+                "strata_extender_nodes_total{result=\"read\"} %llu\n",
                 (unsigned long long)x->reloads_ok, (unsigned long long)x->reloads_failed,
                 x->inflight, x->jobs, (unsigned long long)x->cache_hits,
                 (unsigned long long)x->cache_misses, x->cache_entries,
                 (unsigned long long)x->memo_hits, (unsigned long long)x->memo_misses,
                 (unsigned long long)x->cluster_hits, (unsigned long long)x->cluster_misses,
                 (unsigned long long)x->body_bufs_new, (unsigned long long)x->body_bufs_reused,
-                x->memo_entries);
+                x->memo_entries, (unsigned long long)x->k8s_nodes_reused,
+                (unsigned long long)x->k8s_nodes_read);
     }
     if (fclose(f) != 0) {
         free(buf);

@@ -69,6 +69,7 @@ typedef struct {
     uint64_t cluster_hits, cluster_misses; /* /v1/place clusters known by their bytes */
     uint64_t body_bufs_new, body_bufs_reused; /* large body buffers mapped, or the spare */
     int memo_entries;                /* answers the plan memo holds */
+    uint64_t k8s_nodes_reused, k8s_nodes_read; /* extender Nodes matched to the last body, or read */
 } metrics_extra;
 
 /* metrics_render writes the page into a new malloc'd string (*len bytes,

@@ -272,6 +272,38 @@ static void body_copy(char *d, const char *src, size_t n) {
 #endif
 }
 
+/* A body buffer a handler kept (body_keep): a mapping (map bytes, for
+ * spare_give) or malloc'd (map 0). */
+typedef struct {
+    srv_server *s;
+    char *buf;
+    size_t map;
+} kept_body;
+
+static void kept_release(void *ud) {
+    kept_body *k = ud;
+    if (k->map) spare_give(k->s, k->buf, k->map);
+    else free(k->buf);
+    free(k);
+}
+
+/* web_request.keep: the body leaves the request with its handler,
+ * uncharged from the body budget (the extender keeps one at a time:
+ * service/k8sargs.h's ka_memo), and is freed, a mapping through
+ * spare_give, when released. 0 when there is no body or no memory. */
+static int body_keep(void *ud, void (**release)(void *), void **release_ud) {
+    req_ctx *rc = ud;
+    kept_body *k = rc->body ? malloc(sizeof *k) : NULL;
+    if (!k) return 0;
+    *k = (kept_body){rc->s, rc->body, rc->map};
+    atomic_fetch_sub(&rc->s->body_held, rc->cap);
+    rc->body = NULL;
+    rc->cap = rc->map = 0;
+    *release = kept_release;
+    *release_ud = k;
+    return 1;
+}
+
 /* Charges delta bytes to the body budget; returns 0, or -1 (nothing
  * charged) when that would pass it. */
 static int budget_take(srv_server *s, size_t delta) {
@@ -450,6 +482,10 @@ static void handle_metrics(srv_server *s, web_reply *rep) {
     rc_stats(s->env.clusters, &x.cluster_hits, &x.cluster_misses, NULL);
     x.body_bufs_new = atomic_load(&s->bufs_new);
     x.body_bufs_reused = atomic_load(&s->bufs_reused);
+    unsigned long reused = 0, read = 0;
+    ka_memo_counts(s->k8s.last_nodes, &reused, &read);
+    x.k8s_nodes_reused = reused;
+    x.k8s_nodes_read = read;
     size_t len = 0;
     char *page = metrics_render(s->m, &x, &len);
     if (!page) {
@@ -597,7 +633,7 @@ static void dispatch(srv_server *s, req_ctx *rc, const char *method, const char 
         return;
     }
     web_request req = {method, path, rc->body ? rc->body : "", rc->len, rc->start_ns,
-                       client_gone, rc};
+                       client_gone, rc, body_keep, rc};
     switch (rc->route) {
     case METRICS_PLACE: api_place(&s->env, &req, rep); break;
     case METRICS_COST: api_cost(&s->env, &req, rep); break;
@@ -1100,7 +1136,8 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         srv_log(s, "strata serve: --cluster %s", msg);
     }
     s->k8s = (k8s_env){s->env.policy, s->env.jobs, s->env.limits, s->env.max_budget_ms,
-                       c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL, NULL};
+                       c->request_cpu_ms, c->request_mem_bytes, s->env.state, NULL, NULL,
+                       ka_memo_create()};
     if (c->kube_api) {
         if (kapi_global_init()) {
             snprintf(err, errlen, "--kube-api: libcurl does not initialise");
@@ -1125,6 +1162,7 @@ srv_server *srv_start(const srv_config *c, char *err, size_t errlen) {
         s->k8s.catalogue = s->catalogue;
     }
     if (!s->work_ok || !s->m || !s->env.policy || !s->env.sim_policy || !s->env.jobs ||
+        !s->k8s.last_nodes ||
         !s->env.cache || !s->env.clusters || (c->plan_memo_entries > 0 && !s->env.plans) ||
         (c->policy_path && !s->policy_path) ||
         (c->sim_policy_path && !s->sim_policy_path) || (c->token && !s->token)) {
@@ -1228,6 +1266,7 @@ void srv_free(srv_server *s) {
     if (s->work_ok) sem_destroy(&s->work);
     pthread_cond_destroy(&s->reaper_cv);
     pthread_mutex_destroy(&s->conn_lock);
+    ka_memo_free(s->k8s.last_nodes); /* its body goes to the spare: before the spare goes */
     if (s->spare) munmap(s->spare, s->spare_len);
     pthread_mutex_destroy(&s->spare_lock);
     rc_free(s->env.cache);

@@ -30,6 +30,12 @@ typedef struct {
     int (*gone)(void *ud); /* NULL, or nonzero once the client has closed its
                               connection (the answer would reach no one) */
     void *gone_ud;
+    /* NULL, or keeps the body's buffer past the handler: returns 1 and
+     * sets *release and *release_ud (body stays valid until the handler,
+     * or whoever it hands them to, calls release(release_ud) once), or 0
+     * when this body is not worth keeping (a small one). */
+    int (*keep)(void *ud, void (**release)(void *), void **release_ud);
+    void *keep_ud;
 } web_request;
 
 /* What a handler writes. */

@@ -425,6 +425,18 @@ def main():
         assert plan_of(d, "team-a", "train")["workers"] == plan["workers"]
         print("order: 8 TFJob pods land alike in order, reversed and 3 shuffles:",
               ", ".join("%s%d->%s" % (r[0], i, n) for (r, i), n in sorted(base.items())))
+        # the same answers came with Node objects matched to the last call's
+        # bytes (filter sees the nodes a pod tolerates, prioritize those kept:
+        # the lists differ from call to call, so some are read in full)
+        c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
+        c.request("GET", "/metrics")
+        page = c.getresponse().read().decode()
+        c.close()
+        seen = {l.split('"')[1]: int(l.split()[-1]) for l in page.splitlines()
+                if l.startswith("strata_extender_nodes_total{")}
+        assert seen.get("reused", 0) > 0 and seen.get("read", 0) > 0, seen
+        print("nodes: %d matched to the last body's bytes, %d read in full" %
+              (seen["reused"], seen["read"]))
 
         # ---- 4. a pod the plan does not know ------------------------------------------------
         node, res = schedule(d, tfjob_pod("team-a", "train", "worker", 9), nodes())

@@ -166,7 +166,7 @@ static void test_decode_and_keys(void **state) {
 static void same_nodes(const char *body, size_t len, int want_n) {
     ka_args a;
     char err[512];
-    int rc = ka_read(body, len, 16384, &a, err, sizeof err);
+    int rc = ka_read(body, len, 16384, NULL, &a, err, sizeof err);
     if (rc != KA_OK) fail_msg("ka_read: %s", err);
     json_error_t je;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
@@ -285,6 +285,147 @@ static void test_nodes_like_jansson(void **state) {
     json_decref(items);
 }
 
+/* The offset of slice sl in body (SIZE_MAX when absent), for comparing
+ * two reads of one body. */
+static size_t off(const ka_slice *sl, const char *body) {
+    return sl->p ? (size_t)(sl->p - body) : (size_t)-1;
+}
+
+/* Reads body[len] with prev and without, and checks that both reads say the
+ * same, node by node and field by field (slices at the same offsets);
+ * returns the reused count. */
+static int read_both(const char *body, size_t len, const ka_args *prev, int want_rc) {
+    ka_args a, b;
+    char ea[512] = "", eb[512] = "";
+    int ra = ka_read(body, len, 16384, prev, &a, ea, sizeof ea);
+    int rb = ka_read(body, len, 16384, NULL, &b, eb, sizeof eb);
+    assert_int_equal(ra, want_rc);
+    assert_int_equal(rb, want_rc);
+    assert_string_equal(ea, eb);
+    assert_int_equal(a.n, b.n);
+    assert_int_equal(a.kept, b.kept);
+    for (int i = 0; ra == KA_OK && i < a.kept; i++) {
+        const ka_node *x = &a.nodes[i], *y = &b.nodes[i];
+        assert_int_equal(off(&x->raw, body), off(&y->raw, body));
+        assert_int_equal(x->raw.len, y->raw.len);
+        assert_int_equal(x->is_object, y->is_object);
+        assert_int_equal(x->md_exact, y->md_exact);
+        assert_int_equal(x->has_md, y->has_md);
+        assert_int_equal(x->has_status, y->has_status);
+        const ka_slice *sx[] = {&x->labels, &x->annotations, &x->allocatable};
+        const ka_slice *sy[] = {&y->labels, &y->annotations, &y->allocatable};
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(off(sx[k], body), off(sy[k], body));
+            assert_int_equal(sx[k]->len, sy[k]->len);
+        }
+        if (y->name) assert_string_equal(x->name, y->name);
+        else assert_null(x->name);
+        if (y->rv) assert_string_equal(x->rv, y->rv);
+        else assert_null(x->rv);
+    }
+    int reused = a.reused;
+    assert_int_equal(b.reused, 0);
+    ka_free(&a);
+    ka_free(&b);
+    return reused;
+}
+
+static int released;
+static void count_release(void *ud) {
+    (void)ud;
+    released++;
+}
+
+/* A node whose bytes are those of a node of the last body is taken from
+ * it: in another order (kube-scheduler starts its list at another node each
+ * call), with nodes changed, added and removed around it; and the read is
+ * the full read's, field by field, errors included. The memo gives the
+ * body back once, when replaced and unused. */
+static void test_reuse_prev(void **state) {
+    (void)state;
+    json_t *items = json_array();
+    for (int i = 0; i < 6; i++) json_array_append_new(items, big_node(i));
+    json_array_append_new(items, json_pack("{s:{s:s, s:n, s:i}}", "Metadata", "name", "ci",
+                                           "labels", "annotations", 3));
+    json_array_append_new(items, json_pack("{s:{s:i, s:s}, s:s}", "metadata", "name", 7,
+                                           "resourceVersion", "9", "status", "gone"));
+    json_array_append_new(items, json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "x",
+                                           "labels", "a", "b"));
+    json_array_append_new(items, json_string("not a node"));
+    json_array_append_new(items, json_pack("{s:{s:s, s:{s:[i,{s:s}]}}}", "metadata", "name",
+                                           "deep", "labels", "a", 1, "b", "c"));
+    char *first = args_body(json_incref(items), 0);
+    ka_memo *m = ka_memo_create();
+    assert_non_null(m);
+    assert_null(ka_memo_get(m));
+    ka_args a;
+    char err[512];
+    assert_int_equal(ka_read(first, strlen(first), 16384, NULL, &a, err, sizeof err), KA_OK);
+    assert_int_equal(ka_memo_set(m, &a, count_release, NULL), 0);
+    assert_int_equal(a.kept, 0); /* moved */
+    const ka_args *prev = ka_memo_get(m);
+    assert_int_equal(prev->kept, 11);
+
+    /* The same body: every object node, in order. */
+    assert_int_equal(read_both(first, strlen(first), prev, KA_OK), 10);
+
+    /* Started at node 4, node 2's zone and node 7's resourceVersion changed,
+     * node 5 gone, a new node after the string: of the 7 unchanged objects,
+     * 6 are taken (by their place after the last one taken, or by their
+     * name); node 6 is read in full: it follows the gone node 5 and its
+     * "Metadata" gives no name at its head. */
+    json_t *next = json_array();
+    for (int k = 0; k < 11; k++) {
+        int i = (k + 4) % 11;
+        if (i == 5) continue;
+        json_t *n = json_deep_copy(json_array_get(items, (size_t)i));
+        if (i == 2)
+            json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"),
+                                "topology.kubernetes.io/zone", json_string("us-east-1b"));
+        if (i == 7)
+            json_object_set_new(json_object_get(n, "metadata"), "resourceVersion",
+                                json_string("10"));
+        json_array_append_new(next, n);
+        if (i == 9) json_array_append_new(next, big_node(40));
+    }
+    char *second = args_body(json_incref(next), 0);
+    assert_int_equal(read_both(second, strlen(second), prev, KA_OK), 6);
+    /* Indented, the nodes' bytes differ: nothing taken, the same read. */
+    char *spaced = args_body(json_incref(next), 2);
+    assert_int_equal(read_both(spaced, strlen(spaced), prev, KA_OK), 0);
+    /* A node equal to one of the last body up to a byte short of its end,
+     * and errors after taken nodes: refused as the full read refuses. */
+    size_t len = strlen(second);
+    char *cut = strdup(second);
+    char *tail = strstr(cut, "\"name\":\"deep\"");
+    assert_non_null(tail);
+    char *close = strstr(tail, "}}");
+    memmove(close + 1, close + 2, strlen(close + 2) + 1); /* drops a '}' */
+    read_both(cut, strlen(cut), prev, KA_BAD);
+    strcpy(cut, second);
+    strcpy(cut + len - 3, "}]");                            /* items not closed */
+    read_both(cut, strlen(cut), prev, KA_BAD);
+    free(cut);
+
+    /* Replaced while a reader holds the old read: given back at the put. */
+    assert_int_equal(ka_read(second, strlen(second), 16384, prev, &a, err, sizeof err), KA_OK);
+    assert_int_equal(ka_memo_set(m, &a, count_release, NULL), 0);
+    assert_int_equal(released, 0);
+    ka_memo_put(m, prev);
+    assert_int_equal(released, 1);
+    prev = ka_memo_get(m);
+    assert_int_equal(prev->kept, 11);
+    ka_memo_put(m, prev);
+    ka_memo_free(m);
+    assert_int_equal(released, 2);
+    ka_memo_free(NULL);
+    free(first);
+    free(second);
+    free(spaced);
+    json_decref(items);
+    json_decref(next);
+}
+
 /* Refused as the whole-tree parse refused: malformed JSON anywhere (with
  * its position), a duplicate key anywhere strata reads; a duplicate inside
  * a part it skips is left alone. Elements past max_items are counted. */
@@ -318,7 +459,7 @@ static void test_refusals(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         ka_args a;
         char err[512] = "";
-        int rc = ka_read(cases[i].body, strlen(cases[i].body), 100, &a, err, sizeof err);
+        int rc = ka_read(cases[i].body, strlen(cases[i].body), 100, NULL, &a, err, sizeof err);
         if (cases[i].needle ? rc != KA_BAD || !strstr(err, cases[i].needle) : rc != KA_OK)
             fail_msg("case %zu: expected %s%s, got %d %s", i,
                      cases[i].needle ? "a refusal with " : "acceptance",
@@ -333,7 +474,7 @@ static void test_refusals(void **state) {
     snprintf(body + at, sizeof body - at, "]}}");
     ka_args a;
     char err[256];
-    assert_int_equal(ka_read(body, strlen(body), 100, &a, err, sizeof err), KA_OK);
+    assert_int_equal(ka_read(body, strlen(body), 100, NULL, &a, err, sizeof err), KA_OK);
     assert_int_equal(a.n, 300);
     assert_int_equal(a.kept, 100);
     assert_non_null(a.pod); /* keys matched ignoring case, as Go does */
@@ -347,6 +488,7 @@ int main(void) {
         cmocka_unit_test(test_decode_and_keys),
         cmocka_unit_test(test_nodes_like_jansson),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_reuse_prev),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

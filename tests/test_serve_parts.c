@@ -175,7 +175,8 @@ static void test_metrics_page(void **state) {
                                  "20.001800000\n"));
     assert_null(strstr(page, "path=\"/v1/cost\""));
     free(page);
-    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7, 11, 13, 17, 19, 23, 29, 31};
+    metrics_extra x = {1, 4200, 1.7e9, 0.25, 3, 3, 1, 2, 5, 10, 4, 7, 11, 13, 17, 19, 23, 29, 31,
+                        37, 41};
     page = metrics_render(m, &x, &len);
     assert_non_null(strstr(page, "strata_policy_loaded 1\n"));
     assert_non_null(strstr(page, "strata_policy_step 4200\n"));
@@ -189,6 +190,8 @@ static void test_metrics_page(void **state) {
     assert_non_null(strstr(page, "strata_body_buffers_total{source=\"new\"} 23\n"));
     assert_non_null(strstr(page, "strata_body_buffers_total{source=\"reused\"} 29\n"));
     assert_non_null(strstr(page, "strata_plan_memo_entries 31\n"));
+    assert_non_null(strstr(page, "strata_extender_nodes_total{result=\"reused\"} 37\n"));
+    assert_non_null(strstr(page, "strata_extender_nodes_total{result=\"read\"} 41\n"));
     free(page);
     metrics_free(m);
 }
