@@ -36,6 +36,7 @@ typedef struct {
     const ka_args *prev;  /* an earlier read to take unchanged nodes from, or NULL */
     int prev_next;        /* the prev node after the last one taken: tried first */
     int reused;           /* nodes taken from prev */
+    int misses;           /* nodes in a row that matched no node of prev */
 } reader;
 
 /* What one Nodes (or items) value held. */
@@ -293,6 +294,10 @@ static int read_node(reader *r, ka_node *n) {
     return 0;
 }
 
+/* Nodes in a row matched to no node of prev after which a read stops
+ * comparing (take_prev). */
+#define PREV_GIVE_UP 64
+
 /* Says whether node o of prev (an object) stands byte for byte at the
  * cursor. */
 static int same_bytes(const jscan *s, const ka_node *o) {
@@ -336,7 +341,15 @@ static int take_prev(reader *r, ka_node *n) {
         json_int_t j = json_integer_value(at);
         if (at && j >= 0 && j < pv->kept && same_bytes(s, &pv->nodes[j])) o = &pv->nodes[j];
     }
-    if (!o) return 0;
+    if (!o) {
+        /* A body whose nodes all changed (a cluster-wide update) would pay
+         * a failed comparison per node on top of the full read: past
+         * PREV_GIVE_UP misses in a row, the rest of the body is read in
+         * full. */
+        if (++r->misses >= PREV_GIVE_UP) r->prev = NULL;
+        return 0;
+    }
+    r->misses = 0;
     long long name_at = arena_copy(r, o->name), rv_at = name_at < 0 ? -1 : arena_copy(r, o->rv);
     if (rv_at < 0) return -1;
     *n = *o;

@@ -407,6 +407,17 @@ static void test_reuse_prev(void **state) {
     read_both(cut, strlen(cut), prev, KA_BAD);
     free(cut);
 
+    /* New nodes ahead of nodes 0-3: after 10, those are taken; after 64
+     * in a row (a cluster-wide change), the read stops comparing. */
+    for (int ahead = 10; ahead <= 64; ahead += 54) {
+        json_t *more = json_array();
+        for (int k = 0; k < ahead; k++) json_array_append_new(more, big_node(100 + k));
+        for (int i = 0; i < 4; i++) json_array_append(more, json_array_get(items, (size_t)i));
+        char *b = args_body(more, 0);
+        assert_int_equal(read_both(b, strlen(b), prev, KA_OK), ahead < 64 ? 4 : 0);
+        free(b);
+    }
+
     /* Replaced while a reader holds the old read: given back at the put. */
     assert_int_equal(ka_read(second, strlen(second), 16384, prev, &a, err, sizeof err), KA_OK);
     assert_int_equal(ka_memo_set(m, &a, count_release, NULL), 0);
