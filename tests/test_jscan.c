@@ -240,6 +240,25 @@ static json_t *big_node(int i) {
         "nodeInfo", "odd", 1, 2.5, 0);
 }
 
+/* 11 items: six bench-like nodes (big_node), then odd shapes: metadata
+ * under another case, a name that is no string, metadata under two cases,
+ * a string, labels holding an array. */
+static json_t *odd_items(void) {
+    json_t *items = json_array();
+    for (int i = 0; i < 6; i++) json_array_append_new(items, big_node(i));
+    json_array_append_new(items, json_pack("{s:{s:s, s:n, s:i}}", "Metadata", "name", "ci",
+                                           "labels", "annotations", 3));
+    json_array_append_new(items, json_pack("{s:{s:i, s:s}, s:s}", "metadata", "name", 7,
+                                           "resourceVersion", "9", "status", "gone"));
+    json_array_append_new(items, json_pack("{s:s, s:{s:s}, s:{s:s}}", "METADATA", "x",
+                                           "metadata", "name", "exact", "status",
+                                           "allocatable", "1"));
+    json_array_append_new(items, json_string("not a node"));
+    json_array_append_new(items, json_pack("{s:{s:s, s:{s:[i,{s:s}]}}}", "metadata", "name",
+                                           "deep", "labels", "a", 1, "b", "c"));
+    return items;
+}
+
 static char *args_body(json_t *items, int indent) {
     json_t *args = json_pack("{s:{s:{s:s}}, s:{s:s, s:o}, s:n}", "Pod", "metadata", "name", "p",
                              "Nodes", "kind", "NodeList", "items", items, "NodeNames");
@@ -265,18 +284,7 @@ static void test_nodes_like_jansson(void **state) {
         json_decref(list);
     }
     /* bench-like nodes, compact and indented, and odd shapes */
-    json_t *items = json_array();
-    for (int i = 0; i < 6; i++) json_array_append_new(items, big_node(i));
-    json_array_append_new(items, json_pack("{s:{s:s, s:n, s:i}}", "Metadata", "name", "ci",
-                                           "labels", "annotations", 3));
-    json_array_append_new(items, json_pack("{s:{s:i, s:s}, s:s}", "metadata", "name", 7,
-                                           "resourceVersion", "9", "status", "gone"));
-    json_array_append_new(items, json_pack("{s:s, s:{s:s}, s:{s:s}}", "METADATA", "x",
-                                           "metadata", "name", "exact", "status",
-                                           "allocatable", "1"));
-    json_array_append_new(items, json_string("not a node"));
-    json_array_append_new(items, json_pack("{s:{s:s, s:{s:[i,{s:s}]}}}", "metadata", "name",
-                                           "deep", "labels", "a", 1, "b", "c"));
+    json_t *items = odd_items();
     for (int indent = 0; indent <= 2; indent += 2) {
         char *body = args_body(json_incref(items), indent);
         same_nodes(body, strlen(body), 11);
@@ -343,17 +351,7 @@ static void count_release(void *ud) {
  * body back once, when replaced and unused. */
 static void test_reuse_prev(void **state) {
     (void)state;
-    json_t *items = json_array();
-    for (int i = 0; i < 6; i++) json_array_append_new(items, big_node(i));
-    json_array_append_new(items, json_pack("{s:{s:s, s:n, s:i}}", "Metadata", "name", "ci",
-                                           "labels", "annotations", 3));
-    json_array_append_new(items, json_pack("{s:{s:i, s:s}, s:s}", "metadata", "name", 7,
-                                           "resourceVersion", "9", "status", "gone"));
-    json_array_append_new(items, json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "x",
-                                           "labels", "a", "b"));
-    json_array_append_new(items, json_string("not a node"));
-    json_array_append_new(items, json_pack("{s:{s:s, s:{s:[i,{s:s}]}}}", "metadata", "name",
-                                           "deep", "labels", "a", 1, "b", "c"));
+    json_t *items = odd_items();
     char *first = args_body(json_incref(items), 0);
     ka_memo *m = ka_memo_create();
     assert_non_null(m);
