@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/file.h"
 #include "service/jscan.h"
 #include "service/k8s.h"
 #include "service/k8sargs.h"
@@ -44,24 +45,30 @@ static void report(const char *label, double *t, int n) {
     printf("%-12s min %7.2f ms  median %7.2f ms  (%d passes)\n", label, t[0], t[n / 2], n);
 }
 
-/* The bytes of file path (malloc'd, *len of them), or NULL after a message. */
-static char *slurp(const char *path, long *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
+/* The bytes of file path (file_read's, *len of them), or NULL after a
+ * message naming the file. */
+static char *slurp(const char *path, size_t *len) {
+    char *b = NULL, why[256];
+    if (file_read(path, (size_t)1 << 30, &b, len, NULL, why, sizeof why)) {
+        fprintf(stderr, "%s: %s\n", path, why);
         return NULL;
     }
-    fseek(f, 0, SEEK_END);
-    *len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = *len > 0 ? malloc((size_t)*len) : NULL;
-    if (!b || fread(b, 1, (size_t)*len, f) != (size_t)*len) {
-        fprintf(stderr, "%s: cannot read\n", path);
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
     return b;
+}
+
+/* Reads body[len] into *a (the caller's to free) with prev as ka_read's;
+ * returns the milliseconds it took on this thread's CPU clock. A refused
+ * body stops the program. */
+static double timed_read(const char *body, size_t len, const ka_args *prev, ka_args *a) {
+    char err[256];
+    double t0 = now_ms();
+    int rc = ka_read(body, len, K8S_MAX_CANDIDATES, prev, a, err, sizeof err);
+    double t = now_ms() - t0;
+    if (rc != KA_OK) {
+        fprintf(stderr, "ka_read%s: %s\n", prev ? " with prev" : "", err);
+        exit(1);
+    }
+    return t;
 }
 
 int main(int argc, char **argv) {
@@ -71,47 +78,38 @@ int main(int argc, char **argv) {
     }
     int reps = argc > 2 ? atoi(argv[2]) : 20;
     if (reps < 1) reps = 1;
-    long len = 0, copy_len = 0;
+    size_t len = 0, copy_len = 0;
     char *body = slurp(argv[1], &len);
     if (!body) return 1;
     double *t_read = malloc((size_t)reps * sizeof *t_read);
     double *t_check = malloc((size_t)reps * sizeof *t_check);
     double *t_prev = malloc((size_t)reps * sizeof *t_prev);
-    char *copy = argc > 3 ? slurp(argv[3], &copy_len) : malloc((size_t)len);
+    char *copy = argc > 3 ? slurp(argv[3], &copy_len) : malloc(len);
     ka_memo *memo = ka_memo_create();
     if (!t_read || !t_check || !t_prev || !copy || !memo) return 1;
     if (argc <= 3) { /* the earlier body: a copy apart, as the daemon's are */
-        memcpy(copy, body, (size_t)len);
+        memcpy(copy, body, len);
         copy_len = len;
     }
     {
         ka_args a;
-        char err[256];
-        if (ka_read(copy, (size_t)copy_len, K8S_MAX_CANDIDATES, NULL, &a, err, sizeof err) != KA_OK ||
-            ka_memo_set(memo, &a, keep_nothing, NULL)) {
-            fprintf(stderr, "ka_read: %s\n", err);
+        timed_read(copy, copy_len, NULL, &a);
+        if (ka_memo_set(memo, &a, keep_nothing, NULL)) {
+            fprintf(stderr, "out of memory\n");
             return 1;
         }
-        ka_free(&a);
     }
     const ka_args *prev = ka_memo_get(memo);
     int reused = 0;
     int n = 0;
     for (int r = 0; r < reps; r++) {
         ka_args a;
-        char err[256];
-        double t0 = now_ms();
-        int rc = ka_read(body, (size_t)len, K8S_MAX_CANDIDATES, NULL, &a, err, sizeof err);
-        t_read[r] = now_ms() - t0;
+        t_read[r] = timed_read(body, len, NULL, &a);
         n = a.n;
         ka_free(&a);
-        if (rc != KA_OK) {
-            fprintf(stderr, "ka_read: %s\n", err);
-            return 1;
-        }
         jscan s;
-        t0 = now_ms();
-        rc = jscan_check(&s, body, (size_t)len);
+        double t0 = now_ms();
+        int rc = jscan_check(&s, body, len);
         t_check[r] = now_ms() - t0;
         if (rc) {
             char msg[256];
@@ -119,15 +117,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "jscan_check: %s\n", msg);
             return 1;
         }
-        t0 = now_ms();
-        rc = ka_read(body, (size_t)len, K8S_MAX_CANDIDATES, prev, &a, err, sizeof err);
-        t_prev[r] = now_ms() - t0;
+        t_prev[r] = timed_read(body, len, prev, &a);
         reused = a.reused;
         ka_free(&a);
-        if (rc != KA_OK) {
-            fprintf(stderr, "ka_read with prev: %s\n", err);
-            return 1;
-        }
     }
     printf("body %.1f MB, %d nodes\n", (double)len / 1e6, n);
     report("ka_read", t_read, reps);

@@ -33,7 +33,7 @@ typedef struct {
     /* NULL, or keeps the body's buffer past the handler: returns 1 and
      * sets *release and *release_ud (body stays valid until the handler,
      * or whoever it hands them to, calls release(release_ud) once), or 0
-     * when this body is not worth keeping (a small one). */
+     * when it cannot (no body, or no memory). */
     int (*keep)(void *ud, void (**release)(void *), void **release_ud);
     void *keep_ud;
 } web_request;
