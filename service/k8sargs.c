@@ -339,7 +339,8 @@ static int take_prev(reader *r, ka_node *n) {
         const char *name = name_hint(s, &len);
         json_t *at = name ? json_object_getn(pv->index, name, len) : NULL;
         json_int_t j = json_integer_value(at);
-        if (at && j >= 0 && j < pv->kept && same_bytes(s, &pv->nodes[j])) o = &pv->nodes[j];
+        if (at && j >= 0 && j < pv->kept && j != r->prev_next && same_bytes(s, &pv->nodes[j]))
+            o = &pv->nodes[j]; /* (prev_next itself was compared just above) */
     }
     if (!o) {
         /* A body whose nodes all changed (a cluster-wide update) would pay
