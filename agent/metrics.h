@@ -46,7 +46,9 @@ typedef struct {
     double dagger_xent;      /* dagger > 0: mean cross-entropy of the DAgger decisions
                                 (from the cut on), as played, before the step */
     double dagger_played;    /* dagger > 0: share of the instances whose DAgger episode
-                                was played (the others: a dead end, no completion) */
+                                was played (the others: a dead end, no completion);
+                                node_dagger > 0: share whose node DAgger episode got a
+                                lesson (the completion from its cut kept R) */
 } agent_metrics;
 
 /* The CSV columns, in order (names as in agent_metrics); agent_metrics_get

@@ -83,6 +83,97 @@ int agent_net_check(const agent_net_dims *d, const nn_params *p, char *err, size
 }
 
 /* ---------------------------------------------------------------------------
+ * Growing a network
+ * ------------------------------------------------------------------------ */
+
+/* A tensor dimension as blocks of units: block k has o[k] units in the
+ * source network and w[k] >= o[k] in the grown one, its old units first. */
+typedef struct {
+    int n;
+    int o[4], w[4];
+} grow_dim;
+
+static grow_dim gd1(int o, int w) { return (grow_dim){1, {o}, {w}}; }
+static grow_dim gd4(int o, int w) { return (grow_dim){4, {o, o, o, o}, {w, w, w, w}}; }
+
+/* grow_map returns the source index of grown index i, or -1 for a new unit. */
+static int grow_map(const grow_dim *g, int i) {
+    int base = 0;
+    for (int k = 0; k < g->n; k++) {
+        if (i < g->w[k]) return i < g->o[k] ? base + i : -1;
+        i -= g->w[k];
+        base += g->o[k];
+    }
+    return -1;
+}
+
+/* grow_dims writes tensor t's row and column blocks (a 1-D tensor has one
+ * column). Rows are the units a weight feeds, columns the units it reads. */
+static void grow_dims(int t, const agent_net_dims *s, const agent_net_dims *d, grow_dim *r,
+                      grow_dim *c) {
+    int E0 = s->embed, E = d->embed, H0 = s->hidden, H = d->hidden;
+    int Hd0 = s->decoder, Hd = d->decoder, D0 = s->scorer, D = d->scorer;
+    *c = gd1(1, 1);
+    switch (t) {
+    case AN_EMB_W: *r = gd1(E0, E); *c = gd1(AGENT_FL, AGENT_FL); break;
+    case AN_EMB_B: *r = gd1(E0, E); break;
+    case AN_ENCF_WIH: case AN_ENCB_WIH: *r = gd4(H0, H); *c = gd1(E0, E); break;
+    case AN_ENCF_WHH: case AN_ENCB_WHH: *r = gd4(H0, H); *c = gd1(H0, H); break;
+    case AN_ENCF_B: case AN_ENCB_B: *r = gd4(H0, H); break;
+    case AN_DEC_WIH:
+        *r = gd4(Hd0, Hd);
+        *c = (grow_dim){4, {H0, H0, AGENT_FG, AGENT_FT}, {H, H, AGENT_FG, AGENT_FT}};
+        break;
+    case AN_DEC_WHH: *r = gd4(Hd0, Hd); *c = gd1(Hd0, Hd); break;
+    case AN_DEC_B: *r = gd4(Hd0, Hd); break;
+    case AN_TCTX_W: *r = gd1(D0, D); *c = gd1(Hd0, Hd); break;
+    case AN_TROW_W: *r = gd1(D0, D); *c = gd1(AGENT_FT, AGENT_FT); break;
+    case AN_NCTX_W: *r = gd1(D0, D); *c = gd1(AGENT_FG, AGENT_FG); break;
+    case AN_NROW_W: *r = gd1(D0, D); *c = gd1(AGENT_FN, AGENT_FN); break;
+    case AN_THID_W: case AN_NCTX2_W: case AN_NHID_W: *r = gd1(D0, D); *c = gd1(D0, D); break;
+    case AN_TOUT_W: case AN_NOUT_W: *r = gd1(1, 1); *c = gd1(D0, D); break;
+    default: *r = gd1(D0, D); break; /* the scorers' biases [D] */
+    }
+}
+
+int agent_net_grow(nn_params *dst, const agent_net_dims *dd, const nn_params *src,
+                   const agent_net_dims *sd, char *err, size_t errlen) {
+    if (dd->embed < sd->embed || dd->hidden < sd->hidden || dd->decoder < sd->decoder ||
+        dd->scorer < sd->scorer) {
+        snprintf(err, errlen,
+                 "the network (embed %d, hidden %d, decoder %d, scorer %d) is narrower than the "
+                 "one it grows from (%d, %d, %d, %d)",
+                 dd->embed, dd->hidden, dd->decoder, dd->scorer, sd->embed, sd->hidden,
+                 sd->decoder, sd->scorer);
+        return -1;
+    }
+    if (dd->clip != sd->clip) {
+        snprintf(err, errlen, "the logit clip is %g, the network it grows from has %g",
+                 (double)dd->clip, (double)sd->clip);
+        return -1;
+    }
+    if (agent_net_check(dd, dst, err, errlen) || agent_net_check(sd, src, err, errlen)) return -1;
+    for (int t = 0; t < AN_N_TENSORS; t++) {
+        grow_dim r, c;
+        grow_dims(t, sd, dd, &r, &c);
+        int R = (int)dst->spec[t].dims[0];
+        int C = dst->spec[t].ndim > 1 ? (int)dst->spec[t].dims[1] : 1;
+        int C0 = src->spec[t].ndim > 1 ? (int)src->spec[t].dims[1] : 1;
+        float *w = nn_param(dst, t);
+        const float *w0 = nn_param(src, t);
+        for (int i = 0; i < R; i++) {
+            int i0 = grow_map(&r, i);
+            if (i0 < 0) continue; /* a new unit's weights: its initialisation */
+            for (int j = 0; j < C; j++) {
+                int j0 = grow_map(&c, j);
+                w[(size_t)i * C + j] = j0 < 0 ? 0.0f : w0[(size_t)i0 * C0 + j0];
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
  * Workspace
  * ------------------------------------------------------------------------ */
 

@@ -97,6 +97,20 @@ void agent_net_table(const agent_net_dims *d, nn_tensor_spec t[AN_N_TENSORS]);
  * else -1 with a message naming the first tensor that differs. */
 int agent_net_check(const agent_net_dims *d, const nn_params *p, char *err, size_t errlen);
 
+/* agent_net_grow copies the weights src (dims sd) into dst (dims dd, every
+ * width at least sd's, the same clip), so that dst computes the same
+ * probabilities as src: each old weight lands on its unit in dst (the
+ * LSTMs' four gate blocks and the decoder input's [hf, hb, global, prev]
+ * column blocks apart), the weights from a new unit into an old one are
+ * set to 0, and a new unit's own weights and biases keep dst's values
+ * (its initialisation), so that it computes from the start and learns its
+ * outgoing weights from the first step. Only dst's parameters change
+ * (not its gradients or Adam moments). Returns 0, or -1 with a message
+ * when dst is narrower than src in some width, the clips differ or a
+ * network does not match its dims. */
+int agent_net_grow(nn_params *dst, const agent_net_dims *dd, const nn_params *src,
+                   const agent_net_dims *sd, char *err, size_t errlen);
+
 typedef struct agent_net_ws agent_net_ws;
 
 /* agent_net_ws_create returns an empty workspace for dims d (buffers grow

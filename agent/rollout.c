@@ -484,10 +484,13 @@ static int ensure_place_bufs(agent_rollout *r, int b, int L, int n) {
  * placement fits), leaves the rest of the episode to the policy. */
 static void demo_next(agent_rollout *r, int b, int task, const uint8_t *mk, int n_rows) {
     gym_env *env = r->env[b];
+    float cut = r->opts->node_cut ? r->opts->node_cut[b] : -1.0f;
     if (r->demo_st[b] == 0) {
         const agent_instance *in = &r->inst[r->inst_of[b]];
         const model_plan *plan = gym_plan(env);
         int n = place_task_count(plan);
+        /* DAgger: the policy's own nodes up to the cut, no lesson there */
+        if (cut >= 0 && task < (int)(cut * (float)n)) return;
         if (ensure_place_bufs(r, b, in->job->n_layers, n)) {
             r->failed = 1;
             r->demo_st[b] = -1;
@@ -496,8 +499,25 @@ static void demo_next(agent_rollout *r, int b, int task, const uint8_t *mk, int 
         char err[256];
         /* the seed of the run, not of the episode: the same lesson whatever
          * the episode's index (MPI ranks, rollout.h) */
-        int st = placer_best_run(in->job, in->cl, plan, r->opts->seed ^ r->opts->stream, 0, NULL, r->tasks[b],
+        uint64_t seed = r->opts->seed ^ r->opts->stream;
+        int st = placer_best_run(in->job, in->cl, plan, seed, 0, NULL, r->tasks[b], r->pplan[b],
+                                 err, sizeof err);
+        if (cut >= 0 && (st == PLACER_OK || st == PLACER_SLOW)) {
+            /* complete the policy's placement so far, from best's */
+            int nt = 0, placed = 0;
+            const int *sofar = gym_task_nodes(env, &nt, &placed);
+            int *start = sofar && placed == task && nt == n ? malloc((size_t)n * sizeof *start) : NULL;
+            if (!start) { /* tasks asked out of order: no lesson (gym asks them in order) */
+                r->failed = sofar && placed == task && nt == n;
+                r->demo_st[b] = -1;
+                return;
+            }
+            memcpy(start, r->tasks[b], (size_t)n * sizeof *start);
+            memcpy(r->tasks[b], sofar, (size_t)task * sizeof *start);
+            st = placer_complete(in->job, in->cl, plan, task, start, seed, 0, r->tasks[b],
                                  r->pplan[b], err, sizeof err);
+            free(start);
+        }
         r->demo_st[b] = st == PLACER_OK ? 1 : -1;
     }
     if (r->demo_st[b] != 1) return;

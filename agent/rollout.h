@@ -105,6 +105,13 @@ typedef struct {
                                  node for the task asked (flagged in
                                  agent_rollout_node_forced); otherwise the policy's
                                  most likely node */
+    const float *node_cut; /* NULL, or [B]: for a NODE demonstration b with
+                                 node_cut[b] = f in [0, 1), DAgger: the first
+                                 c = floor(f n) of its n tasks take the policy's
+                                 most likely nodes (not forced), then the teacher
+                                 is placer_complete of that prefix (started from
+                                 `best`'s placement, same seed), followed from
+                                 task c on when it keeps R; f < 0: as without */
 } agent_rollout_opts;
 
 /* The outcome of one episode. */

@@ -91,6 +91,8 @@ struct agent_trainer {
     int *inst_of;          /* [local episodes + demonstrations] */
     const int **forced;    /* [local episodes + demonstrations] */
     uint8_t *node_demo;    /* [local episodes + demonstrations] 1: a NODE demonstration */
+    float *node_cut;       /* [local episodes + demonstrations] node DAgger's cut (a share of
+                              the tasks), -1 elsewhere (agent_rollout_opts.node_cut) */
     tr_dagger *dag;        /* [instances] DAgger episodes by local instance (dagger > 0) */
     agent_instance *dag_ai; /* [instances] scratch: the instances of the greedy pass */
     int *dag_of;           /* [instances] scratch: local instance of each greedy episode */
@@ -266,6 +268,7 @@ void agent_train_free(agent_trainer *t) {
     free(t->inst_of);
     free(t->forced);
     free(t->node_demo);
+    free(t->node_cut);
     if (t->dag)
         for (int i = 0; i < t->tc->instances; i++) {
             free(t->dag[i].greedy);
@@ -313,6 +316,34 @@ const char *agent_train_file(const agent_trainer *t, const char *name) {
 
 /* create is agent_train_create, and agent_train_create_on when job is
  * not NULL (search mode on that borrowed job and cluster). */
+/* init_from starts t's network from the policy in tc->init_from (a run
+ * that is not resumed): its weights grown into t's wider network
+ * (agent_net_grow: the same probabilities at step 0) and its moving
+ * baselines; the step, the optimizer's moments and the history start
+ * afresh. Returns 0, or -1 with a message naming the file. */
+static int init_from(agent_trainer *t, const agent_trainconf *tc, char *err, size_t errlen) {
+    agent_net_dims sd;
+    agent_ckpt_state st;
+    char e[512];
+    if (agent_ckpt_peek(tc->init_from, &sd, &st, err, errlen)) return -1;
+    agent_ckpt_state_clear(&st);
+    nn_tensor_spec table[AN_N_TENSORS];
+    agent_net_table(&sd, table);
+    nn_params *src = nn_params_create(table, AN_N_TENSORS, err, errlen);
+    if (!src) return -1;
+    int rc = agent_ckpt_read(tc->init_from, src, &sd, &st, err, errlen);
+    if (!rc) {
+        rc = agent_net_grow(t->p, &tc->net, src, &sd, e, sizeof e);
+        if (rc) snprintf(err, errlen, "init_from %s: %s", tc->init_from, e);
+        t->base_type = st.base_type;
+        t->base_node = st.base_node;
+        t->base_init = st.base_init;
+        agent_ckpt_state_clear(&st);
+    }
+    nn_params_free(src);
+    return rc;
+}
+
 static agent_trainer *create(const agent_trainconf *tc, const char *resume, const model_job *job,
                              const model_cluster *cl, char *err, size_t errlen) {
     agent_trainer *t = calloc(1, sizeof *t);
@@ -383,10 +414,12 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     t->ws = agent_net_ws_create(&tc->net);
     t->ro = agent_rollout_create(&tc->net);
     t->ai = calloc((size_t)tc->instances, sizeof *t->ai);
-    /* room for two demonstrations per instance: imitation and DAgger */
-    t->inst_of = calloc((size_t)Bg + 2 * (size_t)tc->instances, sizeof *t->inst_of);
-    t->forced = calloc((size_t)Bg + 2 * (size_t)tc->instances, sizeof *t->forced);
-    t->node_demo = calloc((size_t)Bg + 2 * (size_t)tc->instances, 1);
+    /* room for three demonstrations per instance: imitation, DAgger and
+     * node DAgger */
+    t->inst_of = calloc((size_t)Bg + 3 * (size_t)tc->instances, sizeof *t->inst_of);
+    t->forced = calloc((size_t)Bg + 3 * (size_t)tc->instances, sizeof *t->forced);
+    t->node_demo = calloc((size_t)Bg + 3 * (size_t)tc->instances, 1);
+    t->node_cut = calloc((size_t)Bg + 3 * (size_t)tc->instances, sizeof *t->node_cut);
     if (tc->dagger > 0) {
         t->dag = calloc((size_t)tc->instances, sizeof *t->dag);
         t->dag_ai = calloc((size_t)tc->instances, sizeof *t->dag_ai);
@@ -402,7 +435,7 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     t->ok_t = calloc((size_t)Bg, 1);
     t->ok_n = calloc((size_t)Bg, 1);
     t->scr = calloc((size_t)Bg * 2, sizeof *t->scr);
-    if (!t->ws || !t->ro || !t->ai || !t->inst_of || !t->forced || !t->node_demo || !t->out || !t->adv_t || !t->adv_n || !t->keep ||
+    if (!t->ws || !t->ro || !t->ai || !t->inst_of || !t->forced || !t->node_demo || !t->node_cut || !t->out || !t->adv_t || !t->adv_n || !t->keep ||
         !t->has_node || !t->ok_t || !t->ok_n || !t->scr)
         goto oom;
     snprintf(t->files.metrics, sizeof t->files.metrics, "%s/metrics.csv", tc->out);
@@ -446,6 +479,7 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
         /* drop rows past the checkpoint (a run that went on after it) */
         while (t->hist.n && t->hist.rows[t->hist.n - 1].step > (double)t->step) t->hist.n--;
     }
+    if (!resume && tc->init_from[0] && init_from(t, tc, err, errlen)) goto fail;
     if (t->rank == 0) {
         if (mkdirs(tc->out)) {
             snprintf(err, errlen, "%s: cannot create the folder: %s", tc->out, strerror(errno));
@@ -538,7 +572,8 @@ typedef struct {
     int Bl, e0;      /* this rank's episodes and the global index of its first */
     int g0, g1, nl;  /* its instances g0..g1 (nl of them) */
     int nd;          /* demonstration episodes on this rank (after its Bl) */
-    int ndag;        /* of them, the DAgger episodes (the last ndag) */
+    int ndag;        /* of them, the DAgger episodes (after the imitation ones) */
+    int nnd;         /* of them, the node DAgger episodes (the last nnd) */
     double lr, beta; /* learning rate and entropy coefficient of the step */
 } tr_step;
 
@@ -565,6 +600,7 @@ static tr_step step_plan(const agent_trainer *t) {
     st.nl = st.g1 - st.g0 + 1;
     st.nd = 0;
     st.ndag = 0;
+    st.nnd = 0;
     st.lr = schedule_cos(tc->lr, tc->lr_final, st.s, tc->steps);
     st.beta = schedule_lin(tc->entropy, tc->entropy_final, st.s, tc->steps);
     return st;
@@ -687,7 +723,10 @@ static int dagger_plans(agent_trainer *t, const tr_step *st, char *err, size_t e
  * the policy's greedy one); with node_imitation > 0 its NODE decisions
  * follow `best`'s placement of that plan (t->node_demo). With dagger > 0,
  * after them, one DAgger episode per such instance along its t->dag plan
- * (dagger_plans; st->ndag counts them).
+ * (dagger_plans; st->ndag counts them). With node_dagger > 0, last, one
+ * node DAgger episode per such instance: a NODE demonstration of the
+ * greedy plan whose teacher completes the node head's own placement from
+ * a cut (agent_rollout_opts.node_cut; st->nnd counts them).
  * Returns 0, or -1 with a message. */
 static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
     const agent_trainconf *tc = t->tc;
@@ -714,6 +753,7 @@ static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
         t->forced[b] = NULL;
         t->node_demo[b] = 0;
     }
+    for (int b = 0; b < st->Bl + 3 * st->nl; b++) t->node_cut[b] = -1.0f;
     st->nd = 0;
     if (tc->imitation > 0 || tc->node_imitation > 0)
         for (int g = st->g0; g <= st->g1; g++) {
@@ -739,6 +779,18 @@ static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
             st->ndag++;
         }
     }
+    if (tc->node_dagger > 0)
+        for (int g = st->g0; g <= st->g1; g++) {
+            if (g * st->S < st->e0) continue;
+            int b = st->Bl + st->nd;
+            t->inst_of[b] = g - st->g0;
+            t->forced[b] = NULL;
+            t->node_demo[b] = 1;
+            /* the cut's share of the tasks, from (seed, step, instance) alone */
+            t->node_cut[b] = (float)dagger_cut(tc->seed ^ 0x4e4f4445, st->s, g, 1 << 20) / (float)(1 << 20);
+            st->nd++;
+            st->nnd++;
+        }
     return 0;
 }
 
@@ -759,7 +811,10 @@ static int play(agent_trainer *t, const tr_step *st, char *err, size_t errlen) {
                              .ep_total = st->Bg + st->G,
                              .record = 1,
                              .forced = st->nd ? t->forced : NULL,
-                             .node_demo = st->nd && tc->node_imitation > 0 ? t->node_demo : NULL};
+                             .node_demo = st->nd && (tc->node_imitation > 0 || tc->node_dagger > 0)
+                                              ? t->node_demo
+                                              : NULL,
+                             .node_cut = st->nnd ? t->node_cut : NULL};
     agent_rollout_times before = *agent_rollout_timing(t->ro);
     if (agent_rollout_run(t->ro, t->p, t->ai, st->nl, t->inst_of, st->Bl + st->nd, &ro, t->pool, err,
                           errlen))
@@ -877,9 +932,13 @@ static int advantages(agent_trainer *t, const tr_step *st, char *err, size_t err
      * 1/(G S) makes it imitation x the mean cross-entropy over instances);
      * a demonstration played for its NODE decisions alone (imitation 0, the
      * greedy plan) keeps no TYPE decision (no gradient, no entropy bonus) */
-    for (int d = 0; d < st->nd - st->ndag; d++) {
+    for (int d = 0; d < st->nd - st->ndag - st->nnd; d++) {
         adv_type[Bl + d] = (float)(tc->imitation * st->S);
         if (!(tc->imitation > 0)) agent_rollout_drop_type(t->ro, Bl + d);
+    }
+    for (int d = st->nd - st->nnd; d < st->nd; d++) { /* node DAgger: no TYPE lesson */
+        adv_type[Bl + d] = 0.0f;
+        agent_rollout_drop_type(t->ro, Bl + d);
     }
     if (tc->dagger > 0) dagger_lessons(t, st, adv_type);
     /* NODE: an episode's advantage; on a demonstration, node_imitation * S
@@ -890,8 +949,29 @@ static int advantages(agent_trainer *t, const tr_step *st, char *err, size_t err
     const uint8_t *nforced = agent_rollout_node_forced(t->ro);
     for (int i = 0; i < nt->N; i++)
         adv_node[i] = owner[i] < Bl   ? (float)t->adv_n[e0 + owner[i]]
-                      : nforced[i] ? (float)(tc->node_imitation * st->S)
-                                   : 0.0f;
+                      : !nforced[i] ? 0.0f
+                      : owner[i] >= Bl + st->nd - st->nnd ? (float)(tc->node_dagger * st->S)
+                                                          : (float)(tc->node_imitation * st->S);
+    if (st->nnd || tc->node_dagger > 0) {
+        /* node DAgger: the share of instances whose episode got a lesson
+         * (the teacher kept R from its cut) */
+        int first = Bl + st->nd - st->nnd;
+        uint8_t *seen = calloc((size_t)st->nnd + 1, 1);
+        if (!seen) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        double sums[1] = {0};
+        for (int i = 0; i < nt->N; i++)
+            if (nforced[i] && owner[i] >= first && !seen[owner[i] - first]) {
+                seen[owner[i] - first] = 1;
+                sums[0] += 1;
+            }
+        free(seen);
+        agent_ranks_sum_d(t->ranks, sums, 1);
+        t->dag_played = sums[0] / st->G;
+        t->dag_xent = NAN; /* not measured for the node head */
+    }
     return 0;
 }
 
@@ -991,7 +1071,7 @@ static void summarize(const agent_trainer *t, const tr_step *st, const tr_loss *
     m->lr = st->lr;
     m->entropy_coef = st->beta;
     m->node_return = nnode ? nret / nnode : NAN;
-    if (t->tc->dagger > 0) {
+    if (t->tc->dagger > 0 || t->tc->node_dagger > 0) {
         m->dagger_xent = t->dag_xent;
         m->dagger_played = t->dag_played;
     }

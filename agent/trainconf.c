@@ -26,12 +26,12 @@
  * each is written once. */
 typedef struct {
     int mode;
-    char problem[CFG_TEXT_MAX], generator[CFG_TEXT_MAX], out[CFG_TEXT_MAX];
+    char problem[CFG_TEXT_MAX], generator[CFG_TEXT_MAX], out[CFG_TEXT_MAX], init_from[CFG_TEXT_MAX];
     int valid, seed, steps, instances, samples, baseline, adv_norm, reference, placement, reward;
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
         ckpt_every, polish, freeze_plan, reuse;
     double seconds, lr, lr_final, weight_decay, grad_clip, entropy, entropy_final,
-        baseline_decay, risk, penalty, clip, imitation, node_imitation, dagger;
+        baseline_decay, risk, penalty, clip, imitation, node_imitation, dagger, node_dagger;
 } tc_in;
 
 enum {
@@ -39,7 +39,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, N_K
 };
 
 #define BY_MODE_DEF 0 /* the row's default is unused: see BY_MODE */
@@ -116,6 +116,9 @@ static const cfg_field FIELDS[N_K] = {
     [K_NODE_IMITATION] = CFG_ROW_NUM("node_imitation", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6,
                                      tc_in, node_imitation),
     [K_DAGGER] = CFG_ROW_NUM("dagger", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6, tc_in, dagger),
+    [K_INIT_FROM] = CFG_ROW_TEXT("init_from", 0, tc_in, init_from),
+    [K_NODE_DAGGER] = CFG_ROW_NUM("node_dagger", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6, tc_in,
+                                  node_dagger),
 };
 
 /* The defaults that depend on the mode: search, general. */
@@ -183,6 +186,7 @@ static void from_in(agent_trainconf *tc, const tc_in *in) {
     tc->imitation = in->imitation;
     tc->node_imitation = in->node_imitation;
     tc->dagger = in->dagger;
+    tc->node_dagger = in->node_dagger;
     tc->reference = REF_METHOD[in->reference];
     tc->placement = in->placement - 2;
     tc->net.embed = in->embed;
@@ -251,7 +255,8 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     snprintf(tc->path, sizeof tc->path, "%s", path);
     if ((vals[K_PROBLEM] && resolve(tc->problem, sizeof tc->problem, dir, in.problem)) ||
         (vals[K_GENERATOR] && resolve(tc->generator, sizeof tc->generator, dir, in.generator)) ||
-        (vals[K_OUT] && resolve(tc->out, sizeof tc->out, dir, in.out))) {
+        (vals[K_OUT] && resolve(tc->out, sizeof tc->out, dir, in.out)) ||
+        (vals[K_INIT_FROM] && resolve(tc->init_from, sizeof tc->init_from, dir, in.init_from))) {
         cfg_doc_fail(d, root, "", err, errlen, "a file name is too long");
         goto fail;
     }
@@ -299,6 +304,11 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     if (tc->node_imitation > 0 && tc->placement != PLACER_PLACE_POLICY) {
         cfg_doc_fail(d, vals[K_NODE_IMITATION], "node_imitation", err, errlen,
                      "demonstrates the node head: needs placement: policy");
+        goto fail;
+    }
+    if (tc->node_dagger > 0 && tc->placement != PLACER_PLACE_POLICY) {
+        cfg_doc_fail(d, vals[K_NODE_DAGGER], "node_dagger", err, errlen,
+                     "corrects the node head: needs placement: policy");
         goto fail;
     }
     if (tc->dagger > 0 && tc->placement == PLACER_PLACE_POLICY) {

@@ -74,9 +74,16 @@ typedef struct {
     double dagger;       /* 0, or the weight of a cross-entropy term towards the exact
                             completion of the policy's own greedy plan from a random
                             cut (one DAgger episode per instance; general mode) */
+    double node_dagger;  /* 0, or the weight of a cross-entropy term towards placer_complete's
+                            completion of the node head's own greedy placement of the
+                            greedy plan from a random cut (one episode per instance;
+                            needs placement: policy) */
     int reference;       /* solve_method of the reference plan (reward scale) */
     int placement;       /* a placer_placement (solvers/placers.h) */
     agent_net_dims net;
+    char init_from[AGENT_PATH_MAX]; /* "" or a policy checkpoint (resolved) whose network,
+                            no wider than net in any size, starts this run's:
+                            agent_net_grow (a run that is not resumed) */
     int threads;         /* environment threads (0: all cores) */
     int log_every;       /* CSV row and progress line every N steps */
     int eval_every;      /* general: evaluation every N steps (0: never) */

@@ -608,8 +608,10 @@ static int run_simple(pctx *c, placer_method m, int *task_node) {
 /* The local search: first-improvement moves of one task to another node
  * with room, then swaps of two tasks of different stages that can trade
  * nodes (two workers of one type, or two ps tasks), visiting tasks in a
- * seeded order, until a pass improves nothing or the budget is spent. */
-static int local_search(pctx *c, int *cur, model_plan *scratch, long max_evals, long *evals) {
+ * seeded order, until a pass improves nothing or the budget is spent.
+ * Tasks before `first` stay where they are (placer_complete). */
+static int local_search(pctx *c, int *cur, model_plan *scratch, int first, long max_evals,
+                        long *evals) {
     const model_cluster *cl = c->cl;
     int nt = c->n_tasks;
     int *visit = malloc((size_t)(nt + 1) * sizeof *visit);
@@ -627,13 +629,14 @@ static int local_search(pctx *c, int *cur, model_plan *scratch, long max_evals, 
     int improved = 1;
     while (improved && *evals < max_evals) {
         improved = 0;
-        for (int i = 0; i < nt; i++) visit[i] = i;
-        for (int i = nt - 1; i > 0; i--) {
+        int nv = nt - first;
+        for (int i = 0; i < nv; i++) visit[i] = first + i;
+        for (int i = nv - 1; i > 0; i--) {
             int j = rng_below(&c->rng, i + 1), t = visit[i];
             visit[i] = visit[j];
             visit[j] = t;
         }
-        for (int vi = 0; vi < nt && *evals < max_evals; vi++) {
+        for (int vi = 0; vi < nv && *evals < max_evals; vi++) {
             int i = visit[vi], from = cur[i];
             /* Moves. */
             for (int n = 0; n < cl->n_nodes && *evals < max_evals; n++) {
@@ -653,7 +656,7 @@ static int local_search(pctx *c, int *cur, model_plan *scratch, long max_evals, 
                 }
             }
             /* Swaps with tasks of other stages. */
-            for (int j = 0; j < nt && *evals < max_evals; j++) {
+            for (int j = first; j < nt && *evals < max_evals; j++) {
                 if (stage[j] == stage[i] || isps[j] != isps[i] || cur[j] == cur[i]) continue;
                 if (!isps[i] && c->plan->stages[stage[i]].type != c->plan->stages[stage[j]].type)
                     continue;
@@ -699,8 +702,35 @@ static int run_best(pctx *c, int *task_node, long max_evals, long *evals) {
             memcpy(task_node, trial, (size_t)nt * sizeof *trial);
         }
     }
-    if (rc == 0) rc = local_search(c, task_node, scored, max_evals, evals);
+    if (rc == 0) rc = local_search(c, task_node, scored, 0, max_evals, evals);
     free(trial);
+    model_plan_free(scored);
+    return rc;
+}
+
+/* run_complete keeps task_node[0, first), puts every later task on
+ * start[i] where it has room (else on the first node with room) and runs
+ * the local search over the later tasks. Returns 0; 1 + i when fixed task
+ * i is on a node without room for it (of another type, or full: the room
+ * check passed, so the later tasks always find room); -1 when out of
+ * memory. */
+static int run_complete(pctx *c, int first, const int *start, int *task_node, long max_evals,
+                        long *evals) {
+    int nt = c->n_tasks;
+    room_reset(c);
+    for (int i = 0; i < nt; i++) {
+        int s = 0, is_ps = 0;
+        place_task_stage(c->plan, i, &s, &is_ps);
+        int n = i < first ? task_node[i] : start ? start[i] : -1;
+        if (i >= first && (n < 0 || n >= c->cl->n_nodes || !fits(c, s, is_ps, n)))
+            for (n = 0; n < c->cl->n_nodes && !fits(c, s, is_ps, n); n++) {}
+        if (n < 0 || n >= c->cl->n_nodes || !fits(c, s, is_ps, n)) return 1 + i;
+        book(c, is_ps, n);
+        task_node[i] = n;
+    }
+    model_plan *scored = model_plan_create(c->plan->n_stages);
+    if (!scored) return -1;
+    int rc = local_search(c, task_node, scored, first, max_evals, evals);
     model_plan_free(scored);
     return rc;
 }
@@ -709,9 +739,12 @@ static int run_best(pctx *c, int *task_node, long max_evals, long *evals) {
  * Entry points
  * ------------------------------------------------------------------------ */
 
+/* run_method runs `method`, or with first >= 0 completes task_node from
+ * task `first` (run_complete, start the proposed nodes). */
 static int run_method(const model_job *job, const model_cluster *cl, const model_plan *plan,
                       placer_method method, uint64_t seed, long max_evals, long *evals,
-                      int *task_node, model_plan *out, char *err, size_t errlen) {
+                      int first, const int *start, int *task_node, model_plan *out, char *err,
+                      size_t errlen) {
     long spent = 0;
     if (evals) *evals = 0;
     if ((int)method < 0 || method >= PLACER_N_METHODS) {
@@ -743,11 +776,18 @@ static int run_method(const model_job *job, const model_cluster *cl, const model
         ctx_free(&c);
         return PLACER_NOFIT;
     }
-    int rc = method == PLACER_BEST
-        ? run_best(&c, task_node, max_evals > 0 ? max_evals : PLACER_BEST_EVALS, &spent)
-        : run_simple(&c, method, task_node);
+    if (first > c.n_tasks) first = c.n_tasks;
+    long budget = max_evals > 0 ? max_evals : PLACER_BEST_EVALS;
+    int rc = first >= 0             ? run_complete(&c, first, start, task_node, budget, &spent)
+             : method == PLACER_BEST ? run_best(&c, task_node, budget, &spent)
+                                     : run_simple(&c, method, task_node);
     ctx_free(&c);
     if (evals) *evals = spent;
+    if (rc > 0) {
+        snprintf(err, errlen, "placement: fixed task %d has no room on node %d", rc - 1,
+                 task_node[rc - 1]);
+        return PLACER_NOFIT;
+    }
     if (rc < 0) {
         snprintf(err, errlen, "placement: out of memory");
         return PLACER_ERROR;
@@ -763,12 +803,20 @@ static int run_method(const model_job *job, const model_cluster *cl, const model
 int placer_run(const model_job *job, const model_cluster *cl, const model_plan *plan,
                placer_method method, uint64_t seed, int *task_node, model_plan *out,
                char *err, size_t errlen) {
-    return run_method(job, cl, plan, method, seed, 0, NULL, task_node, out, err, errlen);
+    return run_method(job, cl, plan, method, seed, 0, NULL, -1, NULL, task_node, out, err, errlen);
 }
 
 int placer_best_run(const model_job *job, const model_cluster *cl, const model_plan *plan,
                     uint64_t seed, long max_evals, long *evals, int *task_node,
                     model_plan *out, char *err, size_t errlen) {
-    return run_method(job, cl, plan, PLACER_BEST, seed, max_evals, evals, task_node, out,
+    return run_method(job, cl, plan, PLACER_BEST, seed, max_evals, evals, -1, NULL, task_node, out,
                       err, errlen);
+}
+
+int placer_complete(const model_job *job, const model_cluster *cl, const model_plan *plan,
+                    int first, const int *start, uint64_t seed, long max_evals, int *task_node,
+                    model_plan *out, char *err, size_t errlen) {
+    if (first < 0) first = 0;
+    return run_method(job, cl, plan, PLACER_BEST, seed, max_evals, NULL, first, start, task_node,
+                      out, err, errlen);
 }

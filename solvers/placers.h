@@ -90,6 +90,20 @@ int placer_best_run(const model_job *job, const model_cluster *cl, const model_p
                     uint64_t seed, long max_evals, long *evals, int *task_node,
                     model_plan *out, char *err, size_t errlen);
 
+/* placer_complete places the tasks from `first` on, the ones before it
+ * fixed where task_node[0, first) puts them (a partial placement, e.g. the
+ * policy's node head's, that must fit): each later task starts on
+ * start[i] (NULL, a node without room or out of range: the first node
+ * with room), then `best`'s local search moves and swaps the later tasks
+ * only, seeded by seed, within max_evals place_eval calls (<= 0: the
+ * default). Writes every task's node into task_node and scores the result
+ * into out; returns as placer_run, and PLACER_NOFIT, naming the task and
+ * node, when a fixed task is on a node without room for it. Never worse
+ * than the start when the start fits: the search only keeps improvements. */
+int placer_complete(const model_job *job, const model_cluster *cl, const model_plan *plan,
+                    int first, const int *start, uint64_t seed, long max_evals, int *task_node,
+                    model_plan *out, char *err, size_t errlen);
+
 /* placer_zone_time returns tau_s(n), the seconds node n needs to move the
  * bytes one worker of stage s exchanges per step over its own link:
  *   tau = latency_n + m_s / (min(N_t, bw_n) (1 - loss_n)),

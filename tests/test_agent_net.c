@@ -161,7 +161,7 @@ static void test_gradients(void **state) {
     agent_net_ws *ws = agent_net_ws_create(&TINY);
     agent_instance ai[2] = {{&a.job, &a.cl, 10.0, 0, 0}, {&b.job, &b.cl, 10.0, 0, 0}};
     int of[5] = {0, 0, 1, 1, 1};
-    agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, 5, 1, NULL, AGENT_REWARD_LOG, NULL};
+    agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, 5, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 5, &o, NULL, err, sizeof err), 0);
     float *adv, *nadv;
@@ -247,7 +247,7 @@ static void test_features_and_masks(void **state) {
     agent_rollout *ro = agent_rollout_create(&TINY);
     agent_instance ai[2] = {{&a.job, &a.cl, 1.0, 0, 0}, {&b.job, &b.cl, 1.0, 0, 0}};
     int of[4] = {0, 1, 0, 1};
-    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, 4, 1, NULL, AGENT_REWARD_LOG, NULL};
+    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, 4, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 4, &o, NULL, err, sizeof err), 0);
     agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
@@ -362,7 +362,7 @@ static void test_lookahead_random(void **state) {
         in.job = (model_job){"r", L, ls, 64, 1e8, 300 + 3000 * RND(), 0.05, MODEL_DEFAULT_SHARD, 0, NULL, {{0, 0, 0, 0}, 0}};
         agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
         int of[6] = {0, 0, 0, 0, 0, 0};
-        agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 6, 1, NULL, AGENT_REWARD_LOG, NULL};
+        agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 6, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
         assert_int_equal(agent_rollout_run(ro, p, &ai, 1, of, 6, &o, NULL, err, sizeof err), 0);
         agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
         gym_opts go;
@@ -419,7 +419,7 @@ static void test_only_allowed(void **state) {
     agent_pool *pool = agent_pool_create(2);
     int decisions = 0;
     for (int rep = 0; rep < 20; rep++) {
-        agent_rollout_opts o = {PLACER_PLACE_POLICY, rep % 5 == 0, 4.0, 9, (uint64_t)rep, 0, 30, 1, NULL, AGENT_REWARD_LOG, NULL};
+        agent_rollout_opts o = {PLACER_PLACE_POLICY, rep % 5 == 0, 4.0, 9, (uint64_t)rep, 0, 30, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
         assert_int_equal(agent_rollout_run(ro, p, ai, 3, of, 30, &o, pool, err, sizeof err), 0);
         agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
         for (int i = 0; i < tt->T * tt->B; i++) {
@@ -475,7 +475,7 @@ static void test_threads_do_not_matter(void **state) {
     for (int run = 0; run < 2; run++) {
         agent_pool *pool = run ? agent_pool_create(3) : NULL;
         agent_rollout *ro = agent_rollout_create(&TINY);
-        agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 21, 5, 0, 16, 0, NULL, AGENT_REWARD_LOG, NULL};
+        agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 21, 5, 0, 16, 0, NULL, AGENT_REWARD_LOG, NULL, NULL};
         assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 16, &o, pool, err, sizeof err), 0);
         for (int e = 0; e < 16; e++)
             for (int l = 0; l < 3; l++)
@@ -510,7 +510,7 @@ static void test_skip_idle_same_update(void **state) {
     enum { B = 24 };
     int of[B];
     for (int e = 0; e < B; e++) of[e] = e / 12;
-    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, B, 1, NULL, AGENT_REWARD_LOG, NULL};
+    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 11, 2, 0, B, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, pa, ai, 2, of, B, &o, NULL, err, sizeof err), 0);
     float *adv;
@@ -629,7 +629,7 @@ static void test_node_demo_gradients(void **state) {
     int of[B] = {0, 1, 1, 1, 1, 0};
     const int *forced[B] = {NULL, plan_b, plan_b, plan_b, NULL, NULL};
     uint8_t demo[B] = {0, 1, 0, 1, 1, 1}; /* 4: the greedy plan; 5: no nodes, nothing to place */
-    agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, B, 1, forced, AGENT_REWARD_LOG, demo};
+    agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, B, 1, forced, AGENT_REWARD_LOG, demo, NULL};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, B, &o, NULL, err, sizeof err), 0);
     /* the demonstrations' placements are `best`'s, with the rollout's seed */
@@ -706,12 +706,97 @@ static void test_node_demo_gradients(void **state) {
     nn_params_free(p);
 }
 
+/* Node DAgger (agent_rollout_opts.node_cut): a demonstration with cut f
+ * places its first c = floor(f n) tasks on the node head's most likely
+ * nodes (the greedy placement's, unforced), then follows placer_complete
+ * of that prefix started from `best`'s placement (forced from task c on),
+ * worked out here on its own; a cut < 0 is the plain demonstration. */
+static void test_node_dagger_cut(void **state) {
+    (void)state;
+    inst b;
+    make_links(&b);
+    b.nodes[3].bw = 8e9; /* so that the untrained head's first nodes leave R reachable */
+    nn_params *p = make_params(&TINY, 5);
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    agent_instance ai[1] = {{&b.job, &b.cl, 10.0, 0, 0}};
+    int plan_b[2];
+    double teacher;
+    links_plan(&b, plan_b, &teacher);
+    char err[256];
+    /* the node head's greedy placement of plan_b */
+    int of1[1] = {0};
+    const int *f1[1] = {plan_b};
+    agent_rollout_opts g = {.placement = PLACER_PLACE_POLICY, .greedy = 1, .penalty = 4.0, .seed = 3,
+                            .stream = 1, .ep_base = 0, .ep_total = 1, .record = 0, .forced = f1,
+                            .reward = AGENT_REWARD_LOG};
+    assert_int_equal(agent_rollout_run(ro, p, ai, 1, of1, 1, &g, NULL, err, sizeof err), 0);
+    int n = 0;
+    const int *gt = agent_rollout_tasks(ro, 0, &n);
+    assert_true(n >= 4 && n <= 64);
+    int greedy_tasks[64], want[64], start[64];
+    memcpy(greedy_tasks, gt, (size_t)n * sizeof *gt);
+    /* the demonstrations: cut 0.5, and none */
+    enum { B = 2 };
+    int of[B] = {0, 0};
+    const int *forced[B] = {plan_b, plan_b};
+    uint8_t demo[B] = {1, 1};
+    float cut[B] = {0.34f, -1.0f};
+    agent_rollout_opts o = {.placement = PLACER_PLACE_POLICY, .greedy = 0, .penalty = 4.0, .seed = 3,
+                            .stream = 1, .ep_base = 0, .ep_total = B, .record = 1, .forced = forced,
+                            .reward = AGENT_REWARD_LOG, .node_demo = demo, .node_cut = cut};
+    assert_int_equal(agent_rollout_run(ro, p, ai, 1, of, B, &o, NULL, err, sizeof err), 0);
+    /* the teacher, worked out here */
+    int c = (int)(0.34f * (float)n);
+    model_plan *plan = model_plan_create(2), *out = model_plan_create(2);
+    assert_int_equal(model_eval(&b.job, &b.cl, plan_b, plan), 0);
+    int pst = placer_best_run(&b.job, &b.cl, plan, o.seed ^ o.stream, 0, NULL, start, out, err, sizeof err);
+    assert_int_equal(pst, PLACER_OK);
+    int best_tasks[64];
+    memcpy(best_tasks, start, (size_t)n * sizeof *start);
+    memcpy(want, greedy_tasks, (size_t)c * sizeof *want);
+    int crc = placer_complete(&b.job, &b.cl, plan, c, start, o.seed ^ o.stream, 0, want, out, err, sizeof err);
+    assert_int_equal(crc, PLACER_OK); /* at cut 3, the head's node 4 (2 MB/s) dooms R */
+    int m = 0;
+    const int *got = agent_rollout_tasks(ro, 0, &m);
+    assert_int_equal(m, n);
+    for (int k = 0; k < n; k++) assert_int_equal(got[k], want[k]);
+    got = agent_rollout_tasks(ro, 1, &m);
+    for (int k = 0; k < n; k++) assert_int_equal(got[k], best_tasks[k]);
+    /* the recorded decisions: episode 0's first c unforced (the greedy
+     * nodes), the rest forced; episode 1's all forced */
+    const int *owner;
+    agent_node_traj *nt = agent_rollout_node_traj(ro, NULL, &owner);
+    const uint8_t *fz = agent_rollout_node_forced(ro);
+    int k0 = 0, k1 = 0;
+    for (int i = 0; i < nt->N; i++) {
+        if (owner[i] == 0) {
+            assert_int_equal(fz[i], k0 >= c);
+            assert_int_equal(nt->action[i], k0 < c ? greedy_tasks[k0] : want[k0]);
+            k0++;
+        } else {
+            assert_int_equal(fz[i], 1);
+            k1++;
+        }
+    }
+    assert_int_equal(k0, n);
+    assert_int_equal(k1, n);
+    /* the prefix is the policy's and the completion differs from best's:
+     * the lesson is not best's placement */
+    int differ = 0;
+    for (int k = 0; k < n; k++) differ += want[k] != best_tasks[k];
+    print_message("node DAgger: %d tasks, cut %d, completion differs from best's on %d\n", n, c, differ);
+    model_plan_free(plan);
+    model_plan_free(out);
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
 /* greedy_cost places plan a of `links` with the greedy node head; returns
  * cost' (INFINITY when it misses R). */
 static double greedy_cost(agent_rollout *ro, const nn_params *p, const agent_instance *ai, const int *a) {
     int of[1] = {0};
     const int *forced[1] = {a};
-    agent_rollout_opts o = {PLACER_PLACE_POLICY, 1, 4.0, 3, 1, 0, 1, 0, forced, AGENT_REWARD_LOG, NULL};
+    agent_rollout_opts o = {PLACER_PLACE_POLICY, 1, 4.0, 3, 1, 0, 1, 0, forced, AGENT_REWARD_LOG, NULL, NULL};
     char err[256];
     assert_int_equal(agent_rollout_run(ro, p, ai, 1, of, 1, &o, NULL, err, sizeof err), 0);
     const agent_episode *e = agent_rollout_episode(ro, 0);
@@ -745,7 +830,7 @@ static void test_node_demo_learns(void **state) {
     int step = 0;
     for (step = 1; step <= 300 && after > teacher * (1 + 1e-9); step++) {
         agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, (uint64_t)step, 0, B, 1, forced,
-                                AGENT_REWARD_LOG, demo};
+                                AGENT_REWARD_LOG, demo, NULL};
         assert_int_equal(agent_rollout_run(ro, p, ai, 1, of, B, &o, NULL, err, sizeof err), 0);
         float *adv, *nadv;
         agent_type_traj *tt = agent_rollout_type_traj(ro, &adv);
@@ -767,6 +852,64 @@ static void test_node_demo_learns(void **state) {
     nn_params_free(p);
 }
 
+/* A network grown into wider sizes (agent_net_grow) gives the same
+ * probabilities as the one it grew from, at every TYPE decision of a
+ * several-step decode and at a NODE decision, while its new units compute
+ * (their biases and weights in are the wider network's own, not zero). */
+static void test_grow_same_policy(void **state) {
+    (void)state;
+    const agent_net_dims wide = {9, 7, 10, 12, 3.0f};
+    nn_params *src = make_params(&TINY, 7), *dst = make_params(&wide, 99);
+    char err[256];
+    assert_int_equal(agent_net_grow(dst, &wide, src, &TINY, err, sizeof err), 0);
+    /* back the other way: refused, naming the sizes */
+    nn_params *back = make_params(&TINY, 3);
+    assert_int_equal(agent_net_grow(back, &TINY, dst, &wide, err, sizeof err), -1);
+    assert_non_null(strstr(err, "narrower"));
+    nn_params_free(back);
+    enum { T = 4, G = 2, B = 4, K = 3 };
+    float lf[T * G * AGENT_FL], glob[B * AGENT_FG], rows[B * K * AGENT_FT], prev[B * AGENT_FT];
+    float nrows[B * K * AGENT_FN];
+    uint64_t r = 12345;
+#define RND() ((float)((r = r * 6364136223846793005ULL + 1442695040888963407ULL) >> 40) / (float)(1 << 24) * 2.0f - 1.0f)
+    for (int i = 0; i < T * G * AGENT_FL; i++) lf[i] = RND();
+    int len[G] = {4, 3}, inst_of[B] = {0, 0, 1, 1};
+    agent_net_ws *w0 = agent_net_ws_create(&TINY), *w1 = agent_net_ws_create(&wide);
+    assert_int_equal(agent_net_encode(w0, src, lf, len, T, G, inst_of, B), 0);
+    assert_int_equal(agent_net_encode(w1, dst, lf, len, T, G, inst_of, B), 0);
+    double worst = 0;
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < B * AGENT_FG; i++) glob[i] = RND();
+        for (int i = 0; i < B * K * AGENT_FT; i++) rows[i] = RND();
+        for (int i = 0; i < B * AGENT_FT; i++) prev[i] = t ? RND() : 0.0f;
+        uint8_t mask[B * K], active[B] = {1, 1, 1, t < 3};
+        for (int i = 0; i < B * K; i++) mask[i] = (uint8_t)(i % 4 != 1);
+        float p0[B * K], p1[B * K];
+        assert_int_equal(agent_net_type_step(w0, src, t, glob, rows, prev, mask, active, K, p0), 0);
+        assert_int_equal(agent_net_type_step(w1, dst, t, glob, rows, prev, mask, active, K, p1), 0);
+        for (int i = 0; i < B * K; i++) worst = fmax(worst, fabs((double)p0[i] - p1[i]));
+    }
+    for (int i = 0; i < B * K * AGENT_FN; i++) nrows[i] = RND();
+    uint8_t nmask[B * K];
+    for (int i = 0; i < B * K; i++) nmask[i] = (uint8_t)(i % 3 != 2);
+    float q0[B * K], q1[B * K];
+    assert_int_equal(agent_net_node_step(w0, src, glob, nrows, nmask, B, K, q0), 0);
+    assert_int_equal(agent_net_node_step(w1, dst, glob, nrows, nmask, B, K, q1), 0);
+    for (int i = 0; i < B * K; i++) worst = fmax(worst, fabs((double)q0[i] - q1[i]));
+#undef RND
+    assert_true(worst < 1e-6);
+    /* an old weight copied, a new unit's weight out 0, its weights in its own */
+    assert_true(nn_param(dst, AN_TOUT_W)[0] == nn_param(src, AN_TOUT_W)[0]);
+    assert_true(nn_param(dst, AN_TOUT_W)[TINY.scorer] == 0.0f);
+    assert_true(nn_param(dst, AN_TROW_W)[(size_t)TINY.scorer * AGENT_FT] != 0.0f);
+    /* the forward LSTM's forget gate of old unit 0 reads new unit H0 as 0 */
+    assert_true(nn_param(dst, AN_ENCF_WHH)[(size_t)wide.hidden * wide.hidden + TINY.hidden] == 0.0f);
+    agent_net_ws_free(w0);
+    agent_net_ws_free(w1);
+    nn_params_free(src);
+    nn_params_free(dst);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients),
@@ -777,6 +920,8 @@ int main(void) {
         cmocka_unit_test(test_skip_idle_same_update),
         cmocka_unit_test(test_node_demo_gradients),
         cmocka_unit_test(test_node_demo_learns),
+        cmocka_unit_test(test_grow_same_policy),
+        cmocka_unit_test(test_node_dagger_cut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -171,6 +171,10 @@ static void test_trainconf(void **state) {
                       "bad.yaml:4:17: node_imitation: must be >= 0 and <= 1e+06, got \"-1\"");
     expect_conf_error("mode: general\ngenerator: g.yaml\ndagger: -1\n",
                       "bad.yaml:3:9: dagger: must be >= 0 and <= 1e+06, got \"-1\"");
+    expect_conf_error("mode: general\ngenerator: g.yaml\nnode_dagger: 1\n",
+                      "bad.yaml:3:14: node_dagger: corrects the node head: needs placement: policy");
+    expect_conf_error("mode: general\ngenerator: g.yaml\nplacement: policy\nnode_dagger: -1\n",
+                      "bad.yaml:4:14: node_dagger: must be >= 0 and <= 1e+06, got \"-1\"");
     expect_conf_error("mode: general\ngenerator: g.yaml\nplacement: policy\ndagger: 1\n",
                       "bad.yaml:4:9: dagger: the exact completion can be refused by placement: policy's masks");
     /* a good one: relative names resolved against the config's folder */
@@ -611,6 +615,107 @@ static void test_reuse(void **state) {
     expect_conf_error(buf, "reuse");
 }
 
+/* init_from: a run started from test_resume_exact's policy A (8/8/8/8) in
+ * a wider network (12/10/16/8) with a learning rate of 0 ends with A's
+ * weights on their units, 0 from the new units into the old ones, and its
+ * own step count; growing into a narrower network, or from a file that is
+ * no checkpoint, is refused naming the file. */
+static void test_init_from(void **state) {
+    (void)state;
+    char buf[4096], cfg[1200], err_out[1200];
+    snprintf(buf, sizeof buf,
+             "mode: general\ngenerator: gen.yaml\nvalid: 2\nseed: 9\nsteps: 2\ninstances: 2\n"
+             "samples: 4\nembed: 12\nhidden: 10\ndecoder: 16\nscorer: 8\nlr: 0\nlr_final: 0\n"
+             "placement: policy\nthreads: 2\ninit_from: A/last.h5\n");
+    afx_write_file(tmp, "grow.yaml", buf);
+    path_in(cfg, sizeof cfg, "grow.yaml");
+    assert_int_equal(sh_run("%s train %s --quiet --out %s/G > /dev/null", bin, cfg, tmp), 0);
+    agent_ckpt_state sa, sg;
+    nn_params *a = afx_load_run(tmp, "A", 6, &sa), *g = afx_load_run(tmp, "G", 2, &sg);
+    /* the embedding's first 8 rows are A's; the forward encoder's input
+     * gate of old unit 0 reads new embedding unit 8 as 0; the decoder's
+     * cell-gate block (rows [2*16, 3*16)) holds A's block (rows [16, 24))
+     * on its first 8 rows, over A's hf columns */
+    assert_memory_equal(nn_param(g, AN_EMB_W), nn_param(a, AN_EMB_W), 8 * AGENT_FL * sizeof(float));
+    assert_true(nn_param(g, AN_ENCF_WIH)[8] == 0.0f);
+    int din_a = 2 * 8 + AGENT_FG + AGENT_FT, din_g = 2 * 10 + AGENT_FG + AGENT_FT;
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++)
+            assert_true(nn_param(g, AN_DEC_WIH)[(size_t)(32 + i) * din_g + j] ==
+                        nn_param(a, AN_DEC_WIH)[(size_t)(16 + i) * din_a + j]);
+    assert_memory_equal(nn_param(g, AN_NOUT_W), nn_param(a, AN_NOUT_W), 8 * sizeof(float));
+    agent_ckpt_state_clear(&sa);
+    agent_ckpt_state_clear(&sg);
+    nn_params_free(a);
+    nn_params_free(g);
+    /* narrower than A: refused, naming the file and the sizes */
+    afx_write_file(tmp, "shrink.yaml",
+                   "mode: general\ngenerator: gen.yaml\nembed: 4\nhidden: 8\ndecoder: 8\nscorer: 8\n"
+                   "init_from: A/last.h5\n");
+    path_in(err_out, sizeof err_out, "grow_err.txt");
+    assert_int_equal(sh_run("%s train %s/shrink.yaml --quiet --out %s/H 2> %s", bin, tmp, tmp, err_out), 2);
+    char *msg = harness_slurp(err_out, NULL);
+    assert_non_null(strstr(msg, "A/last.h5"));
+    assert_non_null(strstr(msg, "narrower"));
+    free(msg);
+    /* not a checkpoint */
+    afx_write_file(tmp, "notckpt.yaml", "mode: general\ngenerator: gen.yaml\ninit_from: gen.yaml\n");
+    assert_int_equal(sh_run("%s train %s/notckpt.yaml --quiet --out %s/H 2> %s", bin, tmp, tmp, err_out), 2);
+    msg = harness_slurp(err_out, NULL);
+    assert_non_null(strstr(msg, "gen.yaml"));
+    free(msg);
+}
+
+/* node_dagger through `strata train`: 3 steps of the general config with
+ * one node DAgger episode per instance; every row's dagger_played (the
+ * share of instances whose episode got a lesson) is written and lies in
+ * [0, 1]. */
+static void test_node_dagger_run(void **state) {
+    (void)state;
+    char buf[4096], cfg[1200], csv[1200];
+    snprintf(buf, sizeof buf, "%snode_imitation: 0\nnode_dagger: 2\nsteps: 3\neval_every: 0\n", GENERAL);
+    /* GENERAL's steps, node_imitation and eval_every are cut out: a key
+     * given twice is an error */
+    char *cut = strstr(buf, "steps: 6\n");
+    assert_non_null(cut);
+    memmove(cut, cut + strlen("steps: 6\n"), strlen(cut + strlen("steps: 6\n")) + 1);
+    cut = strstr(buf, "node_imitation: 0.25\n");
+    assert_non_null(cut);
+    memmove(cut, cut + strlen("node_imitation: 0.25\n"), strlen(cut + strlen("node_imitation: 0.25\n")) + 1);
+    cut = strstr(buf, "eval_every: 2\n");
+    assert_non_null(cut);
+    memmove(cut, cut + strlen("eval_every: 2\n"), strlen(cut + strlen("eval_every: 2\n")) + 1);
+    afx_write_file(tmp, "nodedag.yaml", buf);
+    path_in(cfg, sizeof cfg, "nodedag.yaml");
+    assert_int_equal(sh_run("%s train %s --quiet --out %s/ND > /dev/null", bin, cfg, tmp), 0);
+    snprintf(csv, sizeof csv, "%s/ND/metrics.csv", tmp);
+    char *text = harness_slurp(csv, NULL);
+    assert_non_null(text);
+    int col = -1, ncol = 0;
+    for (const char *c = text; *c && *c != '\n'; ncol++) {
+        size_t len = strcspn(c, ",\n");
+        if (len == strlen("dagger_played") && !strncmp(c, "dagger_played", len)) col = ncol;
+        c += len;
+        if (*c == ',') c++;
+    }
+    assert_true(col >= 0);
+    int rows = 0;
+    for (const char *row = strchr(text, '\n'); row && row[1]; row = strchr(row + 1, '\n')) {
+        const char *c = row + 1;
+        for (int k = 0; k < col && c; k++) {
+            c = strchr(c, ',');
+            if (c) c++;
+        }
+        assert_non_null(c);
+        assert_true(*c != ',' && *c != '\n');
+        double v = strtod(c, NULL);
+        if (!(v >= 0 && v <= 1)) fail_msg("dagger_played %g in row %d", v, rows);
+        rows++;
+    }
+    assert_int_equal(rows, 3);
+    free(text);
+}
+
 /* ---------------------------------------------------------------------------
  * A saved policy
  * ------------------------------------------------------------------------ */
@@ -710,6 +815,8 @@ int main(void) {
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_resume_exact),
         cmocka_unit_test(test_reuse),
+        cmocka_unit_test(test_init_from),
+        cmocka_unit_test(test_node_dagger_run),
         cmocka_unit_test(test_policy),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -342,6 +342,58 @@ static void test_best(void **state) {
     inst_free(&in);
 }
 
+/* placer_complete: the fixed tasks stay where they are, the result is
+ * never worse than the start it was given (each simple method's placement),
+ * completing best's own placement from task 0 gives best's cost (a local
+ * optimum of the same search), and a fixed task on a node without room
+ * for it is refused naming the task and node. */
+static void test_complete(void **state) {
+    (void)state;
+    inst in;
+    inst_init(&in);
+    int start[7], got[7];
+    for (int m = 0; m < PLACER_BEST; m++) { /* spread and pack miss R here */
+        int start_rc = run(&in, (placer_method)m, 3);
+        assert_true(start_rc == PLACER_OK || start_rc == PLACER_SLOW);
+        double start_cost = in.out->cost;
+        memcpy(start, in.tasks, sizeof start);
+        for (int first = 0; first <= 7; first++) {
+            for (int i = 0; i < 7; i++) got[i] = i < first ? start[i] : -1;
+            int rc = placer_complete(&in.fx.job, &in.fx.cl, in.plan, first, start, 5, 0, got,
+                                     in.out, in.err, sizeof in.err);
+            assert_true(rc == PLACER_OK || (rc == PLACER_SLOW && start_rc == PLACER_SLOW));
+            for (int i = 0; i < first; i++) assert_int_equal(got[i], start[i]);
+            if (rc == start_rc) assert_true(in.out->cost <= start_cost * (1 + 1e-12));
+        }
+    }
+    /* pack's placement misses R; from task 2 on (stage 1's tasks) the
+     * search repairs it */
+    assert_int_equal(run(&in, PLACER_PACK, 0), PLACER_SLOW);
+    memcpy(start, in.tasks, sizeof start);
+    memcpy(got, start, sizeof got);
+    assert_int_equal(placer_complete(&in.fx.job, &in.fx.cl, in.plan, 2, start, 5, 0, got, in.out,
+                                     in.err, sizeof in.err),
+                     PLACER_OK);
+    double completed = in.out->cost;
+    assert_int_equal(placer_best_run(&in.fx.job, &in.fx.cl, in.plan, 7, 0, NULL, start, in.out,
+                                     in.err, sizeof in.err),
+                     PLACER_OK);
+    double best_cost = in.out->cost;
+    assert_true(best_cost <= completed * (1 + 1e-12));
+    memcpy(got, start, sizeof got);
+    assert_int_equal(placer_complete(&in.fx.job, &in.fx.cl, in.plan, 0, start, 7, 0, got, in.out,
+                                     in.err, sizeof in.err),
+                     PLACER_OK);
+    assert_close(in.out->cost, best_cost);
+    /* the s0 worker (cpu) fixed on n2 (gpu): refused */
+    got[0] = 2;
+    assert_int_equal(placer_complete(&in.fx.job, &in.fx.cl, in.plan, 1, start, 7, 0, got, in.out,
+                                     in.err, sizeof in.err),
+                     PLACER_NOFIT);
+    assert_non_null(strstr(in.err, "fixed task 0 has no room on node 2"));
+    inst_free(&in);
+}
+
 static uint64_t lcg(uint64_t *s) {
     *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
     return *s >> 11;
@@ -608,6 +660,7 @@ int main(void) {
         cmocka_unit_test(test_zone_tie_avoids_bad_zone),
         cmocka_unit_test(test_zone_leaves_bad_zone_missing_target),
         cmocka_unit_test(test_best),
+        cmocka_unit_test(test_complete),
         cmocka_unit_test(test_best_random),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_cli_place),
