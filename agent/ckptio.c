@@ -190,7 +190,10 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
                  path, (long long)fv, AGENT_FEATURES_VERSION);
         return -1;
     }
-    if (in->schema_version != GYM_SCHEMA_VERSION) {
+    /* schema 1 is schema 2 without the last two node features (the zones
+     * of the stages around the task's): read, then grown with zero weights
+     * on them (agent_ckpt_read), it plays the same policy */
+    if (in->schema_version != GYM_SCHEMA_VERSION && in->schema_version != 1) {
         snprintf(err, errlen,
                  "%s: trained on feature schema %d, this build computes schema %d; retrain the policy",
                  path, in->schema_version, GYM_SCHEMA_VERSION);
@@ -221,6 +224,7 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
     d->scorer = (int)sc;
     d->clip = (float)clip;
     memset(st, 0, sizeof *st);
+    st->node_feats = in->schema_version == 1 ? AGENT_FN_SCHEMA1 : AGENT_FN;
     st->step = in->step;
     get_int(in, "seed", &seed);
     st->seed = (int)seed;
@@ -286,7 +290,7 @@ int agent_ckpt_peek(const char *path, agent_net_dims *d, agent_ckpt_state *st, c
     /* the network these sizes describe must be in the file, every byte of
      * it, before any caller allocates it */
     nn_tensor_spec table[AN_N_TENSORS];
-    agent_net_table(d, table);
+    agent_net_table_fn(d, st->node_feats, table);
     if (ckpt_check_sizes(path, table, AN_N_TENSORS, err, errlen) != CKPT_OK) {
         agent_ckpt_state_clear(st);
         return -1;
@@ -308,9 +312,24 @@ int agent_ckpt_read(const char *path, nn_params *p, const agent_net_dims *d, age
         agent_ckpt_state_clear(st);
         return -1;
     }
-    if (ckpt_load(path, p, NULL, err, errlen) != CKPT_OK) {
-        agent_ckpt_state_clear(st);
-        return -1;
+    if (st->node_feats == AGENT_FN) {
+        if (ckpt_load(path, p, NULL, err, errlen) != CKPT_OK) {
+            agent_ckpt_state_clear(st);
+            return -1;
+        }
+        return 0;
     }
-    return 0;
+    /* an older schema: its tensors, then grown into p */
+    nn_tensor_spec t[AN_N_TENSORS];
+    agent_net_table_fn(d, st->node_feats, t);
+    nn_params *old = nn_params_create(t, AN_N_TENSORS, err, errlen);
+    char e[512];
+    int rc = !old || ckpt_load(path, old, NULL, err, errlen) != CKPT_OK ? -1 : 0;
+    if (!rc && agent_net_grow(p, d, old, d, e, sizeof e)) {
+        snprintf(err, errlen, "%s: %s", path, e);
+        rc = -1;
+    }
+    nn_params_free(old);
+    if (rc) agent_ckpt_state_clear(st);
+    return rc;
 }

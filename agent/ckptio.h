@@ -14,7 +14,9 @@
  *   metrics_csv                             the metrics history (metrics.csv)
  *
  * agent_ckpt_read refuses a file of another format or version, of another
- * feature schema (GYM_SCHEMA_VERSION or AGENT_FEATURES_VERSION), or whose network differs from the
+ * feature schema (GYM_SCHEMA_VERSION or AGENT_FEATURES_VERSION; schema 1,
+ * whose node rows lack the last two features, is read and grown with zero
+ * weights on them, the same policy), or whose network differs from the
  * one expected, naming the file and the difference. agent_ckpt_peek (and
  * so every load) refuses a hyperparameter outside its range (the table
  * HP_RANGES in ckptio.c, printed in docs/reliability.md) naming it, and a
@@ -48,7 +50,12 @@ typedef struct {
     int n_best_assign;
     char *metrics_csv; /* or NULL */
     char *config_yaml; /* or NULL */
+    int node_feats;    /* read: the file's node row features (AGENT_FN, or
+                          AGENT_FN_SCHEMA1 for a schema-1 file: agent_ckpt_read
+                          grows it, its Adam moments left at 0) */
 } agent_ckpt_state;
+
+#define AGENT_FN_SCHEMA1 16 /* node row features of feature schema 1 */
 
 /* agent_ckpt_write saves p (dims d) and st to path (atomically). */
 int agent_ckpt_write(const char *path, const nn_params *p, const agent_net_dims *d,

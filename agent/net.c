@@ -32,6 +32,10 @@ void agent_net_dims_default(agent_net_dims *d) {
 static int din_width(const agent_net_dims *d) { return 2 * d->hidden + AGENT_FG + AGENT_FT; }
 
 void agent_net_table(const agent_net_dims *d, nn_tensor_spec t[AN_N_TENSORS]) {
+    agent_net_table_fn(d, AGENT_FN, t);
+}
+
+void agent_net_table_fn(const agent_net_dims *d, int fn, nn_tensor_spec t[AN_N_TENSORS]) {
     int E = d->embed, H = d->hidden, Hd = d->decoder, D = d->scorer, Din = din_width(d);
     t[AN_EMB_W] = nn_spec("embed", "w", NN_INIT_XAVIER, 1.0f, 0, E, AGENT_FL, 0, 0);
     t[AN_EMB_B] = nn_spec("embed", "b", NN_INIT_ZEROS, 0.0f, 1, E, 0, 0, 0);
@@ -53,16 +57,17 @@ void agent_net_table(const agent_net_dims *d, nn_tensor_spec t[AN_N_TENSORS]) {
     t[AN_NCTX_W] = nn_spec("node_ctx", "w", NN_INIT_XAVIER, 1.0f, 0, D, AGENT_FG, 0, 0);
     t[AN_NCTX_B] = nn_spec("node_ctx", "b", NN_INIT_ZEROS, 0.0f, 1, D, 0, 0, 0);
     t[AN_NCTX2_W] = nn_spec("node_ctx2", "w", NN_INIT_XAVIER, 1.0f, 0, D, D, 0, 0);
-    t[AN_NROW_W] = nn_spec("node_row", "w", NN_INIT_XAVIER, 1.0f, 0, D, AGENT_FN, 0, 0);
+    t[AN_NROW_W] = nn_spec("node_row", "w", NN_INIT_XAVIER, 1.0f, 0, D, fn, 0, 0);
     t[AN_NROW_B] = nn_spec("node_row", "b", NN_INIT_ZEROS, 0.0f, 1, D, 0, 0, 0);
     t[AN_NHID_W] = nn_spec("node_hid", "w", NN_INIT_XAVIER, 1.0f, 0, D, D, 0, 0);
     t[AN_NHID_B] = nn_spec("node_hid", "b", NN_INIT_ZEROS, 0.0f, 1, D, 0, 0, 0);
     t[AN_NOUT_W] = nn_spec("node_out", "w", NN_INIT_XAVIER, 1.0f, 0, 1, D, 0, 0);
 }
 
-int agent_net_check(const agent_net_dims *d, const nn_params *p, char *err, size_t errlen) {
+/* net_check_fn is agent_net_check for node rows of fn features. */
+static int net_check_fn(const agent_net_dims *d, int fn, const nn_params *p, char *err, size_t errlen) {
     nn_tensor_spec t[AN_N_TENSORS];
-    agent_net_table(d, t);
+    agent_net_table_fn(d, fn, t);
     if (!p || p->n != AN_N_TENSORS) {
         snprintf(err, errlen, "the network has %d tensors, expected %d", p ? p->n : 0,
                  AN_N_TENSORS);
@@ -80,6 +85,10 @@ int agent_net_check(const agent_net_dims *d, const nn_params *p, char *err, size
         }
     }
     return 0;
+}
+
+int agent_net_check(const agent_net_dims *d, const nn_params *p, char *err, size_t errlen) {
+    return net_check_fn(d, AGENT_FN, p, err, errlen);
 }
 
 /* ---------------------------------------------------------------------------
@@ -109,7 +118,7 @@ static int grow_map(const grow_dim *g, int i) {
 
 /* grow_dims writes tensor t's row and column blocks (a 1-D tensor has one
  * column). Rows are the units a weight feeds, columns the units it reads. */
-static void grow_dims(int t, const agent_net_dims *s, const agent_net_dims *d, grow_dim *r,
+static void grow_dims(int t, const agent_net_dims *s, int fn, const agent_net_dims *d, grow_dim *r,
                       grow_dim *c) {
     int E0 = s->embed, E = d->embed, H0 = s->hidden, H = d->hidden;
     int Hd0 = s->decoder, Hd = d->decoder, D0 = s->scorer, D = d->scorer;
@@ -129,7 +138,7 @@ static void grow_dims(int t, const agent_net_dims *s, const agent_net_dims *d, g
     case AN_TCTX_W: *r = gd1(D0, D); *c = gd1(Hd0, Hd); break;
     case AN_TROW_W: *r = gd1(D0, D); *c = gd1(AGENT_FT, AGENT_FT); break;
     case AN_NCTX_W: *r = gd1(D0, D); *c = gd1(AGENT_FG, AGENT_FG); break;
-    case AN_NROW_W: *r = gd1(D0, D); *c = gd1(AGENT_FN, AGENT_FN); break;
+    case AN_NROW_W: *r = gd1(D0, D); *c = gd1(fn, AGENT_FN); break;
     case AN_THID_W: case AN_NCTX2_W: case AN_NHID_W: *r = gd1(D0, D); *c = gd1(D0, D); break;
     case AN_TOUT_W: case AN_NOUT_W: *r = gd1(1, 1); *c = gd1(D0, D); break;
     default: *r = gd1(D0, D); break; /* the scorers' biases [D] */
@@ -152,10 +161,17 @@ int agent_net_grow(nn_params *dst, const agent_net_dims *dd, const nn_params *sr
                  (double)dd->clip, (double)sd->clip);
         return -1;
     }
-    if (agent_net_check(dd, dst, err, errlen) || agent_net_check(sd, src, err, errlen)) return -1;
+    /* src's node rows may have fewer features (an older schema) */
+    int fn = src && src->n == AN_N_TENSORS ? (int)src->spec[AN_NROW_W].dims[1] : AGENT_FN;
+    if (fn > AGENT_FN) {
+        snprintf(err, errlen, "the network it grows from reads %d node features, this build %d", fn,
+                 AGENT_FN);
+        return -1;
+    }
+    if (agent_net_check(dd, dst, err, errlen) || net_check_fn(sd, fn, src, err, errlen)) return -1;
     for (int t = 0; t < AN_N_TENSORS; t++) {
         grow_dim r, c;
-        grow_dims(t, sd, dd, &r, &c);
+        grow_dims(t, sd, fn, dd, &r, &c);
         int R = (int)dst->spec[t].dims[0];
         int C = dst->spec[t].ndim > 1 ? (int)dst->spec[t].dims[1] : 1;
         int C0 = src->spec[t].ndim > 1 ? (int)src->spec[t].dims[1] : 1;

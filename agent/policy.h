@@ -115,6 +115,6 @@ size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
 /* Facts about the loaded policy, for reports and the daemon's /metrics. */
 const char *agent_policy_path(const agent_policy *p); /* as loaded */
 int64_t agent_policy_step(const agent_policy *p);      /* training step */
-const char *agent_policy_hash(const agent_policy *p);  /* hex digest of the file's weights */
+const char *agent_policy_hash(const agent_policy *p);  /* hex digest of the weights as loaded (a schema-1 file: grown, agent/ckptio.h) */
 
 #endif

@@ -89,6 +89,8 @@ struct gym_env {
     int *cur_workers;        /* [N] workers of the current stage per node */
     int *prev_workers;       /* [N] workers of the previous stage per node */
     int *zone_cnt;           /* [Z] tasks of the current stage per zone */
+    long *zone_scr;          /* [2 Z] per observation: the previous stage's workers, then
+                                the next stage type's free units, per zone */
     int cur_stage, cur_placed, cur_w_left, cur_g_left;
 
     float *rows; /* [max(T * GYM_TYPE_FEATS, N * GYM_NODE_FEATS)] */
@@ -357,6 +359,7 @@ gym_env *gym_create(const model_job *job, const model_cluster *cl,
     e->cur_workers = calloc(nn, sizeof(int));
     e->prev_workers = calloc(nn, sizeof(int));
     e->zone_cnt = calloc((size_t)e->Z, sizeof(int));
+    e->zone_scr = calloc(2 * (size_t)e->Z, sizeof(long));
     e->type_static = calloc((size_t)e->T * GYM_TYPE_FEATS, sizeof(float));
     e->node_static = calloc(nn * GYM_NODE_FEATS, sizeof(float));
     e->layer_feats = calloc((size_t)e->L * GYM_LAYER_FEATS, sizeof(float));
@@ -365,7 +368,7 @@ gym_env *gym_create(const model_job *job, const model_cluster *cl,
         !e->mask || !e->rows || !e->plan || !e->final || !e->task_node ||
         !e->task_stage || !e->task_ps || !e->order || !e->stage_first ||
         !e->units_left || !e->ps_left || !e->cur_cnt || !e->cur_workers ||
-        !e->prev_workers || !e->zone_cnt || !e->type_static || !e->node_static ||
+        !e->prev_workers || !e->zone_cnt || !e->zone_scr || !e->type_static || !e->node_static ||
         !e->layer_feats || !e->node_lat) {
         gym_free(e);
         goto oom;
@@ -470,6 +473,7 @@ void gym_free(gym_env *e) {
     free(e->cur_workers);
     free(e->prev_workers);
     free(e->zone_cnt);
+    free(e->zone_scr);
     free(e->type_static);
     free(e->node_static);
     free(e->layer_feats);
@@ -942,6 +946,17 @@ static void obs_node(gym_env *e, gym_observation *obs) {
     obs->n_rows = e->N;
     obs->row_feats = GYM_NODE_FEATS;
     int prev_k = s > 0 ? p->stages[s - 1].units : 0;
+    /* per zone: the previous stage's workers, and the units of the next
+     * stage's type still free (the zones the stages around this one use) */
+    long *zprev = e->zone_scr, *zroom = e->zone_scr + e->Z;
+    memset(e->zone_scr, 0, 2 * (size_t)e->Z * sizeof *e->zone_scr);
+    int next_t = s + 1 < p->n_stages ? p->stages[s + 1].type : -1;
+    int next_k = s + 1 < p->n_stages ? p->stages[s + 1].units : 0;
+    for (int n = 0; n < e->N; n++) {
+        int z = cl->nodes[n].zone;
+        zprev[z] += e->prev_workers[n];
+        if (cl->nodes[n].type == next_t && e->units_left[n] > 0) zroom[z] += e->units_left[n];
+    }
     for (int n = 0; n < e->N; n++) {
         const model_node *nd = &cl->nodes[n];
         float *r = e->rows + (size_t)n * GYM_NODE_FEATS;
@@ -960,6 +975,8 @@ static void obs_node(gym_env *e, gym_observation *obs) {
         r[9] = (float)ratio(e->prev_workers[n], prev_k);
         r[10] = (float)(fmin(ty->net_bw, nd->bw) * (1.0 - nd->loss) / ty->net_bw);
         r[12] = e->node_lat[n];
+        r[16] = (float)ratio((double)zprev[nd->zone], prev_k);
+        r[17] = next_t < 0 ? 1.0f : (float)fmin(1.0, ratio((double)zroom[nd->zone], next_k));
     }
 }
 

@@ -35,11 +35,11 @@
 
 /* Bumped whenever a feature's meaning, order or scale changes; checkpoints
  * store it and refuse to load weights trained on another schema. */
-#define GYM_SCHEMA_VERSION 1
+#define GYM_SCHEMA_VERSION 2
 
 #define GYM_GLOBAL_FEATS 24 /* global vector, both phases */
 #define GYM_TYPE_FEATS 16   /* one candidate row per type (TYPE phase) */
-#define GYM_NODE_FEATS 16   /* one candidate row per node (NODE phase) */
+#define GYM_NODE_FEATS 18   /* one candidate row per node (NODE phase) */
 #define GYM_LAYER_FEATS 12  /* one row per layer, static over an episode */
 
 typedef enum {

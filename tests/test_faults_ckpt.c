@@ -33,6 +33,7 @@
 
 #include <cmocka.h>
 
+#include "agent/ckptio.h"
 #include "agent/policy.h"
 #include "tests/ckpt_forge.h"
 #include "tests/shell.h"
@@ -148,6 +149,94 @@ static void test_nan_weight(void **state) {
     expect_refused(p, want, NULL);
 }
 
+/* Sets /meta's schema_version of path to v (replaced, as forge_attr does). */
+static int set_schema(const char *path, int64_t v) {
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) return -1;
+    hid_t g = H5Gopen2(f, "/meta", H5P_DEFAULT), sp = H5Screate(H5S_SCALAR), a = -1;
+    if (g >= 0 && sp >= 0 && H5Adelete(g, "schema_version") >= 0)
+        a = H5Acreate2(g, "schema_version", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a >= 0 && H5Awrite(a, H5T_NATIVE_INT64, &v) >= 0 ? 0 : -1;
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    if (g >= 0) H5Gclose(g);
+    H5Fclose(f);
+    return rc;
+}
+
+/* A policy of feature schema 1 (node rows of 16 features, before the two
+ * zone features) loads, grown with zero weights on the features it lacks:
+ * every other weight as in the file, and the node head's probabilities
+ * the old network's whatever the new features hold. A file that says
+ * schema 1 but holds 18-feature rows, or a schema this build does not
+ * know, is refused naming the file. */
+static void test_schema1_migrates(void **state) {
+    (void)state;
+    agent_net_dims d = {8, 8, 8, 8, 10.0f};
+    nn_tensor_spec t[AN_N_TENSORS];
+    char err[2048], path[1300];
+    agent_net_table_fn(&d, AGENT_FN_SCHEMA1, t);
+    nn_params *old = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(old);
+    nn_params_init(old, 3);
+    agent_ckpt_state st;
+    memset(&st, 0, sizeof st);
+    st.step = 7;
+    st.mode = 1;
+    st.placement = -1;
+    st.best_valid = st.best_cost = 1.0;
+    snprintf(path, sizeof path, "%s/schema1.h5", dir);
+    assert_int_equal(agent_ckpt_write(path, old, &d, &st, err, sizeof err), 0);
+    assert_int_equal(set_schema(path, 1), 0);
+    agent_net_table(&d, t);
+    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(p);
+    agent_ckpt_state rs;
+    if (agent_ckpt_read(path, p, &d, &rs, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(rs.node_feats, AGENT_FN_SCHEMA1);
+    assert_int_equal(rs.step, 7);
+    agent_ckpt_state_clear(&rs);
+    for (int i = 0; i < AN_N_TENSORS; i++) {
+        if (i == AN_NROW_W) continue;
+        assert_memory_equal(nn_param(p, i), nn_param(old, i), p->size[i] * sizeof(float));
+    }
+    const float *w = nn_param(p, AN_NROW_W), *w0 = nn_param(old, AN_NROW_W);
+    for (int r = 0; r < d.scorer; r++)
+        for (int c = 0; c < AGENT_FN; c++)
+            assert_true(w[r * AGENT_FN + c] == (c < AGENT_FN_SCHEMA1 ? w0[r * AGENT_FN_SCHEMA1 + c] : 0.0f));
+    /* the node head's probabilities do not depend on the new features */
+    enum { B = 2, K = 3 };
+    float glob[B * AGENT_FG], r0[B * K * AGENT_FN], r1[B * K * AGENT_FN], q0[B * K], q1[B * K];
+    uint8_t mask[B * K] = {1, 1, 1, 1, 0, 1};
+    for (int i = 0; i < B * AGENT_FG; i++) glob[i] = (float)((i * 7) % 5) * 0.3f - 0.5f;
+    for (int k = 0; k < B * K; k++)
+        for (int c = 0; c < AGENT_FN; c++) {
+            float v = (float)((k * 13 + c * 5) % 11) * 0.2f - 1.0f;
+            r0[k * AGENT_FN + c] = c < AGENT_FN_SCHEMA1 ? v : 0.0f;
+            r1[k * AGENT_FN + c] = c < AGENT_FN_SCHEMA1 ? v : 3.0f + (float)k;
+        }
+    agent_net_ws *ws = agent_net_ws_create(&d);
+    assert_int_equal(agent_net_node_step(ws, p, glob, r0, mask, B, K, q0), 0);
+    assert_int_equal(agent_net_node_step(ws, p, glob, r1, mask, B, K, q1), 0);
+    for (int i = 0; i < B * K; i++) assert_true(q0[i] == q1[i]);
+    agent_net_ws_free(ws);
+    nn_params_free(p);
+    /* schema 1 with 18-feature rows: refused at the sizes check */
+    agent_net_table(&d, t);
+    nn_params *now = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    nn_params_init(now, 4);
+    snprintf(path, sizeof path, "%s/schema1_wide.h5", dir);
+    assert_int_equal(agent_ckpt_write(path, now, &d, &st, err, sizeof err), 0);
+    assert_int_equal(set_schema(path, 1), 0);
+    expect_refused(path, "schema1_wide.h5", "node_row", NULL);
+    snprintf(path, sizeof path, "%s/schema9.h5", dir);
+    assert_int_equal(agent_ckpt_write(path, now, &d, &st, err, sizeof err), 0);
+    assert_int_equal(set_schema(path, 9), 0);
+    expect_refused(path, "schema9.h5", "feature schema 9", NULL);
+    nn_params_free(now);
+    nn_params_free(old);
+}
+
 static void test_huge_dims(void **state) {
     (void)state;
     const char *p = copy_tiny("bad_huge_dims.h5");
@@ -195,6 +284,7 @@ int main(void) {
         cmocka_unit_test(test_absurd_clip),
         cmocka_unit_test(test_nan_weight),
         cmocka_unit_test(test_huge_dims),
+        cmocka_unit_test(test_schema1_migrates),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

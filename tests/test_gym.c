@@ -1101,6 +1101,50 @@ static void test_features_by_hand(void **state) {
     gym_free(e);
 }
 
+/* Node features 16 and 17, the zones of the stages around the task's:
+ * two zones, z0 with a cpu node n0 and a gpu node n1 without free units,
+ * z1 with cpu n2 and gpu n3 (2 units). The plan [cpu, gpu]: stage 1 runs
+ * one gpu worker, and only z1 has gpu units for it. */
+static void test_zone_features(void **state) {
+    (void)state;
+    inst in;
+    tiny_init(&in);
+    in.zones[1] = (model_zone){"z1"};
+    in.nodes[1].units = 0;
+    in.nodes[2] = (model_node){"n2", CPU, 1, 1, 1, 1e9, 0.0, 0.0};
+    in.nodes[3] = (model_node){"n3", GPU, 2, 1, 1, 1e9, 0.0, 0.0};
+    in.cl.n_nodes = 4;
+    in.cl.n_zones = 2;
+    gym_env *e = make(&in, NULL);
+    step_ok(e, CPU);
+    step_ok(e, GPU);
+    gym_observation ob;
+    gym_obs(e, &ob);
+    assert_int_equal(ob.stage, 0);
+    const float *r = ob.rows;
+    /* stage 0's worker: no previous stage (16 is 0); stage 1's gpu worker
+     * finds its unit in z1 only (17: min(1, 2 free / 1 worker)) */
+    for (int n = 0; n < 4; n++) assert_feat(r[n * GYM_NODE_FEATS + 16], 0.0);
+    assert_feat(r[0 * GYM_NODE_FEATS + 17], 0.0);
+    assert_feat(r[1 * GYM_NODE_FEATS + 17], 0.0);
+    assert_feat(r[2 * GYM_NODE_FEATS + 17], 1.0);
+    assert_feat(r[3 * GYM_NODE_FEATS + 17], 1.0);
+    /* the worker on n2 (z1), its ps on n0 (z0); then stage 1's worker:
+     * the previous stage's worker is in z1 (16: 1 there, 0 in z0), and no
+     * stage follows (17: 1 everywhere) */
+    step_ok(e, 2);
+    step_ok(e, 0);
+    gym_obs(e, &ob);
+    assert_int_equal(ob.stage, 1);
+    r = ob.rows;
+    assert_feat(r[0 * GYM_NODE_FEATS + 16], 0.0);
+    assert_feat(r[1 * GYM_NODE_FEATS + 16], 0.0);
+    assert_feat(r[2 * GYM_NODE_FEATS + 16], 1.0);
+    assert_feat(r[3 * GYM_NODE_FEATS + 16], 1.0);
+    for (int n = 0; n < 4; n++) assert_feat(r[n * GYM_NODE_FEATS + 17], 1.0);
+    gym_free(e);
+}
+
 /* Bad input is refused with a message naming the field. */
 static void test_create_errors(void **state) {
     (void)state;
@@ -1142,6 +1186,7 @@ int main(void) {
         cmocka_unit_test(test_placement_infeasible),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_features_by_hand),
+        cmocka_unit_test(test_zone_features),
         cmocka_unit_test(test_mask_sound_exhaustive),
         cmocka_unit_test(test_random_rollouts),
         cmocka_unit_test(test_create_errors),
