@@ -344,6 +344,36 @@ static int init_from(agent_trainer *t, const agent_trainconf *tc, char *err, siz
     return rc;
 }
 
+/* node_head_from copies the node head (the tensors from AN_NCTX_W on: it
+ * reads the global vector and the node rows, nothing of the encoder or the
+ * decoder) and the node baseline of the policy in tc->node_head_from into
+ * t, whose scorer width it must share. Returns 0, or -1 with a message
+ * naming the file. */
+static int node_head_from(agent_trainer *t, const agent_trainconf *tc, char *err, size_t errlen) {
+    agent_net_dims sd;
+    agent_ckpt_state st;
+    if (agent_ckpt_peek(tc->node_head_from, &sd, &st, err, errlen)) return -1;
+    agent_ckpt_state_clear(&st);
+    if (sd.scorer != tc->net.scorer) {
+        snprintf(err, errlen, "node_head_from %s: its scorer is %d wide, the network's %d",
+                 tc->node_head_from, sd.scorer, tc->net.scorer);
+        return -1;
+    }
+    nn_tensor_spec table[AN_N_TENSORS];
+    agent_net_table(&sd, table);
+    nn_params *src = nn_params_create(table, AN_N_TENSORS, err, errlen);
+    if (!src) return -1;
+    int rc = agent_ckpt_read(tc->node_head_from, src, &sd, &st, err, errlen);
+    if (!rc) {
+        for (int i = AN_NCTX_W; i < AN_N_TENSORS; i++)
+            memcpy(nn_param(t->p, i), nn_param(src, i), src->size[i] * sizeof(float));
+        t->base_node = st.base_node;
+        agent_ckpt_state_clear(&st);
+    }
+    nn_params_free(src);
+    return rc;
+}
+
 static agent_trainer *create(const agent_trainconf *tc, const char *resume, const model_job *job,
                              const model_cluster *cl, char *err, size_t errlen) {
     agent_trainer *t = calloc(1, sizeof *t);
@@ -480,6 +510,7 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
         while (t->hist.n && t->hist.rows[t->hist.n - 1].step > (double)t->step) t->hist.n--;
     }
     if (!resume && tc->init_from[0] && init_from(t, tc, err, errlen)) goto fail;
+    if (!resume && tc->node_head_from[0] && node_head_from(t, tc, err, errlen)) goto fail;
     if (t->rank == 0) {
         if (mkdirs(tc->out)) {
             snprintf(err, errlen, "%s: cannot create the folder: %s", tc->out, strerror(errno));

@@ -26,7 +26,8 @@
  * each is written once. */
 typedef struct {
     int mode;
-    char problem[CFG_TEXT_MAX], generator[CFG_TEXT_MAX], out[CFG_TEXT_MAX], init_from[CFG_TEXT_MAX];
+    char problem[CFG_TEXT_MAX], generator[CFG_TEXT_MAX], out[CFG_TEXT_MAX], init_from[CFG_TEXT_MAX],
+        node_head_from[CFG_TEXT_MAX];
     int valid, seed, steps, instances, samples, baseline, adv_norm, reference, placement, reward;
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
         ckpt_every, polish, freeze_plan, reuse;
@@ -39,7 +40,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, K_NODE_HEAD_FROM, N_K
 };
 
 #define BY_MODE_DEF 0 /* the row's default is unused: see BY_MODE */
@@ -117,6 +118,7 @@ static const cfg_field FIELDS[N_K] = {
                                      tc_in, node_imitation),
     [K_DAGGER] = CFG_ROW_NUM("dagger", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6, tc_in, dagger),
     [K_INIT_FROM] = CFG_ROW_TEXT("init_from", 0, tc_in, init_from),
+    [K_NODE_HEAD_FROM] = CFG_ROW_TEXT("node_head_from", 0, tc_in, node_head_from),
     [K_NODE_DAGGER] = CFG_ROW_NUM("node_dagger", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6, tc_in,
                                   node_dagger),
 };
@@ -256,7 +258,9 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     if ((vals[K_PROBLEM] && resolve(tc->problem, sizeof tc->problem, dir, in.problem)) ||
         (vals[K_GENERATOR] && resolve(tc->generator, sizeof tc->generator, dir, in.generator)) ||
         (vals[K_OUT] && resolve(tc->out, sizeof tc->out, dir, in.out)) ||
-        (vals[K_INIT_FROM] && resolve(tc->init_from, sizeof tc->init_from, dir, in.init_from))) {
+        (vals[K_INIT_FROM] && resolve(tc->init_from, sizeof tc->init_from, dir, in.init_from)) ||
+        (vals[K_NODE_HEAD_FROM] &&
+         resolve(tc->node_head_from, sizeof tc->node_head_from, dir, in.node_head_from))) {
         cfg_doc_fail(d, root, "", err, errlen, "a file name is too long");
         goto fail;
     }

@@ -84,6 +84,9 @@ typedef struct {
     char init_from[AGENT_PATH_MAX]; /* "" or a policy checkpoint (resolved) whose network,
                             no wider than net in any size, starts this run's:
                             agent_net_grow (a run that is not resumed) */
+    char node_head_from[AGENT_PATH_MAX]; /* "" or a policy checkpoint (resolved) of the
+                            same scorer width whose node head (and node baseline)
+                            replaces this run's, after init_from (not resumed) */
     int threads;         /* environment threads (0: all cores) */
     int log_every;       /* CSV row and progress line every N steps */
     int eval_every;      /* general: evaluation every N steps (0: never) */

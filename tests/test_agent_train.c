@@ -716,6 +716,48 @@ static void test_node_dagger_run(void **state) {
     free(text);
 }
 
+/* node_head_from: a run grown from A (init_from) whose node head comes
+ * from test_node_dagger_run's ND (trained 3 steps further, so other
+ * weights) ends, at learning rate 0, with ND's node head tensor for
+ * tensor and A's grown plan head; a source of another scorer width is
+ * refused naming the file. */
+static void test_node_head_from(void **state) {
+    (void)state;
+    char buf[4096], cfg[1200], err_out[1200];
+    snprintf(buf, sizeof buf,
+             "mode: general\ngenerator: gen.yaml\nvalid: 2\nseed: 9\nsteps: 1\ninstances: 2\n"
+             "samples: 4\nembed: 12\nhidden: 10\ndecoder: 16\nscorer: 8\nlr: 0\nlr_final: 0\n"
+             "placement: policy\nthreads: 2\ninit_from: A/last.h5\nnode_head_from: ND/last.h5\n");
+    afx_write_file(tmp, "join.yaml", buf);
+    path_in(cfg, sizeof cfg, "join.yaml");
+    assert_int_equal(sh_run("%s train %s --quiet --out %s/J > /dev/null", bin, cfg, tmp), 0);
+    agent_ckpt_state sa, sn, sj;
+    nn_params *a = afx_load_run(tmp, "A", 6, &sa), *nd = afx_load_run(tmp, "ND", 3, &sn),
+              *j = afx_load_run(tmp, "J", 1, &sj);
+    int differ = 0;
+    for (int i = AN_NCTX_W; i < AN_N_TENSORS; i++) {
+        assert_memory_equal(nn_param(j, i), nn_param(nd, i), nd->size[i] * sizeof(float));
+        differ += memcmp(nn_param(a, i), nn_param(nd, i), nd->size[i] * sizeof(float)) != 0;
+    }
+    assert_true(differ > 0); /* the test can tell the two node heads apart */
+    assert_memory_equal(nn_param(j, AN_EMB_W), nn_param(a, AN_EMB_W), 8 * AGENT_FL * sizeof(float));
+    agent_ckpt_state_clear(&sa);
+    agent_ckpt_state_clear(&sn);
+    agent_ckpt_state_clear(&sj);
+    nn_params_free(a);
+    nn_params_free(nd);
+    nn_params_free(j);
+    afx_write_file(tmp, "join_bad.yaml",
+                   "mode: general\ngenerator: gen.yaml\nembed: 8\nhidden: 8\ndecoder: 8\nscorer: 12\n"
+                   "placement: policy\nnode_head_from: ND/last.h5\n");
+    path_in(err_out, sizeof err_out, "join_err.txt");
+    assert_int_equal(sh_run("%s train %s/join_bad.yaml --quiet --out %s/K 2> %s", bin, tmp, tmp, err_out), 2);
+    char *msg = harness_slurp(err_out, NULL);
+    assert_non_null(strstr(msg, "ND/last.h5"));
+    assert_non_null(strstr(msg, "scorer is 8 wide, the network's 12"));
+    free(msg);
+}
+
 /* ---------------------------------------------------------------------------
  * A saved policy
  * ------------------------------------------------------------------------ */
@@ -817,6 +859,7 @@ int main(void) {
         cmocka_unit_test(test_reuse),
         cmocka_unit_test(test_init_from),
         cmocka_unit_test(test_node_dagger_run),
+        cmocka_unit_test(test_node_head_from),
         cmocka_unit_test(test_policy),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
