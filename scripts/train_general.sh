@@ -21,6 +21,13 @@
 #     the table by size band). The shipped checkpoint is replaced only with
 #     INSTALL=1, meant for a result better than it on every band.
 #
+#   scripts/train_general.sh zone       a node-head phase on the shipped policy
+#                                       with gym schema 2's zone features:
+#     configs/train/general-zone-place.yaml resumes checkpoints/general.h5
+#     (plan head frozen; node DAgger), 32 minutes, then 30 more resumed with
+#     lr 1e-4 and seed 9 (the run installed in issue #15's ninth session),
+#     then the banded evaluation as for wide.
+#
 #   scripts/train_general.sh warm       the shipped policy trained on: resumes
 #                                       checkpoints/general.h5 (its network)
 #     with configs/train/general-wide-warm.yaml (gen-wide-full.yaml: the wide
@@ -47,7 +54,9 @@ case "$FAMILY" in
           OUT=${OUT:-runs/general-wide} ;;
   warm)   PLAN=configs/train/general-wide-warm.yaml; PLACE=configs/train/general-wide-warm-place.yaml
           OUT=${OUT:-runs/general-wide-warm} ;;
-  *) echo "usage: scripts/train_general.sh [narrow|wide|warm]" >&2; exit 2 ;;
+  zone)   PLAN=""; PLACE=configs/train/general-zone-place.yaml
+          OUT=${OUT:-runs/general-zone} ;;
+  *) echo "usage: scripts/train_general.sh [narrow|wide|warm|zone]" >&2; exit 2 ;;
 esac
 [ -x "$BIN" ] || { echo "train_general: $BIN not found; build first (scripts/setup.sh)" >&2; exit 2; }
 
@@ -66,7 +75,18 @@ plan_args=(); place_args=()
 start=$(date +%s)
 # --overwrite: a re-run replaces the earlier run in $OUT (the place phase
 # resumes from its last.h5, which --resume allows into any folder)
-if [ "$FAMILY" = warm ]; then
+if [ "$FAMILY" = zone ]; then
+  # the node head alone, in two phases; the second's config is the first's
+  # with lr 1e-4 and seed 9, written beside the run
+  mkdir -p "$OUT"
+  cp checkpoints/general.h5 "$OUT/start.h5"
+  "${RUN[@]}" train "$PLACE" --resume "$OUT/start.h5" --out "$OUT/phase1" "${place_args[@]}"
+  sed -e 's|^lr: .*|lr: 1e-4|; s|^lr_final: .*|lr_final: 1e-4|; s|^seed: .*|seed: 9|; s|^seconds: .*|seconds: 30min|' \
+    -e "s|^generator: .*|generator: $PWD/configs/train/gen-wide-full.yaml|" -e "s|^  - eval/|  - $PWD/configs/train/eval/|" \
+    "$PLACE" > "$OUT/phase2.yaml"
+  "${RUN[@]}" train "$OUT/phase2.yaml" --resume "$OUT/phase1/last.h5" --out "$OUT/place" "${place_args[@]}"
+  cp "$OUT/place/metrics.csv" "$OUT/metrics.csv"
+elif [ "$FAMILY" = warm ]; then
   # the shipped network and its step go on (the folder's earlier files are
   # replaced: --resume writes into any folder)
   mkdir -p "$OUT"
@@ -75,7 +95,7 @@ if [ "$FAMILY" = warm ]; then
 else
   "${RUN[@]}" train "$PLAN" --out "$OUT" --overwrite "${plan_args[@]}"
 fi
-"${RUN[@]}" train "$PLACE" --resume "$OUT/last.h5" --out "$OUT/place" "${place_args[@]}"
+[ "$FAMILY" = zone ] || "${RUN[@]}" train "$PLACE" --resume "$OUT/last.h5" --out "$OUT/place" "${place_args[@]}"
 echo "train_general: trained in $(( $(date +%s) - start )) s"
 
 if [ "$FAMILY" != narrow ]; then
