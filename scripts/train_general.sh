@@ -25,7 +25,7 @@
 #                                       with gym schema 2's zone features:
 #     configs/train/general-zone-place.yaml resumes checkpoints/general.h5
 #     (plan head frozen; node DAgger), 32 minutes, then 30 more resumed with
-#     lr 1e-4 and seed 9 (the run installed in issue #15's ninth session),
+#     lr 1e-4 and seed 9 (the runs measured in issue #15's ninth session),
 #     then the banded evaluation as for wide.
 #
 #   scripts/train_general.sh warm       the shipped policy trained on: resumes
