@@ -316,6 +316,23 @@ const char *agent_train_file(const agent_trainer *t, const char *name) {
 
 /* create is agent_train_create, and agent_train_create_on when job is
  * not NULL (search mode on that borrowed job and cluster). */
+/* read_policy loads the policy in path with its own dims (*d) and state
+ * (*st, cleared by the caller). Returns its weights (free with
+ * nn_params_free), or NULL with a message naming the file. */
+static nn_params *read_policy(const char *path, agent_net_dims *d, agent_ckpt_state *st, char *err,
+                              size_t errlen) {
+    if (agent_ckpt_peek(path, d, st, err, errlen)) return NULL;
+    agent_ckpt_state_clear(st);
+    nn_tensor_spec table[AN_N_TENSORS];
+    agent_net_table(d, table);
+    nn_params *p = nn_params_create(table, AN_N_TENSORS, err, errlen);
+    if (p && agent_ckpt_read(path, p, d, st, err, errlen)) {
+        nn_params_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 /* init_from starts t's network from the policy in tc->init_from (a run
  * that is not resumed): its weights grown into t's wider network
  * (agent_net_grow: the same probabilities at step 0) and its moving
@@ -325,21 +342,14 @@ static int init_from(agent_trainer *t, const agent_trainconf *tc, char *err, siz
     agent_net_dims sd;
     agent_ckpt_state st;
     char e[512];
-    if (agent_ckpt_peek(tc->init_from, &sd, &st, err, errlen)) return -1;
-    agent_ckpt_state_clear(&st);
-    nn_tensor_spec table[AN_N_TENSORS];
-    agent_net_table(&sd, table);
-    nn_params *src = nn_params_create(table, AN_N_TENSORS, err, errlen);
+    nn_params *src = read_policy(tc->init_from, &sd, &st, err, errlen);
     if (!src) return -1;
-    int rc = agent_ckpt_read(tc->init_from, src, &sd, &st, err, errlen);
-    if (!rc) {
-        rc = agent_net_grow(t->p, &tc->net, src, &sd, e, sizeof e);
-        if (rc) snprintf(err, errlen, "init_from %s: %s", tc->init_from, e);
-        t->base_type = st.base_type;
-        t->base_node = st.base_node;
-        t->base_init = st.base_init;
-        agent_ckpt_state_clear(&st);
-    }
+    int rc = agent_net_grow(t->p, &tc->net, src, &sd, e, sizeof e);
+    if (rc) snprintf(err, errlen, "init_from %s: %s", tc->init_from, e);
+    t->base_type = st.base_type;
+    t->base_node = st.base_node;
+    t->base_init = st.base_init;
+    agent_ckpt_state_clear(&st);
     nn_params_free(src);
     return rc;
 }
@@ -352,24 +362,19 @@ static int init_from(agent_trainer *t, const agent_trainconf *tc, char *err, siz
 static int node_head_from(agent_trainer *t, const agent_trainconf *tc, char *err, size_t errlen) {
     agent_net_dims sd;
     agent_ckpt_state st;
-    if (agent_ckpt_peek(tc->node_head_from, &sd, &st, err, errlen)) return -1;
-    agent_ckpt_state_clear(&st);
+    nn_params *src = read_policy(tc->node_head_from, &sd, &st, err, errlen);
+    if (!src) return -1;
+    int rc = 0;
     if (sd.scorer != tc->net.scorer) {
         snprintf(err, errlen, "node_head_from %s: its scorer is %d wide, the network's %d",
                  tc->node_head_from, sd.scorer, tc->net.scorer);
-        return -1;
-    }
-    nn_tensor_spec table[AN_N_TENSORS];
-    agent_net_table(&sd, table);
-    nn_params *src = nn_params_create(table, AN_N_TENSORS, err, errlen);
-    if (!src) return -1;
-    int rc = agent_ckpt_read(tc->node_head_from, src, &sd, &st, err, errlen);
-    if (!rc) {
+        rc = -1;
+    } else {
         for (int i = AN_NCTX_W; i < AN_N_TENSORS; i++)
             memcpy(nn_param(t->p, i), nn_param(src, i), src->size[i] * sizeof(float));
         t->base_node = st.base_node;
-        agent_ckpt_state_clear(&st);
     }
+    agent_ckpt_state_clear(&st);
     nn_params_free(src);
     return rc;
 }

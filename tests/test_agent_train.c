@@ -504,6 +504,20 @@ static void csv_without_time(char *text) {
     *w = '\0';
 }
 
+/* csv_col returns the index of column `name` in the header (the first
+ * line) of CSV text, or -1; *ncol (may be NULL) gets the column count. */
+static int csv_col(const char *text, const char *name, int *ncol) {
+    int col = -1, n = 0;
+    for (const char *c = text; *c && *c != '\n'; n++) {
+        size_t len = strcspn(c, ",\n");
+        if (strlen(name) == len && !strncmp(c, name, len)) col = n;
+        c += len;
+        if (*c == ',') c++;
+    }
+    if (ncol) *ncol = n;
+    return col;
+}
+
 static void test_resume_exact(void **state) {
     (void)state;
     char cfg[1200];
@@ -538,16 +552,9 @@ static void test_resume_exact(void **state) {
      * and valid_gap_greedy, found by name in the header once the time
      * columns are gone) */
     assert_non_null(strstr(ta, "\n2,"));
-    int gcol[3] = {-1, -1, -1}, ncol = 1;
+    int gcol[3], ncol = 0;
     static const char *const gname[3] = {"eval_gap_greedy", "eval_gap_sample", "valid_gap_greedy"};
-    for (const char *c = ta; *c && *c != '\n'; ncol++) {
-        size_t len = strcspn(c, ",\n");
-        for (int k = 0; k < 3; k++)
-            if (strlen(gname[k]) == len && !strncmp(c, gname[k], len)) gcol[k] = ncol - 1;
-        c += len;
-        if (*c == ',') c++;
-    }
-    for (int k = 0; k < 3; k++) assert_true(gcol[k] >= 0);
+    for (int k = 0; k < 3; k++) assert_true((gcol[k] = csv_col(ta, gname[k], &ncol)) >= 0);
     int evals = 0;
     for (const char *row = strchr(ta, '\n'); row && row[1]; row = strchr(row + 1, '\n')) {
         const char *c = row + 1;
@@ -615,6 +622,34 @@ static void test_reuse(void **state) {
     expect_conf_error(buf, "reuse");
 }
 
+/* expect_train_refused writes config `name` (text) and runs `strata
+ * train` on it: exit 2, and stderr holds want and want2 (may be NULL). */
+static void expect_train_refused(const char *name, const char *text, const char *want, const char *want2) {
+    char err_out[1200];
+    afx_write_file(tmp, name, text);
+    path_in(err_out, sizeof err_out, "train_err.txt");
+    assert_int_equal(sh_run("%s train %s/%s --quiet --out %s/H 2> %s", bin, tmp, name, tmp, err_out), 2);
+    char *msg = harness_slurp(err_out, NULL);
+    if (!strstr(msg, want) || (want2 && !strstr(msg, want2)))
+        fail_msg("the message lacks '%s' or '%s': %s", want, want2 ? want2 : "", msg);
+    free(msg);
+}
+
+/* train_grown runs `strata train` on config `name`: `steps` steps at
+ * learning rate 0 of a 12/10/16/8 network started from A (init_from),
+ * with `extra` keys, into tmp/out; it must succeed. */
+static void train_grown(const char *name, int steps, const char *extra, const char *out) {
+    char buf[4096], cfg[1200];
+    snprintf(buf, sizeof buf,
+             "mode: general\ngenerator: gen.yaml\nvalid: 2\nseed: 9\nsteps: %d\ninstances: 2\n"
+             "samples: 4\nembed: 12\nhidden: 10\ndecoder: 16\nscorer: 8\nlr: 0\nlr_final: 0\n"
+             "placement: policy\nthreads: 2\ninit_from: A/last.h5\n%s",
+             steps, extra);
+    afx_write_file(tmp, name, buf);
+    path_in(cfg, sizeof cfg, name);
+    assert_int_equal(sh_run("%s train %s --quiet --out %s/%s > /dev/null", bin, cfg, tmp, out), 0);
+}
+
 /* init_from: a run started from test_resume_exact's policy A (8/8/8/8) in
  * a wider network (12/10/16/8) with a learning rate of 0 ends with A's
  * weights on their units, 0 from the new units into the old ones, and its
@@ -622,14 +657,7 @@ static void test_reuse(void **state) {
  * no checkpoint, is refused naming the file. */
 static void test_init_from(void **state) {
     (void)state;
-    char buf[4096], cfg[1200], err_out[1200];
-    snprintf(buf, sizeof buf,
-             "mode: general\ngenerator: gen.yaml\nvalid: 2\nseed: 9\nsteps: 2\ninstances: 2\n"
-             "samples: 4\nembed: 12\nhidden: 10\ndecoder: 16\nscorer: 8\nlr: 0\nlr_final: 0\n"
-             "placement: policy\nthreads: 2\ninit_from: A/last.h5\n");
-    afx_write_file(tmp, "grow.yaml", buf);
-    path_in(cfg, sizeof cfg, "grow.yaml");
-    assert_int_equal(sh_run("%s train %s --quiet --out %s/G > /dev/null", bin, cfg, tmp), 0);
+    train_grown("grow.yaml", 2, "", "G");
     agent_ckpt_state sa, sg;
     nn_params *a = afx_load_run(tmp, "A", 6, &sa), *g = afx_load_run(tmp, "G", 2, &sg);
     /* the embedding's first 8 rows are A's; the forward encoder's input
@@ -649,21 +677,13 @@ static void test_init_from(void **state) {
     nn_params_free(a);
     nn_params_free(g);
     /* narrower than A: refused, naming the file and the sizes */
-    afx_write_file(tmp, "shrink.yaml",
-                   "mode: general\ngenerator: gen.yaml\nembed: 4\nhidden: 8\ndecoder: 8\nscorer: 8\n"
-                   "init_from: A/last.h5\n");
-    path_in(err_out, sizeof err_out, "grow_err.txt");
-    assert_int_equal(sh_run("%s train %s/shrink.yaml --quiet --out %s/H 2> %s", bin, tmp, tmp, err_out), 2);
-    char *msg = harness_slurp(err_out, NULL);
-    assert_non_null(strstr(msg, "A/last.h5"));
-    assert_non_null(strstr(msg, "narrower"));
-    free(msg);
+    expect_train_refused("shrink.yaml",
+                         "mode: general\ngenerator: gen.yaml\nembed: 4\nhidden: 8\ndecoder: 8\nscorer: 8\n"
+                         "init_from: A/last.h5\n",
+                         "A/last.h5", "narrower");
     /* not a checkpoint */
-    afx_write_file(tmp, "notckpt.yaml", "mode: general\ngenerator: gen.yaml\ninit_from: gen.yaml\n");
-    assert_int_equal(sh_run("%s train %s/notckpt.yaml --quiet --out %s/H 2> %s", bin, tmp, tmp, err_out), 2);
-    msg = harness_slurp(err_out, NULL);
-    assert_non_null(strstr(msg, "gen.yaml"));
-    free(msg);
+    expect_train_refused("notckpt.yaml", "mode: general\ngenerator: gen.yaml\ninit_from: gen.yaml\n",
+                         "gen.yaml", NULL);
 }
 
 /* node_dagger through `strata train`: 3 steps of the general config with
@@ -691,13 +711,7 @@ static void test_node_dagger_run(void **state) {
     snprintf(csv, sizeof csv, "%s/ND/metrics.csv", tmp);
     char *text = harness_slurp(csv, NULL);
     assert_non_null(text);
-    int col = -1, ncol = 0;
-    for (const char *c = text; *c && *c != '\n'; ncol++) {
-        size_t len = strcspn(c, ",\n");
-        if (len == strlen("dagger_played") && !strncmp(c, "dagger_played", len)) col = ncol;
-        c += len;
-        if (*c == ',') c++;
-    }
+    int col = csv_col(text, "dagger_played", NULL);
     assert_true(col >= 0);
     int rows = 0;
     for (const char *row = strchr(text, '\n'); row && row[1]; row = strchr(row + 1, '\n')) {
@@ -723,14 +737,7 @@ static void test_node_dagger_run(void **state) {
  * refused naming the file. */
 static void test_node_head_from(void **state) {
     (void)state;
-    char buf[4096], cfg[1200], err_out[1200];
-    snprintf(buf, sizeof buf,
-             "mode: general\ngenerator: gen.yaml\nvalid: 2\nseed: 9\nsteps: 1\ninstances: 2\n"
-             "samples: 4\nembed: 12\nhidden: 10\ndecoder: 16\nscorer: 8\nlr: 0\nlr_final: 0\n"
-             "placement: policy\nthreads: 2\ninit_from: A/last.h5\nnode_head_from: ND/last.h5\n");
-    afx_write_file(tmp, "join.yaml", buf);
-    path_in(cfg, sizeof cfg, "join.yaml");
-    assert_int_equal(sh_run("%s train %s --quiet --out %s/J > /dev/null", bin, cfg, tmp), 0);
+    train_grown("join.yaml", 1, "node_head_from: ND/last.h5\n", "J");
     agent_ckpt_state sa, sn, sj;
     nn_params *a = afx_load_run(tmp, "A", 6, &sa), *nd = afx_load_run(tmp, "ND", 3, &sn),
               *j = afx_load_run(tmp, "J", 1, &sj);
@@ -747,15 +754,10 @@ static void test_node_head_from(void **state) {
     nn_params_free(a);
     nn_params_free(nd);
     nn_params_free(j);
-    afx_write_file(tmp, "join_bad.yaml",
-                   "mode: general\ngenerator: gen.yaml\nembed: 8\nhidden: 8\ndecoder: 8\nscorer: 12\n"
-                   "placement: policy\nnode_head_from: ND/last.h5\n");
-    path_in(err_out, sizeof err_out, "join_err.txt");
-    assert_int_equal(sh_run("%s train %s/join_bad.yaml --quiet --out %s/K 2> %s", bin, tmp, tmp, err_out), 2);
-    char *msg = harness_slurp(err_out, NULL);
-    assert_non_null(strstr(msg, "ND/last.h5"));
-    assert_non_null(strstr(msg, "scorer is 8 wide, the network's 12"));
-    free(msg);
+    expect_train_refused("join_bad.yaml",
+                         "mode: general\ngenerator: gen.yaml\nembed: 8\nhidden: 8\ndecoder: 8\nscorer: 12\n"
+                         "placement: policy\nnode_head_from: ND/last.h5\n",
+                         "ND/last.h5", "scorer is 8 wide, the network's 12");
 }
 
 /* ---------------------------------------------------------------------------
