@@ -21,11 +21,10 @@
 #     the table by size band). The shipped checkpoint is replaced only with
 #     INSTALL=1, meant for a result better than it on every band.
 #
-#   scripts/train_general.sh zone       a node-head phase on the shipped policy
-#                                       with gym schema 2's zone features:
+#   scripts/train_general.sh zone       the node-head phase of the installed
+#                                       policy (gym schema 2's zone features):
 #     configs/train/general-zone-place.yaml resumes checkpoints/general.h5
-#     (plan head frozen; node DAgger), 32 minutes, then 30 more resumed with
-#     lr 1e-4 and seed 9 (the runs measured in issue #15's ninth session),
+#     (plan head frozen; REINFORCE, ratio reward, gen.yaml), 8 minutes,
 #     then the banded evaluation as for wide.
 #
 #   scripts/train_general.sh warm       the shipped policy trained on: resumes
@@ -76,15 +75,10 @@ start=$(date +%s)
 # --overwrite: a re-run replaces the earlier run in $OUT (the place phase
 # resumes from its last.h5, which --resume allows into any folder)
 if [ "$FAMILY" = zone ]; then
-  # the node head alone, in two phases; the second's config is the first's
-  # with lr 1e-4 and seed 9, written beside the run
+  # the node head alone, from the shipped policy
   mkdir -p "$OUT"
   cp checkpoints/general.h5 "$OUT/start.h5"
-  "${RUN[@]}" train "$PLACE" --resume "$OUT/start.h5" --out "$OUT/phase1" "${place_args[@]}"
-  sed -e 's|^lr: .*|lr: 1e-4|; s|^lr_final: .*|lr_final: 1e-4|; s|^seed: .*|seed: 9|; s|^seconds: .*|seconds: 30min|' \
-    -e "s|^generator: .*|generator: $PWD/configs/train/gen-wide-full.yaml|" -e "s|^  - eval/|  - $PWD/configs/train/eval/|" \
-    "$PLACE" > "$OUT/phase2.yaml"
-  "${RUN[@]}" train "$OUT/phase2.yaml" --resume "$OUT/phase1/last.h5" --out "$OUT/place" "${place_args[@]}"
+  "${RUN[@]}" train "$PLACE" --resume "$OUT/start.h5" --out "$OUT/place" "${place_args[@]}"
   cp "$OUT/place/metrics.csv" "$OUT/metrics.csv"
 elif [ "$FAMILY" = warm ]; then
   # the shipped network and its step go on (the folder's earlier files are
