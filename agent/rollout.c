@@ -506,17 +506,14 @@ static void demo_next(agent_rollout *r, int b, int task, const uint8_t *mk, int 
             /* complete the policy's placement so far, from best's */
             int nt = 0, placed = 0;
             const int *sofar = gym_task_nodes(env, &nt, &placed);
-            int *start = sofar && placed == task && nt == n ? malloc((size_t)n * sizeof *start) : NULL;
-            if (!start) { /* tasks asked out of order: no lesson (gym asks them in order) */
-                r->failed = sofar && placed == task && nt == n;
+            if (!sofar || placed != task || nt != n) { /* cannot happen: gym asks tasks in order */
                 r->demo_st[b] = -1;
                 return;
             }
-            memcpy(start, r->tasks[b], (size_t)n * sizeof *start);
-            memcpy(r->tasks[b], sofar, (size_t)task * sizeof *start);
-            st = placer_complete(in->job, in->cl, plan, task, start, seed, 0, r->tasks[b],
+            /* the prefix is the policy's; best's nodes start the rest */
+            memcpy(r->tasks[b], sofar, (size_t)task * sizeof *sofar);
+            st = placer_complete(in->job, in->cl, plan, task, r->tasks[b], seed, 0, r->tasks[b],
                                  r->pplan[b], err, sizeof err);
-            free(start);
         }
         r->demo_st[b] = st == PLACER_OK ? 1 : -1;
     }

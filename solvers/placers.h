@@ -97,9 +97,11 @@ int placer_best_run(const model_job *job, const model_cluster *cl, const model_p
  * with room), then `best`'s local search moves and swaps the later tasks
  * only, seeded by seed, within max_evals place_eval calls (<= 0: the
  * default). Writes every task's node into task_node and scores the result
- * into out; returns as placer_run, and PLACER_NOFIT, naming the task and
- * node, when a fixed task is on a node without room for it. Never worse
- * than the start when the start fits: the search only keeps improvements. */
+ * into out (start may be task_node itself: each task's start is read
+ * before its node is written); returns as placer_run, and PLACER_NOFIT,
+ * naming the task and node, when a fixed task is on a node without room
+ * for it. Never worse than the start when the start fits: the search only
+ * keeps improvements. */
 int placer_complete(const model_job *job, const model_cluster *cl, const model_plan *plan,
                     int first, const int *start, uint64_t seed, long max_evals, int *task_node,
                     model_plan *out, char *err, size_t errlen);
