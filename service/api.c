@@ -46,7 +46,7 @@ json_t *api_policy_json(const pslot_entry *pol) {
     if (!pol) return json_null();
     return json_pack("{s:s, s:I, s:s, s:I, s:f}", "file", pol->path, "step",
                      (json_int_t)pol->step, "hash", pol->hash, "generation",
-                     (json_int_t)pol->generation, "loaded_at", pol->loaded_at);
+                     (json_int_t)pol->ref.generation, "loaded_at", pol->loaded_at);
 }
 
 /* ---- request bodies --------------------------------------------------------------- */
@@ -600,7 +600,7 @@ static void place_online(const api_env *env, const place_body *b, const pslot_en
         json_object_set_new(o, "cluster_policy",
                             json_pack("{s:s, s:I, s:I, s:i, s:i, s:f, s:f, s:s?, s:o?}", "file",
                                       cp->path, "step", (json_int_t)cp->step, "generation",
-                                      (json_int_t)cp->generation, "candidates", d.clp.n_cands,
+                                      (json_int_t)cp->ref.generation, "candidates", d.clp.n_cands,
                                       "running_jobs", n_running, "p_wait", d.clp.p_wait,
                                       "p_chosen", d.clp.p_chosen, "kind",
                                       d.found ? clp_kind_name(d.clp.kind) : NULL, "target",
@@ -682,7 +682,7 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
         return;
     }
     int memo = env->plans && memoisable(&b->opts);
-    if (memo && memo_answer(env, b, name_json, pol->generation, req, rep)) {
+    if (memo && memo_answer(env, b, name_json, pol->ref.generation, req, rep)) {
         if (env->counters) env->counters->memo_hits++;
         pslot_release(env->policy, pol);
         rc_release(env->cache, ref);
@@ -712,7 +712,7 @@ void api_place(const api_env *env, const web_request *req, web_reply *rep) {
             reply_answer(rep, req, text, len - 1, name_json, 0, feasible)) {
             web_reply_error(rep, 500, "out of memory");
         } else if (memo && !d.stopped) { /* a cut decode depends on the clock */
-            memo_keep(env, b, pol->generation, text, len - 1, feasible);
+            memo_keep(env, b, pol->ref.generation, text, len - 1, feasible);
             text = NULL; /* the memo's now */
         }
         free(text);

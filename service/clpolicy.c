@@ -4,7 +4,6 @@
  */
 #include "service/clpolicy.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,28 +13,27 @@
 /* ---- the slot ---------------------------------------------------------------- */
 
 struct clp_slot {
-    pthread_mutex_t mu;
-    clp_entry *cur; /* NULL until a network loads */
-    uint64_t generation;
+    rcslot *slot; /* of clp_entry, no entry until a network loads */
 };
 
-static void entry_free(clp_entry *e) {
-    if (!e) return;
+static void entry_free(rcslot_ref *r) {
+    clp_entry *e = RCSLOT_ENTRY(r, clp_entry, ref);
     spol_net_free(e->net);
     free(e);
 }
 
 clp_slot *clp_slot_create(void) {
     clp_slot *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
-    pthread_mutex_init(&s->mu, NULL);
+    if (s && !(s->slot = rcslot_create(entry_free))) {
+        free(s);
+        return NULL;
+    }
     return s;
 }
 
 void clp_slot_free(clp_slot *s) {
     if (!s) return;
-    entry_free(s->cur);
-    pthread_mutex_destroy(&s->mu);
+    rcslot_free(s->slot);
     free(s);
 }
 
@@ -50,32 +48,16 @@ int clp_slot_load(clp_slot *s, const char *path, char *err, size_t errlen) {
         return -1;
     }
     snprintf(e->path, sizeof e->path, "%s", path);
-    e->refs = 1;
-    pthread_mutex_lock(&s->mu);
-    e->generation = ++s->generation;
-    clp_entry *old = s->cur;
-    s->cur = e;
-    int dead = old && --old->refs == 0;
-    pthread_mutex_unlock(&s->mu);
-    if (dead) entry_free(old);
+    rcslot_set(s->slot, &e->ref);
     return 0;
 }
 
 const clp_entry *clp_acquire(clp_slot *s) {
-    pthread_mutex_lock(&s->mu);
-    clp_entry *e = s->cur;
-    if (e) e->refs++;
-    pthread_mutex_unlock(&s->mu);
-    return e;
+    return RCSLOT_ENTRY(rcslot_acquire(s->slot), clp_entry, ref);
 }
 
-void clp_release(clp_slot *s, const clp_entry *ce) {
-    if (!ce) return;
-    clp_entry *e = (clp_entry *)ce;
-    pthread_mutex_lock(&s->mu);
-    int dead = --e->refs == 0;
-    pthread_mutex_unlock(&s->mu);
-    if (dead) entry_free(e);
+void clp_release(clp_slot *s, const clp_entry *e) {
+    if (e) rcslot_release(s->slot, (rcslot_ref *)&e->ref);
 }
 
 /* ---- the decision ------------------------------------------------------------ */

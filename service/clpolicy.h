@@ -11,8 +11,8 @@
  * when it holds more than half the probability) are agent/spolicy's, so an
  * online decision sees what the simulation sees.
  *
- * The network sits in a refcounted slot, as the placement policy does in
- * policy_slot.h: a request holds a reference while it decides, and a reload
+ * The network sits in a refcounted slot (base/rcslot.h), as the placement
+ * policy does in policy_slot.h: a request holds a reference while it decides, and a reload
  * (SIGHUP) swaps in a new network without disturbing requests in flight.
  *
  * Ownership: clp_slot_free mirrors clp_slot_create; entries returned by
@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "agent/spolicy.h"
+#include "base/rcslot.h"
 #include "env/model.h"
 
 #define CLP_METHOD "cluster-policy" /* options.plan_method of /v1/place */
@@ -34,8 +35,8 @@ typedef struct {
     spol_net *net;
     char path[1024];
     int64_t step;        /* the checkpoint's training step */
-    uint64_t generation; /* 1 for the first load, +1 per reload */
-    int refs;            /* the slot's and the requests' references */
+    rcslot_ref ref;      /* the slot's: ref.generation is 1 for the first load,
+                            +1 per reload */
 } clp_entry;
 
 typedef struct clp_slot clp_slot;

@@ -13,13 +13,13 @@
  */
 #include "service/k8sargs.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rcslot.h"
 #include "service/jscan.h"
 
 /* The levels of objects walked, each with its set of keys. */
@@ -649,19 +649,18 @@ void ka_free(ka_args *a) {
 /* A read with the body it points into; a (first) is what callers see. */
 typedef struct {
     ka_args a;
-    int refs;                  /* the memo's own, plus one per ka_memo_get */
+    rcslot_ref ref;            /* the memo's slot's */
     void (*release)(void *ud); /* gives the body back */
     void *ud;
 } held;
 
 struct ka_memo {
-    pthread_mutex_t lock;      /* guards cur and every held's refs */
-    held *cur;                 /* the read ka_memo_get hands out, or NULL */
+    rcslot *slot;              /* of held: the read ka_memo_get hands out */
     atomic_ulong reused, read; /* ka_memo_count's sums */
 };
 
-static void held_free(held *h) {
-    if (!h) return;
+static void held_free(rcslot_ref *r) {
+    held *h = RCSLOT_ENTRY(r, held, ref);
     ka_free(&h->a);
     h->release(h->ud);
     free(h);
@@ -669,7 +668,7 @@ static void held_free(held *h) {
 
 ka_memo *ka_memo_create(void) {
     ka_memo *m = calloc(1, sizeof *m);
-    if (m && pthread_mutex_init(&m->lock, NULL)) {
+    if (m && !(m->slot = rcslot_create(held_free))) {
         free(m);
         return NULL;
     }
@@ -678,30 +677,19 @@ ka_memo *ka_memo_create(void) {
 
 void ka_memo_free(ka_memo *m) {
     if (!m) return;
-    held_free(m->cur);
-    pthread_mutex_destroy(&m->lock);
+    rcslot_free(m->slot);
     free(m);
 }
 
 const ka_args *ka_memo_get(ka_memo *m) {
     if (!m) return NULL;
-    pthread_mutex_lock(&m->lock);
-    held *h = m->cur;
-    if (h) h->refs++;
-    pthread_mutex_unlock(&m->lock);
+    held *h = RCSLOT_ENTRY(rcslot_acquire(m->slot), held, ref);
     return h ? &h->a : NULL;
 }
 
-/* Drops one reference of h; frees it (outside the lock) at the last. */
-static void held_put(ka_memo *m, held *h) {
-    pthread_mutex_lock(&m->lock);
-    int last = --h->refs == 0;
-    pthread_mutex_unlock(&m->lock);
-    if (last) held_free(h);
-}
-
 void ka_memo_put(ka_memo *m, const ka_args *a) {
-    if (m && a) held_put(m, (held *)(void *)a); /* a is the first member of its held */
+    /* a is the first member of its held */
+    if (m && a) rcslot_release(m->slot, &((held *)(void *)a)->ref);
 }
 
 int ka_memo_set(ka_memo *m, ka_args *a, void (*release)(void *ud), void *ud) {
@@ -722,14 +710,9 @@ int ka_memo_set(ka_memo *m, ka_args *a, void (*release)(void *ud), void *ud) {
     json_decref(h->a.pod), h->a.pod = NULL; /* only the nodes are read again */
     json_decref(h->a.names), h->a.names = NULL;
     for (int i = 0; i < h->a.kept; i++) json_decref(h->a.nodes[i].slim), h->a.nodes[i].slim = NULL;
-    h->refs = 1;
     h->release = release;
     h->ud = ud;
-    pthread_mutex_lock(&m->lock);
-    held *old = m->cur;
-    m->cur = h;
-    pthread_mutex_unlock(&m->lock);
-    if (old) held_put(m, old);
+    rcslot_set(m->slot, &h->ref);
     return 0;
 }
 

@@ -1,12 +1,10 @@
-/* policy_slot.c -- a refcounted pointer to the current policy.
- *
- * The slot itself holds one reference to the current entry; every request
- * holds one while it decodes. Swapping in a new entry drops the slot's
- * reference to the old one, which is freed by whoever drops the last.
+/* policy_slot.c -- the daemon's current policy (policy_slot.h): a
+ * base/rcslot of loaded policies, and the count of loads that succeeded and
+ * failed.
  */
 #include "service/policy_slot.h"
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +12,12 @@
 #include "base/clock.h"
 
 struct pslot {
-    pthread_mutex_t mu;
-    pslot_entry *cur; /* NULL until a policy loads */
-    uint64_t generation;
-    uint64_t ok, failed;
+    rcslot *slot;                /* of pslot_entry, NULL entry until a policy loads */
+    atomic_ullong ok, failed;    /* pslot_load's outcomes */
 };
 
-static void entry_free(pslot_entry *e) {
-    if (!e) return;
+static void entry_free(rcslot_ref *r) {
+    pslot_entry *e = RCSLOT_ENTRY(r, pslot_entry, ref);
     agent_policy_free(e->policy);
     free(e);
 }
@@ -29,33 +25,29 @@ static void entry_free(pslot_entry *e) {
 pslot *pslot_create(void) {
     pslot *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    pthread_mutex_init(&s->mu, NULL);
+    if (!(s->slot = rcslot_create(entry_free))) {
+        free(s);
+        return NULL;
+    }
     return s;
 }
 
 void pslot_free(pslot *s) {
     if (!s) return;
-    entry_free(s->cur);
-    pthread_mutex_destroy(&s->mu);
+    rcslot_free(s->slot);
     free(s);
 }
 
 int pslot_load(pslot *s, const char *path, char *err, size_t errlen) {
     double t0 = clock_now_s();
     pslot_entry *e = calloc(1, sizeof *e);
-    if (!e) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        pthread_mutex_lock(&s->mu);
-        s->failed++;
-        pthread_mutex_unlock(&s->mu);
-        return -1;
-    }
-    e->policy = agent_policy_load(path, err, errlen);
-    if (!e->policy) {
+    if (!e) snprintf(err, errlen, "%s: out of memory", path);
+    if (e && !(e->policy = agent_policy_load(path, err, errlen))) {
         free(e);
-        pthread_mutex_lock(&s->mu);
-        s->failed++;
-        pthread_mutex_unlock(&s->mu);
+        e = NULL;
+    }
+    if (!e) {
+        atomic_fetch_add(&s->failed, 1);
         return -1;
     }
     snprintf(e->path, sizeof e->path, "%s", path);
@@ -64,38 +56,20 @@ int pslot_load(pslot *s, const char *path, char *err, size_t errlen) {
     snprintf(e->hash, sizeof e->hash, "%s", h ? h : "");
     e->loaded_at = clock_wall_s();
     e->load_seconds = clock_now_s() - t0;
-    e->refs = 1;
-    pthread_mutex_lock(&s->mu);
-    e->generation = ++s->generation;
-    pslot_entry *old = s->cur;
-    s->cur = e;
-    s->ok++;
-    int dead = old && --old->refs == 0;
-    pthread_mutex_unlock(&s->mu);
-    if (dead) entry_free(old);
+    rcslot_set(s->slot, &e->ref);
+    atomic_fetch_add(&s->ok, 1);
     return 0;
 }
 
 const pslot_entry *pslot_acquire(pslot *s) {
-    pthread_mutex_lock(&s->mu);
-    pslot_entry *e = s->cur;
-    if (e) e->refs++;
-    pthread_mutex_unlock(&s->mu);
-    return e;
+    return RCSLOT_ENTRY(rcslot_acquire(s->slot), pslot_entry, ref);
 }
 
-void pslot_release(pslot *s, const pslot_entry *ce) {
-    if (!ce) return;
-    pslot_entry *e = (pslot_entry *)ce;
-    pthread_mutex_lock(&s->mu);
-    int dead = --e->refs == 0;
-    pthread_mutex_unlock(&s->mu);
-    if (dead) entry_free(e);
+void pslot_release(pslot *s, const pslot_entry *e) {
+    if (e) rcslot_release(s->slot, (rcslot_ref *)&e->ref);
 }
 
 void pslot_counts(pslot *s, uint64_t *ok, uint64_t *failed) {
-    pthread_mutex_lock(&s->mu);
-    if (ok) *ok = s->ok;
-    if (failed) *failed = s->failed;
-    pthread_mutex_unlock(&s->mu);
+    if (ok) *ok = atomic_load(&s->ok);
+    if (failed) *failed = atomic_load(&s->failed);
 }

@@ -12,8 +12,8 @@
  * why. Loads are serialised by the caller (the daemon loads from its main
  * thread only).
  *
- * Thread-safe: acquire and release take one mutex for a pointer read and a
- * counter update; nothing slow happens under it.
+ * The slot is a base/rcslot.h: acquire and release take one mutex for a
+ * pointer read and a counter update; nothing slow happens under it.
  */
 #ifndef STRATA_SERVICE_POLICY_SLOT_H
 #define STRATA_SERVICE_POLICY_SLOT_H
@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "agent/policy.h"
+#include "base/rcslot.h"
 
 /* One loaded policy and its facts; read-only once published. */
 typedef struct pslot_entry {
@@ -31,8 +32,8 @@ typedef struct pslot_entry {
     char hash[80];        /* hex digest of the weights */
     double loaded_at;     /* wall clock, seconds since the epoch */
     double load_seconds;  /* how long loading took */
-    uint64_t generation;  /* 1 for the first policy loaded, +1 per reload */
-    int refs;             /* holders, the slot included; guarded by the slot */
+    rcslot_ref ref;       /* the slot's: ref.generation is 1 for the first policy
+                             loaded, +1 per reload */
 } pslot_entry;
 
 typedef struct pslot pslot;

@@ -469,7 +469,7 @@ static void handle_metrics(srv_server *s, web_reply *rep) {
         x.policy_step = pol->step;
         x.policy_loaded_at = pol->loaded_at;
         x.policy_load_seconds = pol->load_seconds;
-        x.policy_generation = pol->generation;
+        x.policy_generation = pol->ref.generation;
     }
     pslot_release(s->env.policy, pol);
     pslot_counts(s->env.policy, &x.reloads_ok, &x.reloads_failed);
