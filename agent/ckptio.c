@@ -56,6 +56,7 @@ int agent_ckpt_write(const char *path, const nn_params *p, const agent_net_dims 
     KI("base_init", st->base_init);
     KR("best_valid", st->best_valid);
     KR("best_cost", st->best_cost);
+    KR("best_valid_node", st->best_valid_node);
     if (assign) KS("best_assign", assign);
     if (st->metrics_csv) KS("metrics_csv", st->metrics_csv);
 #undef KS
@@ -127,6 +128,7 @@ static const hp_range HP_RANGES[] = {
     {"base_init", 1, 0, 0, 1, 0},
     {"best_valid", 0, 0, -1, 1e18, 1},
     {"best_cost", 0, 0, 0, 1e30, 1},
+    {"best_valid_node", 0, 0, 0, 1, 1},
 };
 #define HP_N ((int)(sizeof HP_RANGES / sizeof *HP_RANGES))
 #define STEP_MAX 1e15 /* /meta step */
@@ -241,6 +243,8 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
     st->best_cost = INFINITY;
     get_real(in, "best_valid", &st->best_valid);
     get_real(in, "best_cost", &st->best_cost);
+    st->best_valid_node = INFINITY;
+    get_real(in, "best_valid_node", &st->best_valid_node);
     const char *as = get_str(in, "best_assign");
     if (as && *as) {
         int n = 1;

@@ -11,6 +11,7 @@
  *   seed, episodes, time_s                  progress
  *   base_type, base_node, base_init         moving baselines
  *   best_valid, best_cost, best_assign      best validation gap; search's best plan
+ *   best_valid_node                         a node-head phase's best validation score
  *   metrics_csv                             the metrics history (metrics.csv)
  *
  * agent_ckpt_read refuses a file of another format or version, of another
@@ -46,6 +47,7 @@ typedef struct {
     double base_type, base_node;
     int base_init;
     double best_valid, best_cost;
+    double best_valid_node; /* 1 - valid_node_at_best of best.h5 (node-head phase), or INFINITY */
     int *best_assign; /* [n_best_assign] or NULL */
     int n_best_assign;
     char *metrics_csv; /* or NULL */

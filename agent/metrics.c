@@ -17,7 +17,8 @@ static const col COLS[] = {
     C(step), C(episodes), C(time_s), C(samples_per_s), C(episodic_return), C(episodic_cost),
     C(best_cost), C(gap_mean), C(best_gap), C(best_from_ref), C(best_polished), C(infeasible_frac), C(policy_loss),
     C(entropy), C(zero_adv_share), C(grad_norm), C(lr), C(entropy_coef), C(node_return), C(eval_gap_greedy),
-    C(eval_gap_sample), C(eval_infeasible), C(valid_gap_greedy), C(dagger_xent), C(dagger_played),
+    C(eval_gap_sample), C(eval_infeasible), C(valid_gap_greedy), C(valid_node_at_best),
+    C(valid_node_gap), C(dagger_xent), C(dagger_played),
 };
 #undef C
 #define N_COLS ((int)(sizeof COLS / sizeof *COLS))

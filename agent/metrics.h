@@ -43,6 +43,10 @@ typedef struct {
     double eval_gap_sample;  /* ... sample eval_samples, keep the best */
     double eval_infeasible;  /* ... configs where greedy found no plan */
     double valid_gap_greedy; /* generated validation instances, greedy */
+    double valid_node_at_best; /* placement: policy: share of the validation instances (of those
+                                  where either places) whose greedy plan the node head places
+                                  at `best`'s cost or less; a node-head phase keeps best.h5 by it */
+    double valid_node_gap;   /* ... mean head / best - 1 where both keep the target */
     double dagger_xent;      /* dagger > 0: mean cross-entropy of the DAgger decisions
                                 (from the cut on), as played, before the step */
     double dagger_played;    /* dagger > 0: share of the instances whose DAgger episode

@@ -25,7 +25,9 @@
 #include "base/rng.h"
 #include "env/config.h"
 #include "env/gym.h"
+#include "env/place.h"
 #include "nets/params.h"
+#include "solvers/placers.h"
 #include "solvers/runload.h"
 #include "solvers/solve.h"
 
@@ -40,6 +42,9 @@ typedef struct {
     int *exact_assign; /* [n_layers] the optimal plan */
     int *ref_assign;   /* [n_layers] the reference plan (ai.ref_cost), NULL when it is the exact one */
     int ref_method;    /* the solve_method that made the reference plan */
+    int *vn_assign;    /* validation of the node head: [n_layers] the greedy plan whose
+                          `best` placement vn_best scores (NULL: none yet) */
+    double vn_best;    /* cost' of `best`'s placement of vn_assign (INFINITY: misses R) */
     char name[256];
 } tr_inst;
 
@@ -81,6 +86,7 @@ struct agent_trainer {
     const agent_trainconf *tc;
     int rank, ranks;
     agent_gen *gen;
+    agent_gen *vgen;       /* valid_generator's (NULL: validation draws from gen) */
     tr_inst problem;       /* search */
     tr_inst *eval;         /* [n_eval] held-out configs */
     int n_eval;
@@ -116,6 +122,10 @@ struct agent_trainer {
     int *best_assign;            /* search [L] */
     int have_best;
     double best_valid;           /* general: best validation gap */
+    double best_valid_node;      /* node-head phase: best 1 - valid_node_at_best */
+    int start_validated;         /* node-head phase: the starting policy was validated */
+    double vn_start;             /* ... its valid_node_at_best (NAN: not yet) */
+    long vn_best_step;           /* ... best.h5's step, -1 while this run wrote none */
     agent_metrics_log hist;      /* every step's row */
     /* scratch */
     tr_outcome *out;       /* [B_global] the step's episodes, every rank's */
@@ -140,6 +150,7 @@ static void inst_clear(tr_inst *in) {
     agent_gen_inst_clear(&in->gi);
     free(in->exact_assign);
     free(in->ref_assign);
+    free(in->vn_assign);
     cfg_free(in->run);
     memset(in, 0, sizeof *in);
 }
@@ -236,6 +247,7 @@ static int draw_inst(const agent_gen *g, uint64_t seed, uint64_t index, int refe
 
 typedef struct {
     agent_trainer *t;
+    const agent_gen *gen;
     tr_inst *arr;
     uint64_t base;
     int failed;
@@ -244,7 +256,7 @@ typedef struct {
 static void draw_fn(void *ctx, int i, int w) {
     (void)w;
     draw_ctx *c = ctx;
-    if (draw_inst(c->t->gen, (uint64_t)c->t->tc->seed, c->base + (uint64_t)i, c->t->tc->reference,
+    if (draw_inst(c->gen, (uint64_t)c->t->tc->seed, c->base + (uint64_t)i, c->t->tc->reference,
                   &c->arr[i]))
         c->failed = 1;
 }
@@ -256,6 +268,7 @@ static void draw_fn(void *ctx, int i, int w) {
 void agent_train_free(agent_trainer *t) {
     if (!t) return;
     agent_gen_free(t->gen);
+    agent_gen_free(t->vgen);
     inst_clear(&t->problem);
     for (int i = 0; i < t->n_eval; i++) inst_clear(&t->eval[i]);
     for (int i = 0; i < t->n_valid; i++) inst_clear(&t->valid[i]);
@@ -392,6 +405,9 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     t->best_sampled = INFINITY;
     t->drawn_key = -1;
     t->best_valid = INFINITY;
+    t->best_valid_node = INFINITY;
+    t->vn_start = NAN;
+    t->vn_best_step = -1;
     int Bg = tc->instances * tc->samples;
     if (Bg % t->ranks) {
         snprintf(err, errlen, "the global batch (%d instances x %d samples = %d episodes) must split evenly over %d ranks",
@@ -433,11 +449,16 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
         }
         t->valid = calloc((size_t)tc->valid + 1, sizeof *t->valid);
         if (!t->valid) goto oom;
-        draw_ctx dc = {t, t->valid, VALID_INDEX_BASE, 0};
+        const char *vg = tc->valid_generator[0] ? tc->valid_generator : tc->generator;
+        if (tc->valid_generator[0] && tc->valid > 0) {
+            t->vgen = agent_gen_load(vg, err, errlen);
+            if (!t->vgen) goto fail;
+        }
+        draw_ctx dc = {t, t->vgen ? t->vgen : t->gen, t->valid, VALID_INDEX_BASE, 0};
         agent_pool_for(t->pool, tc->valid, draw_fn, &dc);
         t->n_valid = tc->valid;
         if (dc.failed) {
-            snprintf(err, errlen, "%s: cannot draw a feasible validation instance", tc->generator);
+            snprintf(err, errlen, "%s: cannot draw a feasible validation instance", vg);
             goto fail;
         }
     }
@@ -486,6 +507,7 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
         t->base_node = st.base_node;
         t->base_init = st.base_init;
         t->best_valid = st.best_valid;
+        t->best_valid_node = st.best_valid_node;
         t->best_cost = st.best_cost;
         if (tc->mode == AGENT_MODE_SEARCH && st.best_assign) {
             int L = t->problem.ai.job->n_layers;
@@ -773,7 +795,7 @@ static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
          * block's first step (R = 1: every step its own, as always) */
         long key = tc->reuse > 1 ? (st->s - 1) / tc->reuse * tc->reuse + 1 : st->s;
         if (key != t->drawn_key) {
-            draw_ctx dc = {t, t->batch + st->g0, (uint64_t)key * (uint64_t)st->G + (uint64_t)st->g0, 0};
+            draw_ctx dc = {t, t->gen, t->batch + st->g0, (uint64_t)key * (uint64_t)st->G + (uint64_t)st->g0, 0};
             agent_pool_for(t->pool, st->nl, draw_fn, &dc);
             if (dc.failed) {
                 t->drawn_key = -1;
@@ -1166,6 +1188,32 @@ static int keep_best(agent_trainer *t, const tr_step *st, int best_e, agent_metr
     return 0;
 }
 
+/* node_phase: 1 when the run trains the node head alone and validates it
+ * (placement: policy, freeze_plan, valid > 0): best.h5 then follows the
+ * node head's validation score rather than the plan's gap. */
+static int node_phase(const agent_trainer *t) {
+    return t->n_valid > 0 && t->tc->freeze_plan && t->tc->placement == PLACER_PLACE_POLICY;
+}
+
+/* keep_best_valid writes best.h5 when the evaluation in m beats every
+ * earlier one of the run (and of the runs it resumes): in a node-head phase
+ * (node_phase) a higher valid_node_at_best, else a lower validation gap
+ * (the held-out configs' without validation instances). Returns 0, or -1
+ * with a message. */
+static int keep_best_valid(agent_trainer *t, const agent_metrics *m, char *err, size_t errlen) {
+    if (node_phase(t)) {
+        double v = 1 - m->valid_node_at_best;
+        if (isnan(v) || v >= t->best_valid_node) return 0;
+        t->best_valid_node = v;
+        t->vn_best_step = t->step;
+        return agent_train_save(t, t->files.best, err, errlen);
+    }
+    double v = !isnan(m->valid_gap_greedy) ? m->valid_gap_greedy : m->eval_gap_greedy;
+    if (isnan(v) || v >= t->best_valid) return 0;
+    t->best_valid = v;
+    return agent_train_save(t, t->files.best, err, errlen);
+}
+
 /* record ends the step: rank 0 evaluates when due (general; a better
  * validation gap writes best.h5), then every rank adds the step's time and
  * keeps m in the history; rank 0 also writes the CSV row and the
@@ -1187,11 +1235,7 @@ static int record(agent_trainer *t, const tr_step *st, agent_metrics *m, double 
         double e0t = clock_now_s();
         if (agent_train_eval(t, m, err, errlen)) return -1;
         t->tm.eval += clock_now_s() - e0t;
-        double v = !isnan(m->valid_gap_greedy) ? m->valid_gap_greedy : m->eval_gap_greedy;
-        if (!isnan(v) && v < t->best_valid) {
-            t->best_valid = v;
-            if (agent_train_save(t, t->files.best, err, errlen)) return -1;
-        }
+        if (keep_best_valid(t, m, err, errlen)) return -1;
     }
     double io0 = clock_now_s();
     t->time_s += io0 - t_start;
@@ -1213,6 +1257,15 @@ static int record(agent_trainer *t, const tr_step *st, agent_metrics *m, double 
 }
 
 int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
+    if (t->rank == 0 && node_phase(t) && t->tc->eval_every > 0 && !t->start_validated) {
+        /* the policy the phase starts from is a candidate for best.h5 too:
+         * the phase's best.h5 is never worse on validation than its start */
+        agent_metrics m0;
+        agent_metrics_clear(&m0);
+        if (agent_train_eval(t, &m0, err, errlen) || keep_best_valid(t, &m0, err, errlen)) return -1;
+        t->start_validated = 1;
+        t->vn_start = m0.valid_node_at_best;
+    }
     double t_start = clock_now_s();
     tr_step st = step_plan(t);
     if (draw_batch(t, &st, err, errlen)) return -1;
@@ -1315,6 +1368,124 @@ static int eval_set(agent_trainer *t, tr_inst *arr, int n, int samples, int gree
     return st;
 }
 
+/* The node head's validation (a node-head phase, node_phase below): per
+ * validation instance, `best`'s placement of its greedy plan, scored once
+ * and kept while the greedy plan stays the same (always, when the plan
+ * head is frozen). */
+typedef struct {
+    agent_trainer *t;
+    const int *redo; /* [n] validation instances to score again */
+    int fail;        /* set by a worker: out of memory or a placer error */
+} vn_ctx;
+
+static void vn_best_fn(void *ctx, int i, int w) {
+    (void)w;
+    vn_ctx *c = ctx;
+    tr_inst *in = &c->t->valid[c->redo[i]];
+    int L = in->ai.job->n_layers;
+    model_plan *plan = model_plan_create(L), *out = model_plan_create(L);
+    int *tasks = NULL;
+    in->vn_best = INFINITY;
+    if (plan && out && model_eval(in->ai.job, in->ai.cl, in->vn_assign, plan) == 0)
+        tasks = malloc((size_t)place_task_count(plan) * sizeof *tasks);
+    if (!tasks) {
+        c->fail = 1;
+    } else {
+        char err[256];
+        int st = placer_best_run(in->ai.job, in->ai.cl, plan, (uint64_t)c->t->tc->seed, 0, NULL,
+                                 tasks, out, err, sizeof err);
+        if (st == PLACER_OK) in->vn_best = out->cost;
+        else if (st != PLACER_SLOW && st != PLACER_NOFIT) c->fail = 1;
+    }
+    free(tasks);
+    model_plan_free(plan);
+    model_plan_free(out);
+}
+
+/* valid_node scores the node head on the validation instances: each
+ * instance's greedy plan (no backtracking) is placed by the head's most
+ * likely nodes and by `best` (default budget, the run's seed). *at_best is
+ * the share, of the instances where either placement keeps R, on which the
+ * head's keeps R and costs at most best's (x (1 + 1e-9), as eval/bands.c
+ * counts q8's jobs); *gap the mean of head / best - 1 over the instances
+ * where both keep R (NAN when none). Returns 0, or -1 with a message. */
+static int valid_node(agent_trainer *t, double *at_best, double *gap, char *err, size_t errlen) {
+    int n = t->n_valid;
+    *at_best = *gap = NAN;
+    agent_instance *ai = calloc((size_t)n, sizeof *ai);
+    int *of = calloc((size_t)n, sizeof *of), *redo = calloc((size_t)n, sizeof *redo);
+    double *head = calloc((size_t)n, sizeof *head);
+    int st = ai && of && redo && head ? 0 : -1;
+    if (st) snprintf(err, errlen, "out of memory");
+    for (int i = 0; i < n && st == 0; i++) {
+        ai[i] = t->valid[i].ai;
+        of[i] = i;
+    }
+    agent_rollout_opts o = {.placement = PLACER_PLACE_POLICY,
+                            .greedy = 1,
+                            .penalty = t->tc->penalty,
+                            .seed = (uint64_t)t->tc->seed,
+                            .stream = 0x564e4f44ULL /* "VNOD" */,
+                            .ep_base = 0,
+                            .ep_total = n,
+                            .record = 0,
+                            .forced = NULL};
+    if (st == 0) st = agent_rollout_run(t->ro, t->p, ai, n, of, n, &o, t->pool, err, errlen);
+    int n_redo = 0;
+    for (int i = 0; i < n && st == 0; i++) {
+        tr_inst *in = &t->valid[i];
+        const agent_episode *e = agent_rollout_episode(t->ro, i);
+        head[i] = e->placed && e->place_ok ? e->cost : INFINITY;
+        if (!e->feasible) { /* no plan: nothing to place */
+            head[i] = NAN;
+            continue;
+        }
+        int L = in->ai.job->n_layers;
+        const int *as = agent_rollout_assign(t->ro, i);
+        if (in->vn_assign && !memcmp(in->vn_assign, as, (size_t)L * sizeof *as)) continue;
+        if (!in->vn_assign && !(in->vn_assign = malloc((size_t)L * sizeof *as))) {
+            snprintf(err, errlen, "out of memory");
+            st = -1;
+            break;
+        }
+        memcpy(in->vn_assign, as, (size_t)L * sizeof *as);
+        redo[n_redo++] = i;
+    }
+    if (st == 0 && n_redo) {
+        vn_ctx c = {t, redo, 0};
+        agent_pool_for(t->pool, n_redo, vn_best_fn, &c);
+        if (c.fail) {
+            for (int k = 0; k < n_redo; k++) { /* score them again next time */
+                free(t->valid[redo[k]].vn_assign);
+                t->valid[redo[k]].vn_assign = NULL;
+            }
+            snprintf(err, errlen, "validation of the node head: out of memory or a placer error");
+            st = -1;
+        }
+    }
+    if (st == 0) {
+        int counted = 0, ok = 0, both = 0;
+        double sum = 0;
+        for (int i = 0; i < n; i++) {
+            double h = head[i], b = t->valid[i].vn_best;
+            if (isnan(h) || (isinf(h) && isinf(b))) continue;
+            counted++;
+            if (isfinite(h) && h <= b * (1 + 1e-9)) ok++;
+            if (isfinite(h) && isfinite(b)) {
+                sum += h / b - 1;
+                both++;
+            }
+        }
+        if (counted) *at_best = (double)ok / counted;
+        if (both) *gap = sum / both;
+    }
+    free(ai);
+    free(of);
+    free(redo);
+    free(head);
+    return st;
+}
+
 int agent_train_eval(agent_trainer *t, agent_metrics *m, char *err, size_t errlen) {
     int ninf;
     double g;
@@ -1339,6 +1510,9 @@ int agent_train_eval(agent_trainer *t, agent_metrics *m, char *err, size_t errle
         if (eval_set(t, t->valid, t->n_valid, 1, 1, &g, &ninf, NULL, err, errlen)) return -1;
         /* an instance without a plan counts as a gap of 100% */
         m->valid_gap_greedy = isnan(g) ? 1.0 : (g * (t->n_valid - ninf) + 1.0 * ninf) / t->n_valid;
+        if (t->tc->placement == PLACER_PLACE_POLICY &&
+            valid_node(t, &m->valid_node_at_best, &m->valid_node_gap, err, errlen))
+            return -1;
     }
     return 0;
 }
@@ -1360,6 +1534,7 @@ int agent_train_save(agent_trainer *t, const char *path, char *err, size_t errle
     st.base_node = t->base_node;
     st.base_init = t->base_init;
     st.best_valid = t->best_valid;
+    st.best_valid_node = t->best_valid_node;
     st.best_cost = t->best_cost;
     if (t->have_best) {
         st.best_assign = t->best_assign;
@@ -1378,7 +1553,9 @@ int agent_train_finish(agent_trainer *t, char *err, size_t errlen) {
     if (t->csv) fflush(t->csv);
     if (agent_train_save(t, t->files.last, err, errlen)) return -1;
     if (t->tc->mode == AGENT_MODE_SEARCH) return agent_train_save(t, t->files.best, err, errlen);
-    if (!isfinite(t->best_valid)) return agent_train_save(t, t->files.best, err, errlen);
+    /* no evaluation wrote best.h5: it is the last policy */
+    if (!isfinite(node_phase(t) ? t->best_valid_node : t->best_valid))
+        return agent_train_save(t, t->files.best, err, errlen);
     return 0;
 }
 
@@ -1390,6 +1567,13 @@ const agent_metrics *agent_train_last(const agent_trainer *t) {
 int agent_train_rank(const agent_trainer *t) { return t->rank; }
 int agent_train_ranks(const agent_trainer *t) { return t->ranks; }
 const agent_train_times *agent_train_timing(const agent_trainer *t) { return &t->tm; }
+
+void agent_train_node_validation(const agent_trainer *t, agent_train_node_valid *v) {
+    int on = node_phase(t);
+    v->start = on ? t->vn_start : NAN;
+    v->best = on && isfinite(t->best_valid_node) ? 1 - t->best_valid_node : NAN;
+    v->best_step = on ? t->vn_best_step : -1;
+}
 
 void agent_train_best(const agent_trainer *t, const model_job **job, const model_cluster **cl,
                       const int **assign, double *cost, double *exact) {

@@ -92,6 +92,16 @@ const char *agent_train_file(const agent_trainer *t, const char *name);
  * valid columns. Returns 0 or -1. */
 int agent_train_eval(agent_trainer *t, agent_metrics *m, char *err, size_t errlen);
 
+/* A node-head phase's validation (placement: policy, freeze_plan, valid > 0;
+ * docs/agent.md): valid_node_at_best of the policy the run started from
+ * and of best.h5, and best.h5's step (-1 when this run wrote none, NAN
+ * figures when the run is not such a phase or has not validated yet). */
+typedef struct {
+    double start, best;
+    long best_step;
+} agent_train_node_valid;
+void agent_train_node_validation(const agent_trainer *t, agent_train_node_valid *v);
+
 /* Search mode: the problem and the best plan sampled so far (*assign NULL
  * while none), its cost and the exact optimum (NAN if unknown). */
 void agent_train_best(const agent_trainer *t, const model_job **job, const model_cluster **cl,

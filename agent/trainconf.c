@@ -27,7 +27,7 @@
 typedef struct {
     int mode;
     char problem[CFG_TEXT_MAX], generator[CFG_TEXT_MAX], out[CFG_TEXT_MAX], init_from[CFG_TEXT_MAX],
-        node_head_from[CFG_TEXT_MAX];
+        node_head_from[CFG_TEXT_MAX], valid_generator[CFG_TEXT_MAX];
     int valid, seed, steps, instances, samples, baseline, adv_norm, reference, placement, reward;
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
         ckpt_every, polish, freeze_plan, reuse;
@@ -40,7 +40,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, K_NODE_HEAD_FROM, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, K_NODE_HEAD_FROM, K_VALID_GEN, N_K
 };
 
 #define BY_MODE_DEF 0 /* the row's default is unused: see BY_MODE */
@@ -58,6 +58,7 @@ static const cfg_field FIELDS[N_K] = {
     [K_PROBLEM] = CFG_ROW_TEXT("problem", 0, tc_in, problem),
     [K_GENERATOR] = CFG_ROW_TEXT("generator", 0, tc_in, generator),
     [K_EVAL] = CFG_ROW_NODE("eval", CFG_FT_ANY, 0),
+    [K_VALID_GEN] = CFG_ROW_TEXT("valid_generator", 0, tc_in, valid_generator),
     [K_VALID] = CFG_ROW_INT("valid", 0, 32, CFG_B_GE, 0, CFG_B_LE, 100000, tc_in, valid),
     [K_SEED] = CFG_ROW_INT("seed", 0, 1, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, seed),
     [K_STEPS] = CFG_ROW_INT("steps", 0, BY_MODE_DEF, CFG_B_GE, 1, CFG_B_NONE, 0, tc_in, steps),
@@ -166,6 +167,7 @@ static void from_in(agent_trainconf *tc, const tc_in *in) {
     tc->mode = in->mode;
     snprintf(tc->problem, sizeof tc->problem, "%s", in->problem);
     snprintf(tc->generator, sizeof tc->generator, "%s", in->generator);
+    snprintf(tc->valid_generator, sizeof tc->valid_generator, "%s", in->valid_generator);
     tc->valid = in->valid;
     tc->seed = in->seed;
     tc->steps = in->steps;
@@ -257,6 +259,8 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     snprintf(tc->path, sizeof tc->path, "%s", path);
     if ((vals[K_PROBLEM] && resolve(tc->problem, sizeof tc->problem, dir, in.problem)) ||
         (vals[K_GENERATOR] && resolve(tc->generator, sizeof tc->generator, dir, in.generator)) ||
+        (vals[K_VALID_GEN] &&
+         resolve(tc->valid_generator, sizeof tc->valid_generator, dir, in.valid_generator)) ||
         (vals[K_OUT] && resolve(tc->out, sizeof tc->out, dir, in.out)) ||
         (vals[K_INIT_FROM] && resolve(tc->init_from, sizeof tc->init_from, dir, in.init_from)) ||
         (vals[K_NODE_HEAD_FROM] &&

@@ -8,6 +8,7 @@
  *   generator: gen.yaml             # general: the random instance generator
  *   eval: [eval/aws-ctr.yaml, ...]  # general: held-out configs, scored periodically
  *   valid: 32                       # general: generated validation instances
+ *   valid_generator: gen-wide.yaml  # general: their generator (default: generator's)
  *   seed, steps, seconds, instances, samples, lr, lr_final, entropy, ...
  *
  * File names are relative to the config's folder. Loading goes through one
@@ -43,6 +44,8 @@ typedef struct {
     int mode;                  /* agent_mode */
     char problem[AGENT_PATH_MAX];   /* search: config file, resolved */
     char generator[AGENT_PATH_MAX]; /* general: generator spec file, resolved */
+    char valid_generator[AGENT_PATH_MAX]; /* general: the validation instances' generator spec,
+                                             resolved ("": generator's) */
     int n_eval;
     char eval[AGENT_MAX_EVAL][AGENT_PATH_MAX]; /* general: held-out config files, resolved */
     int valid;           /* general: generated validation instances (best.h5 picks on them) */

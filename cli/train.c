@@ -204,6 +204,15 @@ static int report_search(agent_trainer *t, const agent_trainconf *tc, int as_jso
         json_object_set_new(o, "sampled_cost", sampled ? num_or_null(sampled_cost) : json_null());
         json_object_set_new(o, "sampled_gap", sampled ? num_or_null(sampled_cost / exact - 1) : json_null());
         json_object_set_new(o, "checkpoint", json_string(agent_train_file(t, "best.h5")));
+        agent_train_node_valid nv;
+        agent_train_node_validation(t, &nv);
+        if (!isnan(nv.start)) {
+            json_t *v = json_object();
+            json_object_set_new(v, "start", num_or_null(nv.start));
+            json_object_set_new(v, "best", num_or_null(nv.best));
+            json_object_set_new(v, "best_step", nv.best_step >= 0 ? json_integer(nv.best_step) : json_null());
+            json_object_set_new(o, "node_validation", v);
+        }
         json_object_set_new(o, "timers", times_json(agent_train_timing(t)));
         report_json_print(stdout, o);
     } else {
@@ -255,6 +264,13 @@ static void report_general(agent_trainer *t, int as_json, double secs) {
         if (m && !isnan(m->eval_gap_greedy))
             printf("held-out gap to exact: greedy %.2f%%, best of samples %.2f%%, no plan on %.0f\n",
                    100 * m->eval_gap_greedy, 100 * m->eval_gap_sample, m->eval_infeasible);
+        agent_train_node_valid nv;
+        agent_train_node_validation(t, &nv);
+        if (!isnan(nv.start)) {
+            printf("node head at best's cost or less on validation: %.1f%% at the start", 100 * nv.start);
+            if (nv.best_step >= 0) printf(", %.1f%% in best.h5 (step %ld)\n", 100 * nv.best, nv.best_step);
+            else printf(", no step beat %.1f%%\n", 100 * nv.best);
+        }
         /* a resumed run keeps the best validation gap it was saved with; when
          * no step beats it, this run wrote no best.h5, and saying it did
          * would send the user to a file that is not there */

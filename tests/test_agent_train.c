@@ -41,6 +41,7 @@
 #include "env/place.h"
 #include "harness.h"
 #include "nets/params.h"
+#include "solvers/placers.h"
 #include "solvers/solve.h"
 #include "tests/agent_fixture.h"
 
@@ -760,6 +761,214 @@ static void test_node_head_from(void **state) {
                          "ND/last.h5", "scorer is 8 wide, the network's 12");
 }
 
+/* The validation generator's spec for test_valid_node: deeper jobs (4 to
+ * 7 layers) than GEN's on more nodes in two zones, so that a validation
+ * drawn from GEN instead would not give the same figures. */
+static const char *VGEN =
+    "families:\n"
+    "  - name: deep\n"
+    "    batch: 64\n"
+    "    units: [2, 6]\n"
+    "    roles:\n"
+    "      - {name: in, count: 1, flops: [1MFLOP, 10MFLOP], io: [10KB, 1MB], act: [1KB, 10KB], params: [100KB, 1MB], mem: [10MB, 1GB]}\n"
+    "      - {name: fc, count: [3, 6], flops: [200MFLOP, 4GFLOP], act: [10KB, 1MB], params: [1MB, 40MB], mem: [10MB, 500MB]}\n"
+    "cluster:\n"
+    "  types: [2, 3]\n"
+    "  count: [3, 8]\n"
+    "  zones: 2\n"
+    "  nodes: true\n"
+    "  bad_zone: 0.5\n"
+    "  pool:\n"
+    "    - {name: cpu, kind: cpu, flops: [0.5TFLOPS, 1TFLOPS], io_bw: [10GB/s, 20GB/s], net_bw: [1GB/s, 2GB/s], mem: 64GB, price: [0.5, 1.5], units: 2, ps_slots: 2}\n"
+    "    - {name: gpu, kind: gpu, flops: [5TFLOPS, 10TFLOPS], io_bw: [1GB/s, 2GB/s], net_bw: [1GB/s, 4GB/s], mem: 16GB, price: [2, 4], units: 4, ps_slots: 1}\n"
+    "    - {name: big, kind: gpu, flops: [10TFLOPS, 20TFLOPS], io_bw: [2GB/s, 4GB/s], net_bw: [4GB/s, 8GB/s], mem: 40GB, price: [4, 8], units: [2, 8], ps_slots: 2}\n";
+
+#define VN_N 8 /* validation instances of test_valid_node */
+
+/* vn_score works out, for the policy in file ck, what valid_node_at_best
+ * and valid_node_gap must read: validation instance i is VGEN's draw
+ * (seed 5, index 2^40 + i, the first attempt the exact solver plans),
+ * its greedy plan is placed by the policy's node head and by `best`
+ * (default budget, seed 5). Asserts that every greedy decode took one pass
+ * (the trainer's validation does not backtrack). */
+static void vn_score(const char *ck, double *at_best, double *gap) {
+    char err[2048], vg[1200];
+    path_in(vg, sizeof vg, "vgen.yaml");
+    agent_gen *g = agent_gen_load(vg, err, sizeof err);
+    agent_policy *pol = agent_policy_load(ck, err, sizeof err);
+    if (!g || !pol) fail_msg("%s", err);
+    int counted = 0, ok = 0, both = 0, skipped = 0;
+    double sum = 0;
+    for (int i = 0; i < VN_N; i++) {
+        agent_gen_inst gi;
+        memset(&gi, 0, sizeof gi);
+        int found = 0;
+        for (int attempt = 0; attempt < 100 && !found; attempt++) {
+            assert_int_equal(agent_gen_draw(g, 5, (1ULL << 40) + (uint64_t)i, attempt, &gi), 0);
+            solve_result *sr = solve_result_create(gi.job.n_layers);
+            solve_opts so;
+            solve_opts_default(&so);
+            so.budget_ms = 5000;
+            found = solve_run(&gi.job, &gi.cl, &so, sr) == 0;
+            solve_result_free(sr);
+        }
+        assert_true(found);
+        int L = gi.job.n_layers;
+        /* the greedy plan; a first pass that dead-ends (the decode
+         * backtracks) leaves nothing to place: the instance does not count */
+        agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = 5,
+                               .placement = PLACER_PLACE_NONE};
+        agent_decode_result res;
+        memset(&res, 0, sizeof res);
+        int *greedy = malloc((size_t)L * sizeof(int));
+        res.assign = greedy;
+        res.plan = model_plan_create(L);
+        int rc0 = agent_policy_decode(pol, &gi.job, &gi.cl, &o, &res, err, sizeof err);
+        assert_true(rc0 >= 0);
+        if (rc0 != 0 || res.samples_used != 1) {
+            skipped++;
+            model_plan_free(res.plan);
+            free(greedy);
+            agent_gen_inst_clear(&gi);
+            continue;
+        }
+        /* the head places it when the first pass keeps R (a decode that
+         * backtracks has found the head's placement of it missing R) */
+        o.placement = PLACER_PLACE_POLICY;
+        res.assign = malloc((size_t)L * sizeof(int));
+        res.task_node = malloc((size_t)agent_policy_task_cap(&gi.job, &gi.cl, &o) * sizeof(int));
+        int rc = agent_policy_decode(pol, &gi.job, &gi.cl, &o, &res, err, sizeof err);
+        assert_true(rc >= 0);
+        double head = rc == 0 && res.samples_used == 1 ? res.plan->cost : INFINITY, best = INFINITY;
+        if (isfinite(head)) assert_memory_equal(res.assign, greedy, (size_t)L * sizeof(int));
+        free(res.assign);
+        res.assign = greedy;
+        model_plan *plan = model_plan_create(L), *out = model_plan_create(L);
+        if (model_eval(&gi.job, &gi.cl, res.assign, plan) == 0) {
+            int *tasks = malloc((size_t)place_task_count(plan) * sizeof *tasks);
+            if (placer_best_run(&gi.job, &gi.cl, plan, 5, 0, NULL, tasks, out, err, sizeof err) ==
+                PLACER_OK)
+                best = out->cost;
+            free(tasks);
+            if (isfinite(head) || isfinite(best)) {
+                counted++;
+                ok += isfinite(head) && head <= best * (1 + 1e-9);
+                if (isfinite(head) && isfinite(best)) {
+                    sum += head / best - 1;
+                    both++;
+                }
+            }
+        }
+        model_plan_free(plan);
+        model_plan_free(out);
+        model_plan_free(res.plan);
+        free(res.assign);
+        free(res.task_node);
+        agent_gen_inst_clear(&gi);
+    }
+    assert_true(counted > 0 && both > 0 && skipped < VN_N / 2);
+    *at_best = (double)ok / counted;
+    *gap = sum / both;
+    agent_policy_free(pol);
+    agent_gen_free(g);
+}
+
+/* csv_column_values reads column `name` of the metrics CSV text into
+ * v[cap] (NAN for an empty field) and returns the number of rows. */
+static int csv_column_values(const char *text, const char *name, double *v, int cap) {
+    int col = csv_col(text, name, NULL), rows = 0;
+    assert_true(col >= 0);
+    for (const char *row = strchr(text, '\n'); row && row[1] && rows < cap; row = strchr(row + 1, '\n')) {
+        const char *c = row + 1;
+        for (int k = 0; k < col && c; k++) {
+            c = strchr(c, ',');
+            if (c) c++;
+        }
+        assert_non_null(c);
+        v[rows++] = *c == ',' || *c == '\n' ? NAN : strtod(c, NULL);
+    }
+    return rows;
+}
+
+/* A node-head phase (placement: policy, freeze_plan, valid > 0) validates
+ * the node head on instances of valid_generator: valid_node_at_best and
+ * valid_node_gap read what vn_score works out from the policy file with
+ * the public API; best.h5 is the start's policy or the step with the
+ * highest valid_node_at_best (the first of equals), and carries 1 - that
+ * share as best_valid_node. Run V at learning rate 0 keeps its start's
+ * policy: every row reads the start's figures and best.h5 is step 0. Run
+ * W learns at a rate that moves the head. */
+static void test_valid_node(void **state) {
+    (void)state;
+    afx_write_file(tmp, "vgen.yaml", VGEN);
+    static const char *BASE =
+        "mode: general\ngenerator: gen.yaml\nvalid_generator: vgen.yaml\nvalid: 8\nseed: 5\n"
+        "instances: 2\nsamples: 4\nembed: 8\nhidden: 8\ndecoder: 8\nscorer: 8\neval_every: 1\n"
+        "placement: policy\nfreeze_plan: true\nthreads: 2\nentropy: 0\n";
+    char buf[4096], cfg[1200], csv[1200], ck[1200];
+    snprintf(buf, sizeof buf, "%ssteps: 2\nlr: 0\nlr_final: 0\n", BASE);
+    afx_write_file(tmp, "vn0.yaml", buf);
+    path_in(cfg, sizeof cfg, "vn0.yaml");
+    assert_int_equal(sh_run("%s train %s --quiet --out %s/V > %s/V.out", bin, cfg, tmp, tmp), 0);
+    snprintf(ck, sizeof ck, "%s/V/last.h5", tmp);
+    double a0, g0;
+    vn_score(ck, &a0, &g0);
+    /* the report says where the phase started and which step best.h5 is */
+    char want[200], outp[1200];
+    snprintf(want, sizeof want, "on validation: %.1f%% at the start, %.1f%% in best.h5 (step 0)\n",
+             100 * a0, 100 * a0);
+    path_in(outp, sizeof outp, "V.out");
+    char *said = harness_slurp(outp, NULL);
+    if (!strstr(said, want)) fail_msg("'%s' not in: %s", want, said);
+    free(said);
+    snprintf(csv, sizeof csv, "%s/V/metrics.csv", tmp);
+    char *text = harness_slurp(csv, NULL);
+    double at[16], gp[16];
+    assert_int_equal(csv_column_values(text, "valid_node_at_best", at, 16), 2);
+    assert_int_equal(csv_column_values(text, "valid_node_gap", gp, 16), 2);
+    for (int r = 0; r < 2; r++) {
+        assert_true(fabs(at[r] - a0) < 1e-12);
+        assert_true(fabs(gp[r] - g0) < 1e-9 * (1 + fabs(g0)));
+    }
+    free(text);
+    agent_ckpt_state sb;
+    char bp[1200], err[2048];
+    snprintf(bp, sizeof bp, "%s/V/best.h5", tmp);
+    agent_net_dims d;
+    if (agent_ckpt_peek(bp, &d, &sb, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(sb.step, 0);
+    assert_true(fabs(sb.best_valid_node - (1 - a0)) < 1e-12);
+    agent_ckpt_state_clear(&sb);
+
+    /* W: the same start (seed 5), learning */
+    snprintf(buf, sizeof buf, "%ssteps: 6\nlr: 0.05\nlr_final: 0.05\nckpt_every: 1\n", BASE);
+    afx_write_file(tmp, "vn1.yaml", buf);
+    path_in(cfg, sizeof cfg, "vn1.yaml");
+    assert_int_equal(sh_run("%s train %s --quiet --out %s/W > /dev/null", bin, cfg, tmp), 0);
+    snprintf(csv, sizeof csv, "%s/W/metrics.csv", tmp);
+    text = harness_slurp(csv, NULL);
+    assert_int_equal(csv_column_values(text, "valid_node_at_best", at, 16), 6);
+    free(text);
+    double best = a0;
+    int best_step = 0;
+    for (int r = 0; r < 6; r++)
+        if (at[r] > best) {
+            best = at[r];
+            best_step = r + 1;
+        }
+    snprintf(bp, sizeof bp, "%s/W/best.h5", tmp);
+    if (agent_ckpt_peek(bp, &d, &sb, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(sb.step, best_step);
+    assert_true(fabs(sb.best_valid_node - (1 - best)) < 1e-12);
+    agent_ckpt_state_clear(&sb);
+    /* the last step's figures are those of its checkpoint's policy */
+    double a6, g6;
+    snprintf(ck, sizeof ck, "%s/W/last.h5", tmp);
+    vn_score(ck, &a6, &g6);
+    assert_true(fabs(at[5] - a6) < 1e-12);
+    expect_conf_error("mode: general\ngenerator: gen.yaml\nvalid_generator: [a, b]\n", "valid_generator");
+}
+
 /* ---------------------------------------------------------------------------
  * A saved policy
  * ------------------------------------------------------------------------ */
@@ -862,6 +1071,7 @@ int main(void) {
         cmocka_unit_test(test_init_from),
         cmocka_unit_test(test_node_dagger_run),
         cmocka_unit_test(test_node_head_from),
+        cmocka_unit_test(test_valid_node),
         cmocka_unit_test(test_policy),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
