@@ -1421,15 +1421,10 @@ static int valid_node(agent_trainer *t, double *at_best, double *gap, char *err,
         ai[i] = t->valid[i].ai;
         of[i] = i;
     }
-    agent_rollout_opts o = {.placement = PLACER_PLACE_POLICY,
-                            .greedy = 1,
-                            .penalty = t->tc->penalty,
-                            .seed = (uint64_t)t->tc->seed,
-                            .stream = 0x564e4f44ULL /* "VNOD" */,
-                            .ep_base = 0,
-                            .ep_total = n,
-                            .record = 0,
-                            .forced = NULL};
+    /* the greedy decode as eval_set's, placed by the head, on a stream of its own */
+    agent_rollout_opts o = {.placement = PLACER_PLACE_POLICY, .greedy = 1, .penalty = t->tc->penalty,
+                            .seed = (uint64_t)t->tc->seed, .stream = 0x564e4f44ULL /* "VNOD" */,
+                            .ep_total = n};
     if (st == 0) st = agent_rollout_run(t->ro, t->p, ai, n, of, n, &o, t->pool, err, errlen);
     int n_redo = 0;
     for (int i = 0; i < n && st == 0; i++) {

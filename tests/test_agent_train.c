@@ -77,6 +77,13 @@ static const char *NODES =
     "    - {name: g0, type: gpu, units: 4, ps_slots: 1, zone: z, bw: 10GB/s, latency: 0, loss: 0}\n"
     "    - {name: g1, type: gpu, units: 4, ps_slots: 1, zone: z, bw: 10GB/s, latency: 0, loss: 0}\n";
 
+/* The type pool of both generator specs (GEN and test_valid_node's VGEN). */
+#define GEN_POOL \
+    "  pool:\n" \
+    "    - {name: cpu, kind: cpu, flops: [0.5TFLOPS, 1TFLOPS], io_bw: [10GB/s, 20GB/s], net_bw: [1GB/s, 2GB/s], mem: 64GB, price: [0.5, 1.5], units: 2, ps_slots: 2}\n" \
+    "    - {name: gpu, kind: gpu, flops: [5TFLOPS, 10TFLOPS], io_bw: [1GB/s, 2GB/s], net_bw: [1GB/s, 4GB/s], mem: 16GB, price: [2, 4], units: 4, ps_slots: 1}\n" \
+    "    - {name: big, kind: gpu, flops: [10TFLOPS, 20TFLOPS], io_bw: [2GB/s, 4GB/s], net_bw: [4GB/s, 8GB/s], mem: 40GB, price: [4, 8], units: [2, 8], ps_slots: 2}\n"
+
 static const char *GEN =
     "families:\n"
     "  - name: mlp\n"
@@ -97,10 +104,7 @@ static const char *GEN =
     "  zones: [1, 2]\n"
     "  nodes: true\n"
     "  bad_zone: 0.5\n"
-    "  pool:\n"
-    "    - {name: cpu, kind: cpu, flops: [0.5TFLOPS, 1TFLOPS], io_bw: [10GB/s, 20GB/s], net_bw: [1GB/s, 2GB/s], mem: 64GB, price: [0.5, 1.5], units: 2, ps_slots: 2}\n"
-    "    - {name: gpu, kind: gpu, flops: [5TFLOPS, 10TFLOPS], io_bw: [1GB/s, 2GB/s], net_bw: [1GB/s, 4GB/s], mem: 16GB, price: [2, 4], units: 4, ps_slots: 1}\n"
-    "    - {name: big, kind: gpu, flops: [10TFLOPS, 20TFLOPS], io_bw: [2GB/s, 4GB/s], net_bw: [4GB/s, 8GB/s], mem: 40GB, price: [4, 8], units: [2, 8], ps_slots: 2}\n";
+    GEN_POOL;
 
 /* The general config of the resume test: small network, tiny batches, an
  * evaluation every 2 steps and a checkpoint every 3. */
@@ -778,10 +782,7 @@ static const char *VGEN =
     "  zones: 2\n"
     "  nodes: true\n"
     "  bad_zone: 0.5\n"
-    "  pool:\n"
-    "    - {name: cpu, kind: cpu, flops: [0.5TFLOPS, 1TFLOPS], io_bw: [10GB/s, 20GB/s], net_bw: [1GB/s, 2GB/s], mem: 64GB, price: [0.5, 1.5], units: 2, ps_slots: 2}\n"
-    "    - {name: gpu, kind: gpu, flops: [5TFLOPS, 10TFLOPS], io_bw: [1GB/s, 2GB/s], net_bw: [1GB/s, 4GB/s], mem: 16GB, price: [2, 4], units: 4, ps_slots: 1}\n"
-    "    - {name: big, kind: gpu, flops: [10TFLOPS, 20TFLOPS], io_bw: [2GB/s, 4GB/s], net_bw: [4GB/s, 8GB/s], mem: 40GB, price: [4, 8], units: [2, 8], ps_slots: 2}\n";
+    GEN_POOL;
 
 #define VN_N 8 /* validation instances of test_valid_node */
 
