@@ -57,6 +57,7 @@ int agent_ckpt_write(const char *path, const nn_params *p, const agent_net_dims 
     KR("best_valid", st->best_valid);
     KR("best_cost", st->best_cost);
     KR("best_valid_node", st->best_valid_node);
+    KI("average_n", st->average_n);
     if (assign) KS("best_assign", assign);
     if (st->metrics_csv) KS("metrics_csv", st->metrics_csv);
 #undef KS
@@ -129,6 +130,7 @@ static const hp_range HP_RANGES[] = {
     {"best_valid", 0, 0, -1, 1e18, 1},
     {"best_cost", 0, 0, 0, 1e30, 1},
     {"best_valid_node", 0, 0, 0, 1, 1},
+    {"average_n", 1, 0, 0, 1e15, 0},
 };
 #define HP_N ((int)(sizeof HP_RANGES / sizeof *HP_RANGES))
 #define STEP_MAX 1e15 /* /meta step */
@@ -245,6 +247,7 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
     get_real(in, "best_cost", &st->best_cost);
     st->best_valid_node = INFINITY;
     get_real(in, "best_valid_node", &st->best_valid_node);
+    get_int(in, "average_n", &st->average_n);
     const char *as = get_str(in, "best_assign");
     if (as && *as) {
         int n = 1;

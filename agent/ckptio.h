@@ -12,6 +12,8 @@
  *   base_type, base_node, base_init         moving baselines
  *   best_valid, best_cost, best_assign      best validation gap; search's best plan
  *   best_valid_node                         a node-head phase's best validation score
+ *   average_n                               > 0: the weights are the mean of that many
+ *                                           snapshots (average.h5), else 0
  *   metrics_csv                             the metrics history (metrics.csv)
  *
  * agent_ckpt_read refuses a file of another format or version, of another
@@ -48,6 +50,7 @@ typedef struct {
     int base_init;
     double best_valid, best_cost;
     double best_valid_node; /* 1 - valid_node_at_best of best.h5 (node-head phase), or INFINITY */
+    int64_t average_n;      /* average.h5: the snapshots its weights average; else 0 */
     int *best_assign; /* [n_best_assign] or NULL */
     int n_best_assign;
     char *metrics_csv; /* or NULL */

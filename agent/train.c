@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent/adv.h"
 #include "agent/ckptio.h"
@@ -80,6 +81,7 @@ typedef struct {
     char metrics[1200]; /* metrics.csv: one row per step */
     char last[1200];    /* last.h5: every ckpt_every steps and at the end */
     char best[1200];    /* best.h5: best validation gap (general), best plan (search) */
+    char average[1200]; /* average.h5: the running mean of the weights (average_every > 0) */
 } tr_files;
 
 struct agent_trainer {
@@ -124,6 +126,8 @@ struct agent_trainer {
     double best_valid;           /* general: best validation gap */
     double best_valid_node;      /* node-head phase: best 1 - valid_node_at_best */
     int start_validated;         /* node-head phase: the starting policy was validated */
+    float *avg;                  /* average_every > 0: [p->total] mean of avg_n snapshots */
+    long avg_n;
     double vn_start;             /* ... its valid_node_at_best (NAN: not yet) */
     long vn_best_step;           /* ... best.h5's step, -1 while this run wrote none */
     agent_metrics_log hist;      /* every step's row */
@@ -295,6 +299,7 @@ void agent_train_free(agent_trainer *t) {
     agent_rollout_free(t->ro);
     agent_pool_free(t->pool);
     free(t->best_assign);
+    free(t->avg);
     agent_metrics_log_free(&t->hist);
     free(t->out);
     free(t->adv_t);
@@ -389,6 +394,35 @@ static int node_head_from(agent_trainer *t, const agent_trainconf *tc, char *err
     }
     agent_ckpt_state_clear(&st);
     nn_params_free(src);
+    return rc;
+}
+
+/* resume_average continues the running mean of the weights from the out
+ * folder's average.h5 when it was written at the step the run resumes
+ * from (with last.h5, as record and finish write them); otherwise (no
+ * file, another step, another network) the mean starts again from this
+ * run's snapshots. Returns 0, or -1 with a message when the file exists at
+ * that step but cannot be read. */
+static int resume_average(agent_trainer *t, char *err, size_t errlen) {
+    agent_net_dims d;
+    agent_ckpt_state st;
+    char e2[256];
+    if (access(t->files.average, F_OK) != 0) return 0;
+    if (agent_ckpt_peek(t->files.average, &d, &st, e2, sizeof e2)) return 0;
+    int same = st.step == t->step && st.average_n > 0 && !memcmp(&d, &t->tc->net, sizeof d);
+    agent_ckpt_state_clear(&st);
+    if (!same) return 0;
+    nn_tensor_spec table[AN_N_TENSORS];
+    agent_net_table(&d, table);
+    nn_params *a = nn_params_create(table, AN_N_TENSORS, err, errlen);
+    if (!a) return -1;
+    int rc = agent_ckpt_read(t->files.average, a, &d, &st, err, errlen);
+    if (rc == 0 && a->total == t->p->total) {
+        memcpy(t->avg, a->params, a->total * sizeof *t->avg);
+        t->avg_n = (long)st.average_n;
+    }
+    agent_ckpt_state_clear(&st);
+    nn_params_free(a);
     return rc;
 }
 
@@ -497,6 +531,7 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     snprintf(t->files.metrics, sizeof t->files.metrics, "%s/metrics.csv", tc->out);
     snprintf(t->files.last, sizeof t->files.last, "%s/last.h5", tc->out);
     snprintf(t->files.best, sizeof t->files.best, "%s/best.h5", tc->out);
+    snprintf(t->files.average, sizeof t->files.average, "%s/average.h5", tc->out);
     if (resume) {
         agent_ckpt_state st;
         if (agent_ckpt_read(resume, t->p, &tc->net, &st, err, errlen)) goto fail;
@@ -538,6 +573,11 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     }
     if (!resume && tc->init_from[0] && init_from(t, tc, err, errlen)) goto fail;
     if (!resume && tc->node_head_from[0] && node_head_from(t, tc, err, errlen)) goto fail;
+    if (tc->average_every > 0 && t->rank == 0) {
+        t->avg = calloc(t->p->total, sizeof *t->avg);
+        if (!t->avg) goto oom;
+        if (resume && resume_average(t, err, errlen)) goto fail;
+    }
     if (t->rank == 0) {
         if (mkdirs(tc->out)) {
             snprintf(err, errlen, "%s: cannot create the folder: %s", tc->out, strerror(errno));
@@ -1195,6 +1235,14 @@ static int node_phase(const agent_trainer *t) {
     return t->n_valid > 0 && t->tc->freeze_plan && t->tc->placement == PLACER_PLACE_POLICY;
 }
 
+/* save_with writes a checkpoint of the trainer's state with the weights
+ * `params` (t->p's, or the running mean's) to path; average_n as in the
+ * checkpoint state. save_average writes average.h5 when the mean holds a
+ * snapshot (rank 0). Both return 0, or -1 with a message. */
+static int save_with(agent_trainer *t, float *params, int64_t average_n, const char *path, char *err,
+                     size_t errlen);
+static int save_average(agent_trainer *t, char *err, size_t errlen);
+
 /* keep_best_valid writes best.h5 when the evaluation in m beats every
  * earlier one of the run (and of the runs it resumes): in a node-head phase
  * (node_phase) a higher valid_node_at_best, else a lower validation gap
@@ -1237,6 +1285,17 @@ static int record(agent_trainer *t, const tr_step *st, agent_metrics *m, double 
         t->tm.eval += clock_now_s() - e0t;
         if (keep_best_valid(t, m, err, errlen)) return -1;
     }
+    if (t->avg && s > tc->average_after && s % tc->average_every == 0) {
+        /* the running mean of the snapshots: avg += (p - avg) / n, exact for
+         * tensors that do not move (a frozen plan head stays bit for bit) */
+        t->avg_n++;
+        const float *p = t->p->params;
+        float inv = 1.0f / (float)t->avg_n;
+        if (t->avg_n == 1)
+            memcpy(t->avg, p, t->p->total * sizeof *p);
+        else
+            for (size_t i = 0; i < t->p->total; i++) t->avg[i] += (p[i] - t->avg[i]) * inv;
+    }
     double io0 = clock_now_s();
     t->time_s += io0 - t_start;
     m->time_s = t->time_s;
@@ -1249,7 +1308,7 @@ static int record(agent_trainer *t, const tr_step *st, agent_metrics *m, double 
         fflush(t->csv);
     }
     if (tc->ckpt_every > 0 && s % tc->ckpt_every == 0) {
-        if (agent_train_save(t, t->files.last, err, errlen)) return -1;
+        if (agent_train_save(t, t->files.last, err, errlen) || save_average(t, err, errlen)) return -1;
         if (tc->mode == AGENT_MODE_SEARCH && agent_train_save(t, t->files.best, err, errlen)) return -1;
     }
     t->tm.io += clock_now_s() - io0;
@@ -1517,6 +1576,16 @@ int agent_train_eval(agent_trainer *t, agent_metrics *m, char *err, size_t errle
  * ------------------------------------------------------------------------ */
 
 int agent_train_save(agent_trainer *t, const char *path, char *err, size_t errlen) {
+    return save_with(t, t->p->params, 0, path, err, errlen);
+}
+
+static int save_average(agent_trainer *t, char *err, size_t errlen) {
+    if (!t->avg || t->avg_n == 0) return 0;
+    return save_with(t, t->avg, t->avg_n, t->files.average, err, errlen);
+}
+
+static int save_with(agent_trainer *t, float *params, int64_t average_n, const char *path, char *err,
+                     size_t errlen) {
     agent_ckpt_state st;
     memset(&st, 0, sizeof st);
     st.step = t->step;
@@ -1538,7 +1607,10 @@ int agent_train_save(agent_trainer *t, const char *path, char *err, size_t errle
     char *csv = agent_metrics_log_csv(&t->hist);
     st.metrics_csv = csv;
     st.config_yaml = t->tc->text;
-    int rc = agent_ckpt_write(path, t->p, &t->tc->net, &st, err, errlen);
+    st.average_n = average_n;
+    nn_params p = *t->p; /* the same tensors and moments, these weights */
+    p.params = params;
+    int rc = agent_ckpt_write(path, &p, &t->tc->net, &st, err, errlen);
     free(csv);
     return rc;
 }
@@ -1546,7 +1618,7 @@ int agent_train_save(agent_trainer *t, const char *path, char *err, size_t errle
 int agent_train_finish(agent_trainer *t, char *err, size_t errlen) {
     if (t->rank != 0) return 0;
     if (t->csv) fflush(t->csv);
-    if (agent_train_save(t, t->files.last, err, errlen)) return -1;
+    if (agent_train_save(t, t->files.last, err, errlen) || save_average(t, err, errlen)) return -1;
     if (t->tc->mode == AGENT_MODE_SEARCH) return agent_train_save(t, t->files.best, err, errlen);
     /* no evaluation wrote best.h5: it is the last policy */
     if (!isfinite(node_phase(t) ? t->best_valid_node : t->best_valid))

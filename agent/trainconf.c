@@ -30,7 +30,7 @@ typedef struct {
         node_head_from[CFG_TEXT_MAX], valid_generator[CFG_TEXT_MAX];
     int valid, seed, steps, instances, samples, baseline, adv_norm, reference, placement, reward;
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
-        ckpt_every, polish, freeze_plan, reuse;
+        ckpt_every, polish, freeze_plan, reuse, average_every, average_after;
     double seconds, lr, lr_final, weight_decay, grad_clip, entropy, entropy_final,
         baseline_decay, risk, penalty, clip, imitation, node_imitation, dagger, node_dagger;
 } tc_in;
@@ -40,7 +40,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, K_NODE_HEAD_FROM, K_VALID_GEN, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, K_NODE_HEAD_FROM, K_VALID_GEN, K_AVG_EVERY, K_AVG_AFTER, N_K
 };
 
 #define BY_MODE_DEF 0 /* the row's default is unused: see BY_MODE */
@@ -114,6 +114,8 @@ static const cfg_field FIELDS[N_K] = {
     [K_FREEZE] = CFG_ROW_BOOL("freeze_plan", 0, 0, tc_in, freeze_plan),
     /* the choices in agent_reward's order */
     [K_REWARD] = CFG_ROW_ENUM("reward", "log|ratio|rank", 0, AGENT_REWARD_LOG, tc_in, reward),
+    [K_AVG_EVERY] = CFG_ROW_INT("average_every", 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, average_every),
+    [K_AVG_AFTER] = CFG_ROW_INT("average_after", 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, average_after),
     [K_REUSE] = CFG_ROW_INT("reuse", 0, 1, CFG_B_GE, 1, CFG_B_LE, 1000, tc_in, reuse),
     [K_NODE_IMITATION] = CFG_ROW_NUM("node_imitation", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6,
                                      tc_in, node_imitation),
@@ -206,6 +208,8 @@ static void from_in(agent_trainconf *tc, const tc_in *in) {
     snprintf(tc->out, sizeof tc->out, "%s", in->out);
     tc->reuse = in->reuse;
     tc->polish = in->polish;
+    tc->average_every = in->average_every;
+    tc->average_after = in->average_after;
 }
 
 void agent_trainconf_default(agent_trainconf *tc, int mode) {

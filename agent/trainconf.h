@@ -102,6 +102,10 @@ typedef struct {
                             step; each step still samples new episodes on it */
     int polish;          /* search: 1 (default) = local search (segment moves) around a
                             step's best sample when it beats every earlier one */
+    int average_every;   /* > 0: every N steps the weights join a running mean written as
+                            average.h5 with last.h5 (stochastic weight averaging); 0: off */
+    int average_after;   /* ... at the steps past this one (counted as `steps` is: from
+                            the first run's start, through resumes) */
 } agent_trainconf;
 
 /* agent_trainconf_default fills tc with the defaults of `mode`: what a

@@ -970,6 +970,74 @@ static void test_valid_node(void **state) {
     expect_conf_error("mode: general\ngenerator: gen.yaml\nvalid_generator: [a, b]\n", "valid_generator");
 }
 
+/* load_avg reads dir/run/average.h5: its weights, and its state in *st. */
+static nn_params *load_avg(const char *run, agent_ckpt_state *st) {
+    char path[1200], err[2048];
+    snprintf(path, sizeof path, "%s/%s/average.h5", tmp, run);
+    agent_net_dims d;
+    if (agent_ckpt_peek(path, &d, st, err, sizeof err)) fail_msg("%s", err);
+    agent_ckpt_state_clear(st);
+    nn_tensor_spec t[AN_N_TENSORS];
+    agent_net_table(&d, t);
+    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(p);
+    if (agent_ckpt_read(path, p, &d, st, err, sizeof err)) fail_msg("%s", err);
+    return p;
+}
+
+/* average_every 1 from 1 step into a 4-step run: average.h5 holds the
+ * mean of the weights after steps 2, 3 and 4 (each read from a run stopped
+ * there, --stop-at keeping the schedules), says it averages 3, and a run
+ * stopped at step 3 and resumed ends with the same mean bit for bit. */
+static void test_average(void **state) {
+    (void)state;
+    static const char *AVG =
+        "mode: general\ngenerator: gen.yaml\nvalid: 0\nseed: 5\nsteps: 4\ninstances: 2\nsamples: 4\n"
+        "embed: 8\nhidden: 8\ndecoder: 8\nscorer: 8\neval_every: 0\nthreads: 2\nlr: 0.05\n"
+        "average_every: 1\naverage_after: 1\n";
+    afx_write_file(tmp, "avg.yaml", AVG);
+    char cfg[1200];
+    path_in(cfg, sizeof cfg, "avg.yaml");
+    assert_int_equal(sh_run("%s train %s --quiet --out %s/AV > /dev/null", bin, cfg, tmp), 0);
+    nn_params *snap[3];
+    agent_ckpt_state st;
+    for (int k = 2; k <= 3; k++) {
+        assert_int_equal(sh_run("%s train %s --quiet --stop-at %d --out %s/AV%d > /dev/null", bin, cfg, k, tmp, k), 0);
+        char run[16];
+        snprintf(run, sizeof run, "AV%d", k);
+        snap[k - 2] = afx_load_run(tmp, run, k, &st);
+        agent_ckpt_state_clear(&st);
+    }
+    snap[2] = afx_load_run(tmp, "AV", 4, &st);
+    agent_ckpt_state_clear(&st);
+    nn_params *avg = load_avg("AV", &st);
+    assert_int_equal(st.step, 4);
+    assert_int_equal(st.average_n, 3);
+    agent_ckpt_state_clear(&st);
+    int moved = 0;
+    for (size_t i = 0; i < avg->total; i++) {
+        double want = ((double)snap[0]->params[i] + snap[1]->params[i] + snap[2]->params[i]) / 3;
+        if (fabs(avg->params[i] - want) > 1e-6 * (1 + fabs(want)))
+            fail_msg("weight %zu: mean %.9g, average.h5 %.9g", i, want, (double)avg->params[i]);
+        moved += snap[0]->params[i] != snap[2]->params[i];
+    }
+    assert_true(moved > 0); /* the weights changed between the snapshots */
+    /* stopped at 3 (a mean of 2 then), resumed to 4 */
+    assert_int_equal(sh_run("%s train %s --quiet --stop-at 3 --out %s/AR > /dev/null", bin, cfg, tmp), 0);
+    nn_params *mid = load_avg("AR", &st);
+    assert_int_equal(st.average_n, 2);
+    agent_ckpt_state_clear(&st);
+    nn_params_free(mid);
+    assert_int_equal(sh_run("%s train %s --quiet --resume %s/AR/last.h5 --out %s/AR > /dev/null", bin, cfg, tmp, tmp), 0);
+    nn_params *res = load_avg("AR", &st);
+    assert_int_equal(st.average_n, 3);
+    agent_ckpt_state_clear(&st);
+    assert_memory_equal(res->params, avg->params, avg->total * sizeof(float));
+    for (int k = 0; k < 3; k++) nn_params_free(snap[k]);
+    nn_params_free(avg);
+    nn_params_free(res);
+}
+
 /* ---------------------------------------------------------------------------
  * A saved policy
  * ------------------------------------------------------------------------ */
@@ -1073,6 +1141,7 @@ int main(void) {
         cmocka_unit_test(test_node_dagger_run),
         cmocka_unit_test(test_node_head_from),
         cmocka_unit_test(test_valid_node),
+        cmocka_unit_test(test_average),
         cmocka_unit_test(test_policy),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
