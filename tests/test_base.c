@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -228,7 +229,8 @@ static void test_rcslot(void **state) {
 typedef struct {
     rcslot *s;
     atomic_int *stop;
-    long reads, bad;
+    atomic_long reads; /* read by the writer while the reader counts */
+    long bad;
 } rc_reader;
 
 static void *rc_read_loop(void *arg) {
@@ -241,7 +243,7 @@ static void *rc_read_loop(void *arg) {
          * held is never freed under the reader */
         if (e->value < last || e->value != (long)e->ref.generation) r->bad++;
         last = e->value;
-        r->reads++;
+        atomic_fetch_add(&r->reads, 1);
         rcslot_release(r->s, &e->ref);
     }
     return NULL;
@@ -258,18 +260,31 @@ static void test_rcslot_threads(void **state) {
     rc_reader rd[RC_READERS];
     pthread_t th[RC_READERS];
     for (int i = 0; i < RC_READERS; i++) {
-        rd[i] = (rc_reader){s, &stop, 0, 0};
+        rd[i].s = s;
+        rd[i].stop = &stop;
+        atomic_init(&rd[i].reads, 0);
+        rd[i].bad = 0;
         assert_int_equal(pthread_create(&th[i], NULL, rc_read_loop, &rd[i]), 0);
     }
-    for (long v = 1; v <= RC_SWAPS; v++) assert_int_equal(rcslot_set(s, &rc_new(v)->ref), (uint64_t)v);
+    /* the first entry, then every reader has read before the swaps go on
+     * (on a loaded machine the swaps could end before a reader ran) */
+    assert_int_equal(rcslot_set(s, &rc_new(1)->ref), 1);
+    double t0 = clock_now_s();
+    for (int i = 0; i < RC_READERS; i++)
+        while (atomic_load(&rd[i].reads) == 0) {
+            if (clock_now_s() - t0 > 60) fail_msg("reader %d never read", i);
+            sched_yield();
+        }
+    for (long v = 2; v <= RC_SWAPS; v++) {
+        assert_int_equal(rcslot_set(s, &rc_new(v)->ref), (uint64_t)v);
+        if (v % 64 == 0) sched_yield(); /* let the readers run between swaps */
+    }
     atomic_store(&stop, 1);
-    long reads = 0;
     for (int i = 0; i < RC_READERS; i++) {
         pthread_join(th[i], NULL);
         assert_int_equal(rd[i].bad, 0);
-        reads += rd[i].reads;
+        assert_true(atomic_load(&rd[i].reads) > 0);
     }
-    assert_true(reads > 0);
     assert_int_equal(atomic_load(&rc_freed), RC_SWAPS - 1);
     rcslot_free(s);
     assert_int_equal(atomic_load(&rc_freed), RC_SWAPS);
