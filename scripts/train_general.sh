@@ -21,11 +21,16 @@
 #     the table by size band). The shipped checkpoint is replaced only with
 #     INSTALL=1, meant for a result better than it on every band.
 #
-#   scripts/train_general.sh zone       the node-head phase of the installed
-#                                       policy (gym schema 2's zone features):
-#     configs/train/general-zone-place.yaml resumes checkpoints/general.h5
-#     (plan head frozen; REINFORCE, ratio reward, gen.yaml), 8 minutes,
-#     then the banded evaluation as for wide.
+#   scripts/train_general.sh zone       the node-head phase that made the
+#                                       installed policy (gym schema 2's zone
+#     features): configs/train/general-zone-place.yaml resumes START (plan
+#     head frozen; REINFORCE, ratio reward, gen.yaml; steps 15,208 to 17,675,
+#     about 25 minutes on 2 cores), then the banded evaluation as for wide, of
+#     the run's average.h5 (the mean of its weights, which is what was
+#     installed). START defaults to checkpoints/general.h5; the step-15,208
+#     policy the installed one came from is in git:
+#       git show 6fdde83:checkpoints/general.h5 > start.h5
+#       START=start.h5 scripts/train_general.sh zone
 #
 #   scripts/train_general.sh warm       the shipped policy trained on: resumes
 #                                       checkpoints/general.h5 (its network)
@@ -77,7 +82,7 @@ start=$(date +%s)
 if [ "$FAMILY" = zone ]; then
   # the node head alone, from the shipped policy
   mkdir -p "$OUT"
-  cp checkpoints/general.h5 "$OUT/start.h5"
+  cp "${START:-checkpoints/general.h5}" "$OUT/start.h5"
   "${RUN[@]}" train "$PLACE" --resume "$OUT/start.h5" --out "$OUT/place" "${place_args[@]}"
   cp "$OUT/place/metrics.csv" "$OUT/metrics.csv"
 elif [ "$FAMILY" = warm ]; then
@@ -95,13 +100,16 @@ echo "train_general: trained in $(( $(date +%s) - start )) s"
 if [ "$FAMILY" != narrow ]; then
   # the banded evaluation of the new policy: q8's config with its checkpoint
   mkdir -p "$OUT/eval"
-  ckpt=$(realpath "$OUT/place/last.h5")
+  # the run's result: the mean of its weights when it kept one (average_every)
+  result="$OUT/place/last.h5"
+  [ -f "$OUT/place/average.h5" ] && result="$OUT/place/average.h5"
+  ckpt=$(realpath "$result")
   sed "s|../../checkpoints/general.h5|$ckpt|" \
     configs/eval/q8-general-bands.yaml > "$OUT/eval/q8-general-bands.yaml"
   "$BIN" eval "$OUT/eval/q8-general-bands.yaml" --out "$OUT/eval/q8" --quiet
   sed -n '/^## By size band/,/^## Cost/p' "$OUT/eval/q8/summary.md" | sed '$d'
   if [ "${INSTALL:-0}" = 1 ]; then
-    cp "$OUT/place/last.h5" checkpoints/general.h5
+    cp "$result" checkpoints/general.h5
     cp "$OUT/metrics.csv" checkpoints/general-metrics.csv
     echo "train_general: installed checkpoints/general.h5"
   fi
