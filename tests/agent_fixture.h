@@ -51,15 +51,15 @@ static inline void afx_write_file(const char *dir, const char *name, const char 
     fclose(f);
 }
 
-/* afx_load_run reads dir/run/last.h5, the last checkpoint of a `strata
- * train --out DIR/RUN`, and asserts that the run got to step `steps`.
- * Returns its weights (free with nn_params_free) and fills st with its
- * training state (clear with agent_ckpt_state_clear). Fails the test, with
- * the loader's message, when the file is not a readable checkpoint. */
-static inline nn_params *afx_load_run(const char *dir, const char *run, long long steps,
-                                      agent_ckpt_state *st) {
+/* afx_load_file reads dir/run/file, a checkpoint a `strata train --out
+ * DIR/RUN` wrote (last.h5, best.h5, average.h5). Returns its weights (free
+ * with nn_params_free) and fills st with its training state (clear with
+ * agent_ckpt_state_clear). Fails the test, with the loader's message, when
+ * the file is not a readable checkpoint. */
+static inline nn_params *afx_load_file(const char *dir, const char *run, const char *file,
+                                       agent_ckpt_state *st) {
     char path[1200], err[2048];
-    snprintf(path, sizeof path, "%s/%s/last.h5", dir, run);
+    snprintf(path, sizeof path, "%s/%s/%s", dir, run, file);
     agent_net_dims d;
     if (agent_ckpt_peek(path, &d, st, err, sizeof err)) fail_msg("%s", err);
     agent_ckpt_state_clear(st);
@@ -68,6 +68,14 @@ static inline nn_params *afx_load_run(const char *dir, const char *run, long lon
     nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
     assert_non_null(p);
     if (agent_ckpt_read(path, p, &d, st, err, sizeof err)) fail_msg("%s", err);
+    return p;
+}
+
+/* afx_load_run is afx_load_file of dir/run/last.h5, the last checkpoint,
+ * and asserts that the run got to step `steps`. */
+static inline nn_params *afx_load_run(const char *dir, const char *run, long long steps,
+                                      agent_ckpt_state *st) {
+    nn_params *p = afx_load_file(dir, run, "last.h5", st);
     assert_int_equal(st->step, steps);
     return p;
 }

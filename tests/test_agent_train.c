@@ -970,19 +970,9 @@ static void test_valid_node(void **state) {
     expect_conf_error("mode: general\ngenerator: gen.yaml\nvalid_generator: [a, b]\n", "valid_generator");
 }
 
-/* load_avg reads dir/run/average.h5: its weights, and its state in *st. */
+/* load_avg reads tmp/run/average.h5: its weights, and its state in *st. */
 static nn_params *load_avg(const char *run, agent_ckpt_state *st) {
-    char path[1200], err[2048];
-    snprintf(path, sizeof path, "%s/%s/average.h5", tmp, run);
-    agent_net_dims d;
-    if (agent_ckpt_peek(path, &d, st, err, sizeof err)) fail_msg("%s", err);
-    agent_ckpt_state_clear(st);
-    nn_tensor_spec t[AN_N_TENSORS];
-    agent_net_table(&d, t);
-    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
-    assert_non_null(p);
-    if (agent_ckpt_read(path, p, &d, st, err, sizeof err)) fail_msg("%s", err);
-    return p;
+    return afx_load_file(tmp, run, "average.h5", st);
 }
 
 /* average_every 1 from 1 step into a 4-step run: average.h5 holds the
