@@ -204,15 +204,6 @@ static int report_search(agent_trainer *t, const agent_trainconf *tc, int as_jso
         json_object_set_new(o, "sampled_cost", sampled ? num_or_null(sampled_cost) : json_null());
         json_object_set_new(o, "sampled_gap", sampled ? num_or_null(sampled_cost / exact - 1) : json_null());
         json_object_set_new(o, "checkpoint", json_string(agent_train_file(t, "best.h5")));
-        agent_train_node_valid nv;
-        agent_train_node_validation(t, &nv);
-        if (!isnan(nv.start)) {
-            json_t *v = json_object();
-            json_object_set_new(v, "start", num_or_null(nv.start));
-            json_object_set_new(v, "best", num_or_null(nv.best));
-            json_object_set_new(v, "best_step", nv.best_step >= 0 ? json_integer(nv.best_step) : json_null());
-            json_object_set_new(o, "node_validation", v);
-        }
         json_object_set_new(o, "timers", times_json(agent_train_timing(t)));
         report_json_print(stdout, o);
     } else {
@@ -255,6 +246,15 @@ static void report_general(agent_trainer *t, int as_json, double secs) {
                 json_object_set_new(row, names[i], num_or_null(v));
             }
             json_object_set_new(o, "final", row);
+        }
+        agent_train_node_valid nv;
+        agent_train_node_validation(t, &nv);
+        if (!isnan(nv.start)) {
+            json_t *v = json_object();
+            json_object_set_new(v, "start", num_or_null(nv.start));
+            json_object_set_new(v, "best", num_or_null(nv.best));
+            json_object_set_new(v, "best_step", nv.best_step >= 0 ? json_integer(nv.best_step) : json_null());
+            json_object_set_new(o, "node_validation", v);
         }
         json_object_set_new(o, "timers", times_json(agent_train_timing(t)));
         report_json_print(stdout, o);

@@ -922,6 +922,19 @@ static void test_valid_node(void **state) {
     char *said = harness_slurp(outp, NULL);
     if (!strstr(said, want)) fail_msg("'%s' not in: %s", want, said);
     free(said);
+    /* --json says the same in node_validation */
+    char js[1200];
+    path_in(js, sizeof js, "V2.json");
+    assert_int_equal(sh_run("%s train %s --quiet --json --out %s/V2 > %s", bin, cfg, tmp, js), 0);
+    json_error_t je;
+    json_t *o = json_load_file(js, 0, &je);
+    if (!o) fail_msg("%s: %s", js, je.text);
+    json_t *nv = json_object_get(o, "node_validation");
+    assert_non_null(nv);
+    assert_true(fabs(json_real_value(json_object_get(nv, "start")) - a0) < 1e-12);
+    assert_true(fabs(json_real_value(json_object_get(nv, "best")) - a0) < 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(nv, "best_step")), 0);
+    json_decref(o);
     snprintf(csv, sizeof csv, "%s/V/metrics.csv", tmp);
     char *text = harness_slurp(csv, NULL);
     double at[16], gp[16];
