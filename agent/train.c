@@ -332,8 +332,6 @@ const char *agent_train_file(const agent_trainer *t, const char *name) {
     return t->files.best;
 }
 
-/* create is agent_train_create, and agent_train_create_on when job is
- * not NULL (search mode on that borrowed job and cluster). */
 /* read_policy loads the policy in path with its own dims (*d) and state
  * (*st, cleared by the caller). Returns its weights (free with
  * nn_params_free), or NULL with a message naming the file. */
@@ -412,20 +410,18 @@ static int resume_average(agent_trainer *t, char *err, size_t errlen) {
     int same = st.step == t->step && st.average_n > 0 && !memcmp(&d, &t->tc->net, sizeof d);
     agent_ckpt_state_clear(&st);
     if (!same) return 0;
-    nn_tensor_spec table[AN_N_TENSORS];
-    agent_net_table(&d, table);
-    nn_params *a = nn_params_create(table, AN_N_TENSORS, err, errlen);
+    nn_params *a = read_policy(t->files.average, &d, &st, err, errlen);
     if (!a) return -1;
-    int rc = agent_ckpt_read(t->files.average, a, &d, &st, err, errlen);
-    if (rc == 0 && a->total == t->p->total) {
-        memcpy(t->avg, a->params, a->total * sizeof *t->avg);
-        t->avg_n = (long)st.average_n;
-    }
+    /* the same dims, so the same table: a->total == t->p->total */
+    memcpy(t->avg, a->params, a->total * sizeof *t->avg);
+    t->avg_n = (long)st.average_n;
     agent_ckpt_state_clear(&st);
     nn_params_free(a);
-    return rc;
+    return 0;
 }
 
+/* create is agent_train_create, and agent_train_create_on when job is
+ * not NULL (search mode on that borrowed job and cluster). */
 static agent_trainer *create(const agent_trainconf *tc, const char *resume, const model_job *job,
                              const model_cluster *cl, char *err, size_t errlen) {
     agent_trainer *t = calloc(1, sizeof *t);
@@ -1242,6 +1238,7 @@ static int node_phase(const agent_trainer *t) {
 static int save_with(agent_trainer *t, float *params, int64_t average_n, const char *path, char *err,
                      size_t errlen);
 static int save_average(agent_trainer *t, char *err, size_t errlen);
+static int valid_node(agent_trainer *t, double *at_best, double *gap, char *err, size_t errlen);
 
 /* keep_best_valid writes best.h5 when the evaluation in m beats every
  * earlier one of the run (and of the runs it resumes): in a node-head phase
@@ -1321,7 +1318,9 @@ int agent_train_step(agent_trainer *t, char *err, size_t errlen) {
          * the phase's best.h5 is never worse on validation than its start */
         agent_metrics m0;
         agent_metrics_clear(&m0);
-        if (agent_train_eval(t, &m0, err, errlen) || keep_best_valid(t, &m0, err, errlen)) return -1;
+        if (valid_node(t, &m0.valid_node_at_best, &m0.valid_node_gap, err, errlen) ||
+            keep_best_valid(t, &m0, err, errlen))
+            return -1;
         t->start_validated = 1;
         t->vn_start = m0.valid_node_at_best;
     }
