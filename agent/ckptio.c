@@ -186,8 +186,11 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
                  (long long)ver, AGENT_CKPT_VERSION);
         return -1;
     }
+    /* look-ahead features version 2 is version 3 without the last three
+     * type features (the completions by stages): read, then grown with zero
+     * weights on them (agent_ckpt_read), it plays the same policy */
     int64_t fv = 0;
-    if (get_int(in, "agent_features", &fv) || fv != AGENT_FEATURES_VERSION) {
+    if (get_int(in, "agent_features", &fv) || (fv != AGENT_FEATURES_VERSION && fv != 2)) {
         snprintf(err, errlen,
                  "%s: trained on the agent's look-ahead features version %lld, this build computes version %d; "
                  "retrain the policy",
@@ -229,6 +232,7 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
     d->clip = (float)clip;
     memset(st, 0, sizeof *st);
     st->node_feats = in->schema_version == 1 ? AGENT_FN_SCHEMA1 : AGENT_FN;
+    st->type_feats = fv == 2 ? AGENT_FT_V2 : AGENT_FT;
     st->step = in->step;
     get_int(in, "seed", &seed);
     st->seed = (int)seed;
@@ -297,7 +301,7 @@ int agent_ckpt_peek(const char *path, agent_net_dims *d, agent_ckpt_state *st, c
     /* the network these sizes describe must be in the file, every byte of
      * it, before any caller allocates it */
     nn_tensor_spec table[AN_N_TENSORS];
-    agent_net_table_fn(d, st->node_feats, table);
+    agent_net_table_feats(d, st->type_feats, st->node_feats, table);
     if (ckpt_check_sizes(path, table, AN_N_TENSORS, err, errlen) != CKPT_OK) {
         agent_ckpt_state_clear(st);
         return -1;
@@ -319,7 +323,7 @@ int agent_ckpt_read(const char *path, nn_params *p, const agent_net_dims *d, age
         agent_ckpt_state_clear(st);
         return -1;
     }
-    if (st->node_feats == AGENT_FN) {
+    if (st->node_feats == AGENT_FN && st->type_feats == AGENT_FT) {
         if (ckpt_load(path, p, NULL, err, errlen) != CKPT_OK) {
             agent_ckpt_state_clear(st);
             return -1;
@@ -328,7 +332,7 @@ int agent_ckpt_read(const char *path, nn_params *p, const agent_net_dims *d, age
     }
     /* an older schema: its tensors, then grown into p */
     nn_tensor_spec t[AN_N_TENSORS];
-    agent_net_table_fn(d, st->node_feats, t);
+    agent_net_table_feats(d, st->type_feats, st->node_feats, t);
     nn_params *old = nn_params_create(t, AN_N_TENSORS, err, errlen);
     char e[512];
     int rc = !old || ckpt_load(path, old, NULL, err, errlen) != CKPT_OK ? -1 : 0;

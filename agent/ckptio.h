@@ -18,7 +18,8 @@
  *
  * agent_ckpt_read refuses a file of another format or version, of another
  * feature schema (GYM_SCHEMA_VERSION or AGENT_FEATURES_VERSION; schema 1,
- * whose node rows lack the last two features, is read and grown with zero
+ * whose node rows lack the last two features, and look-ahead version 2,
+ * whose type rows lack the last three, are read and grown with zero
  * weights on them, the same policy), or whose network differs from the
  * one expected, naming the file and the difference. agent_ckpt_peek (and
  * so every load) refuses a hyperparameter outside its range (the table
@@ -58,9 +59,13 @@ typedef struct {
     int node_feats;    /* read: the file's node row features (AGENT_FN, or
                           AGENT_FN_SCHEMA1 for a schema-1 file: agent_ckpt_read
                           grows it, its Adam moments left at 0) */
+    int type_feats;    /* read: the file's type row features (AGENT_FT, or
+                          AGENT_FT_V2 for look-ahead features version 2,
+                          grown the same way) */
 } agent_ckpt_state;
 
 #define AGENT_FN_SCHEMA1 16 /* node row features of feature schema 1 */
+#define AGENT_FT_V2 (GYM_TYPE_FEATS + AGENT_FX_V2) /* type row features of look-ahead version 2 */
 
 /* agent_ckpt_write saves p (dims d) and st to path (atomically). */
 int agent_ckpt_write(const char *path, const nn_params *p, const agent_net_dims *d,

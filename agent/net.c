@@ -32,11 +32,12 @@ void agent_net_dims_default(agent_net_dims *d) {
 static int din_width(const agent_net_dims *d) { return 2 * d->hidden + AGENT_FG + AGENT_FT; }
 
 void agent_net_table(const agent_net_dims *d, nn_tensor_spec t[AN_N_TENSORS]) {
-    agent_net_table_fn(d, AGENT_FN, t);
+    agent_net_table_feats(d, AGENT_FT, AGENT_FN, t);
 }
 
-void agent_net_table_fn(const agent_net_dims *d, int fn, nn_tensor_spec t[AN_N_TENSORS]) {
-    int E = d->embed, H = d->hidden, Hd = d->decoder, D = d->scorer, Din = din_width(d);
+void agent_net_table_feats(const agent_net_dims *d, int ft, int fn, nn_tensor_spec t[AN_N_TENSORS]) {
+    int E = d->embed, H = d->hidden, Hd = d->decoder, D = d->scorer;
+    int Din = din_width(d) - AGENT_FT + ft;
     t[AN_EMB_W] = nn_spec("embed", "w", NN_INIT_XAVIER, 1.0f, 0, E, AGENT_FL, 0, 0);
     t[AN_EMB_B] = nn_spec("embed", "b", NN_INIT_ZEROS, 0.0f, 1, E, 0, 0, 0);
     t[AN_ENCF_WIH] = nn_spec("enc_fwd", "w_ih", NN_INIT_XAVIER, 1.0f, 0, 4 * H, E, 0, 0);
@@ -49,7 +50,7 @@ void agent_net_table_fn(const agent_net_dims *d, int fn, nn_tensor_spec t[AN_N_T
     t[AN_DEC_WHH] = nn_spec("decoder", "w_hh", NN_INIT_ORTHO, 1.0f, 0, 4 * Hd, Hd, 0, 0);
     t[AN_DEC_B] = nn_spec("decoder", "b", NN_INIT_LSTM_BIAS, 1.0f, 1, 4 * Hd, 0, 0, 0);
     t[AN_TCTX_W] = nn_spec("type_ctx", "w", NN_INIT_XAVIER, 1.0f, 0, D, Hd, 0, 0);
-    t[AN_TROW_W] = nn_spec("type_row", "w", NN_INIT_XAVIER, 1.0f, 0, D, AGENT_FT, 0, 0);
+    t[AN_TROW_W] = nn_spec("type_row", "w", NN_INIT_XAVIER, 1.0f, 0, D, ft, 0, 0);
     t[AN_TROW_B] = nn_spec("type_row", "b", NN_INIT_ZEROS, 0.0f, 1, D, 0, 0, 0);
     t[AN_THID_W] = nn_spec("type_hid", "w", NN_INIT_XAVIER, 1.0f, 0, D, D, 0, 0);
     t[AN_THID_B] = nn_spec("type_hid", "b", NN_INIT_ZEROS, 0.0f, 1, D, 0, 0, 0);
@@ -64,10 +65,12 @@ void agent_net_table_fn(const agent_net_dims *d, int fn, nn_tensor_spec t[AN_N_T
     t[AN_NOUT_W] = nn_spec("node_out", "w", NN_INIT_XAVIER, 1.0f, 0, 1, D, 0, 0);
 }
 
-/* net_check_fn is agent_net_check for node rows of fn features. */
-static int net_check_fn(const agent_net_dims *d, int fn, const nn_params *p, char *err, size_t errlen) {
+/* net_check_feats is agent_net_check for type rows of ft features and node
+ * rows of fn. */
+static int net_check_feats(const agent_net_dims *d, int ft, int fn, const nn_params *p, char *err,
+                           size_t errlen) {
     nn_tensor_spec t[AN_N_TENSORS];
-    agent_net_table_fn(d, fn, t);
+    agent_net_table_feats(d, ft, fn, t);
     if (!p || p->n != AN_N_TENSORS) {
         snprintf(err, errlen, "the network has %d tensors, expected %d", p ? p->n : 0,
                  AN_N_TENSORS);
@@ -88,7 +91,7 @@ static int net_check_fn(const agent_net_dims *d, int fn, const nn_params *p, cha
 }
 
 int agent_net_check(const agent_net_dims *d, const nn_params *p, char *err, size_t errlen) {
-    return net_check_fn(d, AGENT_FN, p, err, errlen);
+    return net_check_feats(d, AGENT_FT, AGENT_FN, p, err, errlen);
 }
 
 /* ---------------------------------------------------------------------------
@@ -118,8 +121,8 @@ static int grow_map(const grow_dim *g, int i) {
 
 /* grow_dims writes tensor t's row and column blocks (a 1-D tensor has one
  * column). Rows are the units a weight feeds, columns the units it reads. */
-static void grow_dims(int t, const agent_net_dims *s, int fn, const agent_net_dims *d, grow_dim *r,
-                      grow_dim *c) {
+static void grow_dims(int t, const agent_net_dims *s, int ft, int fn, const agent_net_dims *d,
+                      grow_dim *r, grow_dim *c) {
     int E0 = s->embed, E = d->embed, H0 = s->hidden, H = d->hidden;
     int Hd0 = s->decoder, Hd = d->decoder, D0 = s->scorer, D = d->scorer;
     *c = gd1(1, 1);
@@ -131,12 +134,12 @@ static void grow_dims(int t, const agent_net_dims *s, int fn, const agent_net_di
     case AN_ENCF_B: case AN_ENCB_B: *r = gd4(H0, H); break;
     case AN_DEC_WIH:
         *r = gd4(Hd0, Hd);
-        *c = (grow_dim){4, {H0, H0, AGENT_FG, AGENT_FT}, {H, H, AGENT_FG, AGENT_FT}};
+        *c = (grow_dim){4, {H0, H0, AGENT_FG, ft}, {H, H, AGENT_FG, AGENT_FT}};
         break;
     case AN_DEC_WHH: *r = gd4(Hd0, Hd); *c = gd1(Hd0, Hd); break;
     case AN_DEC_B: *r = gd4(Hd0, Hd); break;
     case AN_TCTX_W: *r = gd1(D0, D); *c = gd1(Hd0, Hd); break;
-    case AN_TROW_W: *r = gd1(D0, D); *c = gd1(AGENT_FT, AGENT_FT); break;
+    case AN_TROW_W: *r = gd1(D0, D); *c = gd1(ft, AGENT_FT); break;
     case AN_NCTX_W: *r = gd1(D0, D); *c = gd1(AGENT_FG, AGENT_FG); break;
     case AN_NROW_W: *r = gd1(D0, D); *c = gd1(fn, AGENT_FN); break;
     case AN_THID_W: case AN_NCTX2_W: case AN_NHID_W: *r = gd1(D0, D); *c = gd1(D0, D); break;
@@ -161,17 +164,18 @@ int agent_net_grow(nn_params *dst, const agent_net_dims *dd, const nn_params *sr
                  (double)dd->clip, (double)sd->clip);
         return -1;
     }
-    /* src's node rows may have fewer features (an older schema) */
+    /* src's type and node rows may have fewer features (an older schema) */
+    int ft = src && src->n == AN_N_TENSORS ? (int)src->spec[AN_TROW_W].dims[1] : AGENT_FT;
     int fn = src && src->n == AN_N_TENSORS ? (int)src->spec[AN_NROW_W].dims[1] : AGENT_FN;
-    if (fn > AGENT_FN) {
-        snprintf(err, errlen, "the network it grows from reads %d node features, this build %d", fn,
-                 AGENT_FN);
+    if (ft > AGENT_FT || fn > AGENT_FN) {
+        snprintf(err, errlen, "the network it grows from reads %d type and %d node features, this build %d and %d",
+                 ft, fn, AGENT_FT, AGENT_FN);
         return -1;
     }
-    if (agent_net_check(dd, dst, err, errlen) || net_check_fn(sd, fn, src, err, errlen)) return -1;
+    if (agent_net_check(dd, dst, err, errlen) || net_check_feats(sd, ft, fn, src, err, errlen)) return -1;
     for (int t = 0; t < AN_N_TENSORS; t++) {
         grow_dim r, c;
-        grow_dims(t, sd, fn, dd, &r, &c);
+        grow_dims(t, sd, ft, fn, dd, &r, &c);
         int R = (int)dst->spec[t].dims[0];
         int C = dst->spec[t].ndim > 1 ? (int)dst->spec[t].dims[1] : 1;
         int C0 = src->spec[t].ndim > 1 ? (int)src->spec[t].dims[1] : 1;

@@ -49,9 +49,10 @@
 
 #define AGENT_FL GYM_LAYER_FEATS  /* layer features */
 #define AGENT_FG GYM_GLOBAL_FEATS /* global features */
-#define AGENT_FX 4                 /* look-ahead features the agent appends to a type row */
+#define AGENT_FX 7                 /* look-ahead features the agent appends to a type row */
+#define AGENT_FX_V2 4              /* ... in features version 2 (read, grown with zero weights) */
 #define AGENT_FT (GYM_TYPE_FEATS + AGENT_FX) /* type row features: gym's, then the look-ahead */
-#define AGENT_FEATURES_VERSION 2   /* bumped when the look-ahead features change */
+#define AGENT_FEATURES_VERSION 3   /* bumped when the look-ahead features change */
 #define AGENT_FN GYM_NODE_FEATS   /* node row features */
 
 typedef struct {
@@ -91,11 +92,11 @@ enum {
 void agent_net_dims_default(agent_net_dims *d);
 
 /* agent_net_table writes the AN_N_TENSORS specs for dims d into t;
- * agent_net_table_fn the same for node rows of fn features (AGENT_FN in
- * this build; fewer in a checkpoint of an older feature schema, read to be
- * grown by agent_net_grow). */
+ * agent_net_table_feats the same for type rows of ft features and node rows
+ * of fn (AGENT_FT and AGENT_FN in this build; fewer in a checkpoint of an
+ * older feature schema, read to be grown by agent_net_grow). */
 void agent_net_table(const agent_net_dims *d, nn_tensor_spec t[AN_N_TENSORS]);
-void agent_net_table_fn(const agent_net_dims *d, int fn, nn_tensor_spec t[AN_N_TENSORS]);
+void agent_net_table_feats(const agent_net_dims *d, int ft, int fn, nn_tensor_spec t[AN_N_TENSORS]);
 
 /* agent_net_check returns 0 when p was created from agent_net_table(d),
  * else -1 with a message naming the first tensor that differs. */
@@ -109,9 +110,10 @@ int agent_net_check(const agent_net_dims *d, const nn_params *p, char *err, size
  * set to 0, and a new unit's own weights and biases keep dst's values
  * (its initialisation), so that it computes from the start and learns its
  * outgoing weights from the first step. Only dst's parameters change
- * (not its gradients or Adam moments). src's node rows may read fewer
- * features than AGENT_FN (the first ones of this build's, an older
- * schema): the weights of the features it lacks start at 0. Returns 0, or
+ * (not its gradients or Adam moments). src's type and node rows may read
+ * fewer features than AGENT_FT and AGENT_FN (the first ones of this
+ * build's, an older schema): the weights of the features it lacks start
+ * at 0. Returns 0, or
  * -1 with a message when dst is narrower than src in some width, the clips
  * differ or a network does not match its dims. */
 int agent_net_grow(nn_params *dst, const agent_net_dims *dd, const nn_params *src,

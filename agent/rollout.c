@@ -40,6 +40,16 @@ struct agent_rollout {
     int *pplan_cap;      /* [B] layers the plan holds */
     double *psum;        /* [G, 4, T+1] prefix sums of flops, io, params, mem per instance */
     size_t cap_psum;
+    /* the look-ahead's completions by stages (la_dp_fill): per instance,
+     * threshold level m (LA_DP_LEVELS), layer i in 0..T and type k, the
+     * cheapest-priced run of usable stages of throughput at least level m's
+     * over layers i..L-1 whose first stage has type k, unit counts ignored */
+    double *dp_price;    /* [G, M, T+1, K] its price (INFINITY: none) */
+    double *dp_th;       /* [G, M, T+1, K] its throughput (min over its stages) */
+    int *dp_last;        /* [G, M, T+1, K] the last layer of its first stage */
+    int *dp_b1, *dp_b2;  /* [M, T+1] la_dp_fill's scratch: a row's cheapest and
+                            second cheapest first types (-1: none) */
+    size_t cap_dpp, cap_dpt, cap_dpl, cap_db1, cap_db2;
     /* TYPE trajectories */
     float *lf;     /* [T,G,FL] */
     int *len;      /* [G] */
@@ -148,6 +158,11 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->pplan);
     free(r->pplan_cap);
     free(r->psum);
+    free(r->dp_price);
+    free(r->dp_th);
+    free(r->dp_last);
+    free(r->dp_b1);
+    free(r->dp_b2);
     free(r->la_rep);
     free(r->la_list);
     free(r->la_hash);
@@ -268,6 +283,84 @@ static la_stage la_get(agent_rollout *r, int g, const model_job *job, const mode
     return r->la_memo[i];
 }
 
+/* Completions by stages, with the exact solver's decomposition (solvers/
+ * exact.c): a plan's cost is S / theta / 3600 times its price, and theta
+ * couples the stages, so the cheapest price is sought at LA_DP_LEVELS
+ * thresholds, R x LA_DP_RATIO^m (level 0 admits every usable stage), each
+ * path scored at its own theta. The path of least price at the level just
+ * below the optimum's theta costs at most LA_DP_RATIO times the optimum
+ * without unit counts. */
+#define LA_DP_LEVELS 32
+#define LA_DP_RATIO 1.15
+
+/* la_dp_next returns the type other than `prev` whose completion from layer i
+ * is the cheapest (dp_price row P of that layer, n types; ties: the lowest
+ * type), or -1 when none exists. */
+static int la_dp_next(const double *P, int n, int prev) {
+    int best = -1;
+    for (int k = 0; k < n; k++)
+        if (k != prev && isfinite(P[k]) && (best < 0 || P[k] < P[best])) best = k;
+    return best;
+}
+
+/* la_dp_level is the throughput a stage needs at level m (0 at level 0). */
+static double la_dp_level(const model_job *job, int m) {
+    return m ? job->min_throughput * pow(LA_DP_RATIO, m) : 0.0;
+}
+
+/* la_dp_fill computes instance g's completions by stages (dp_price, dp_th,
+ * dp_last of agent_rollout), per level from the last layer backwards: the
+ * exact solver's relaxation without unit counts, with every stage priced
+ * as la_fill prices it. For level m, layer i and type k, the least sum of
+ * stage prices (units x price) over runs of usable stages of throughput at
+ * least la_dp_level(m), covering layers i..L-1, neighbours of different
+ * types, whose first stage is k on i..j; ties keep the shortest first
+ * stage, then the lowest type. */
+static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
+    int L = job->n_layers, K = r->K, n = cl->n_types;
+    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
+    size_t lv = (size_t)(r->T + 1) * K; /* one level's entries */
+    for (size_t e = (size_t)g * LA_DP_LEVELS * lv; e < (size_t)(g + 1) * LA_DP_LEVELS * lv; e++) {
+        r->dp_price[e] = r->dp_th[e] = INFINITY;
+        r->dp_last[e] = -1;
+    }
+    /* per level and layer, the cheapest and second cheapest first types:
+     * la_dp_next of that row in O(1) */
+    int *b1 = r->dp_b1, *b2 = r->dp_b2, W = r->T + 1;
+    for (int i = L - 1; i >= 0; i--) {
+        for (int k = 0; k < n; k++)
+            for (int j = i; j < L; j++) {
+                la_stage A = la_fill(job, cl, ps, L, k, i, j);
+                if (!A.ok) continue;
+                for (int m = 0; m < LA_DP_LEVELS; m++) {
+                    if (A.th < la_dp_level(job, m)) break; /* levels only rise */
+                    size_t o = ((size_t)g * LA_DP_LEVELS + m) * lv;
+                    double *P = r->dp_price + o, *TH = r->dp_th + o;
+                    int *J = r->dp_last + o;
+                    size_t c = (size_t)i * K + k;
+                    double rp = 0, rth = INFINITY;
+                    if (j < L - 1) {
+                        int q = m * W + j + 1, t2 = b1[q] != k ? b1[q] : b2[q];
+                        if (t2 < 0) continue;
+                        rp = P[(size_t)(j + 1) * K + t2];
+                        rth = TH[(size_t)(j + 1) * K + t2];
+                    }
+                    double pr = A.units * cl->types[k].price + rp;
+                    if (pr < P[c]) {
+                        P[c] = pr;
+                        TH[c] = fmin(A.th, rth);
+                        J[c] = j;
+                    }
+                }
+            }
+        for (int m = 0; m < LA_DP_LEVELS; m++) {
+            const double *P = r->dp_price + ((size_t)g * LA_DP_LEVELS + m) * lv + (size_t)i * K;
+            b1[m * W + i] = la_dp_next(P, n, -1);
+            b2[m * W + i] = b1[m * W + i] < 0 ? -1 : la_dp_next(P, n, b1[m * W + i]);
+        }
+    }
+}
+
 static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t *mk, float *rw) {
     int g = r->inst_of[b];
     const agent_instance *in = &r->inst[g];
@@ -341,6 +434,72 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
     }
     for (int k = 0; k < T; k++)
         if (mk[k] && c_two[k] < cmin) cmin = c_two[k];
+    /* completions by stages (la_dp_fill): k on s..j, then the cheapest-priced
+     * run from j + 1, per threshold level, unit counts ignored; the cheapest
+     * by cost over the levels, then checked against the counts */
+    size_t lv = (size_t)(r->T + 1) * r->K;
+    double c_dp[MODEL_MAX_TYPES], dmin = INFINITY;
+    int fit_dp[MODEL_MAX_TYPES] = {0};
+    for (int k = 0; k < T; k++) {
+        c_dp[k] = INFINITY;
+        int closes = t > 0 && k != u, s = k == u ? f : t;
+        if (!mk[k] || !ok_c || (closes && !o_closed.ok)) continue;
+        double th0 = fmin(th_c, closes ? o_closed.th : INFINITY);
+        double pr0 = price_c + (closes ? o_closed.units * cl->types[u].price : 0);
+        int bm = -1, bj = -1;
+        for (int m = 0; m < LA_DP_LEVELS; m++) {
+            const double *P = r->dp_price + ((size_t)g * LA_DP_LEVELS + m) * lv;
+            const double *TH = r->dp_th + ((size_t)g * LA_DP_LEVELS + m) * lv;
+            double best = INFINITY, bth = INFINITY, h = la_dp_level(job, m);
+            int mj = -1;
+            if (s == t) { /* a new stage at t: the level's own entry */
+                size_t e = (size_t)t * r->K + k;
+                best = P[e];
+                bth = TH[e];
+                mj = r->dp_last[((size_t)g * LA_DP_LEVELS + m) * lv + e];
+            }
+            for (int j = t; j < L && s < t; j++) { /* the open run goes on: k on f..j */
+                la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
+                if (!A.ok || A.th < h) continue;
+                double rp = 0, rth = INFINITY;
+                if (j < L - 1) {
+                    int t2 = la_dp_next(P + (size_t)(j + 1) * r->K, T, k);
+                    if (t2 < 0) continue;
+                    rp = P[(size_t)(j + 1) * r->K + t2];
+                    rth = TH[(size_t)(j + 1) * r->K + t2];
+                }
+                double pr = A.units * cl->types[k].price + rp;
+                if (pr < best) {
+                    best = pr;
+                    bth = fmin(A.th, rth);
+                    mj = j;
+                }
+            }
+            if (mj < 0) break; /* no path at this level: none above it either */
+            double c = S / fmin(th0, bth) / 3600.0 * (pr0 + best);
+            if (c < c_dp[k]) {
+                c_dp[k] = c;
+                bm = m;
+                bj = mj;
+            }
+        }
+        if (bm < 0) continue;
+        if (c_dp[k] < dmin) dmin = c_dp[k];
+        const double *P = r->dp_price + ((size_t)g * LA_DP_LEVELS + bm) * lv;
+        const int *J = r->dp_last + ((size_t)g * LA_DP_LEVELS + bm) * lv;
+        int used[MODEL_MAX_TYPES];
+        memcpy(used, base, sizeof used);
+        if (closes) used[u] += o_closed.units;
+        used[k] += la_get(r, g, job, cl, ps, L, k, s, bj).units;
+        for (int i = bj + 1, prev = k; i < L;) {
+            int t2 = la_dp_next(P + (size_t)i * r->K, T, prev), j2 = J[(size_t)i * r->K + t2];
+            used[t2] += la_get(r, g, job, cl, ps, L, t2, i, j2).units;
+            prev = t2;
+            i = j2 + 1;
+        }
+        fit_dp[k] = 1;
+        for (int x = 0; x < T; x++) fit_dp[k] &= used[x] <= cl->types[x].count;
+    }
     for (int k = 0; k < T; k++) {
         if (!mk[k]) continue;
         float *x = rw + (size_t)k * AGENT_FT + GYM_TYPE_FEATS;
@@ -348,6 +507,9 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         x[1] = isfinite(c_all[k]) ? (float)fmin(log(c_all[k] / cmin), LA_CAP) : (float)LA_CAP;
         x[2] = isfinite(c_two[k]) ? 1.0f : 0.0f;
         x[3] = isfinite(c_two[k]) ? (float)fmin(log(c_two[k] / cmin), LA_CAP) : (float)LA_CAP;
+        x[4] = isfinite(c_dp[k]) ? 1.0f : 0.0f;
+        x[5] = isfinite(c_dp[k]) ? (float)fmin(log(c_dp[k] / dmin), LA_CAP) : (float)LA_CAP;
+        x[6] = (float)fit_dp[k];
     }
 }
 
@@ -690,6 +852,11 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         grow(&r->lf_tmp, &r->cap_lftmp, (size_t)T * AGENT_FL, sizeof(float)) ||
         grow(&r->assign, &r->cap_assign, TB, sizeof(int)) ||
         grow(&r->psum, &r->cap_psum, (size_t)G * 4 * (T + 1), sizeof(double)) ||
+        grow(&r->dp_price, &r->cap_dpp, (size_t)G * LA_DP_LEVELS * (T + 1) * K, sizeof(double)) ||
+        grow(&r->dp_th, &r->cap_dpt, (size_t)G * LA_DP_LEVELS * (T + 1) * K, sizeof(double)) ||
+        grow(&r->dp_last, &r->cap_dpl, (size_t)G * LA_DP_LEVELS * (T + 1) * K, sizeof(int)) ||
+        grow(&r->dp_b1, &r->cap_db1, (size_t)LA_DP_LEVELS * (T + 1), sizeof(int)) ||
+        grow(&r->dp_b2, &r->cap_db2, (size_t)LA_DP_LEVELS * (T + 1), sizeof(int)) ||
         grow(&r->la_rep, &r->cap_larep, (size_t)B, sizeof(int)) ||
         grow(&r->la_list, &r->cap_lalist, (size_t)B, sizeof(int)) ||
         grow(&r->la_hash, &r->cap_lah, (size_t)2 * B, sizeof(int)) ||
@@ -748,6 +915,7 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
             ps[3 * (L + 1) + l + 1] = ps[3 * (L + 1) + l] + ly->mem;
         }
         r->len[g] = L;
+        la_dp_fill(r, g, inst[g].job, inst[g].cl);
         if (!first[g]) {
             free(first);
             snprintf(err, errlen, "rollout: instance %d has no episode", g);

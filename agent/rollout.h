@@ -28,9 +28,18 @@
  *      this layer to some layer j, then one other type for the rest (or k
  *      to the end); with at most 16 types, else as feature 0
  *   3  min(log(the cheapest such plan's cost / c*), 4), or 4
- * Masked rows get zeros. They tell the policy what "stay on k" and "stay
- * on k, then switch once" would cost, which the per-step gym features
- * cannot.
+ *   4  1 if some completion starting with k exists by usable stages (any
+ *      number of them), unit counts ignored
+ *   5  min(log(c_k / d*), 4), or 4 when none: c_k the cost of the
+ *      cheapest-priced such completion (k from this layer to some layer j,
+ *      then the run of stages of least total price from j + 1, by a
+ *      backward dynamic programme over the layers per instance), d* the
+ *      least c_k over the allowed types
+ *   6  1 if that completion fits the unit counts of every type
+ * Masked rows get zeros. They tell the policy what "stay on k", "stay on
+ * k, then switch once" and "k, then the cheapest stages whatever their
+ * number" would cost, which the per-step gym features cannot. (Features
+ * version 2 had 0-3 alone; its checkpoints read 4-6 with zero weights.)
  *
  * Rewards (larger is better), by opts->reward (agent_reward of
  * agent/trainconf.h):

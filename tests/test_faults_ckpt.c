@@ -175,7 +175,7 @@ static void test_schema1_migrates(void **state) {
     agent_net_dims d = {8, 8, 8, 8, 10.0f};
     nn_tensor_spec t[AN_N_TENSORS];
     char err[2048], path[1300];
-    agent_net_table_fn(&d, AGENT_FN_SCHEMA1, t);
+    agent_net_table_feats(&d, AGENT_FT, AGENT_FN_SCHEMA1, t);
     nn_params *old = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
     assert_non_null(old);
     nn_params_init(old, 3);
@@ -237,6 +237,94 @@ static void test_schema1_migrates(void **state) {
     nn_params_free(old);
 }
 
+/* A policy of look-ahead features version 2 (type rows of 4 look-ahead
+ * features, before the completions by stages) loads, grown with zero
+ * weights on the three it lacks -- in the type scorer's rows and in the
+ * decoder's input of the previous choice -- and plays the old policy
+ * whatever those features hold. An unknown version is refused. */
+static void test_features2_migrate(void **state) {
+    (void)state;
+    agent_net_dims d = {8, 8, 8, 8, 10.0f};
+    nn_tensor_spec t[AN_N_TENSORS];
+    char err[2048], path[1300];
+    agent_net_table_feats(&d, AGENT_FT_V2, AGENT_FN, t);
+    nn_params *old = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(old);
+    nn_params_init(old, 5);
+    agent_ckpt_state st;
+    memset(&st, 0, sizeof st);
+    st.step = 9;
+    st.mode = 1;
+    st.placement = -1;
+    st.best_valid = st.best_cost = 1.0;
+    snprintf(path, sizeof path, "%s/features2.h5", dir);
+    assert_int_equal(agent_ckpt_write(path, old, &d, &st, err, sizeof err), 0);
+    int64_t v2 = 2;
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_int_equal(forge_attr(f, "agent_features", H5T_STD_I64LE, H5T_NATIVE_INT64, &v2), 0);
+    H5Fclose(f);
+    agent_net_table(&d, t);
+    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(p);
+    agent_ckpt_state rs;
+    if (agent_ckpt_read(path, p, &d, &rs, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(rs.type_feats, AGENT_FT_V2);
+    assert_int_equal(rs.step, 9);
+    agent_ckpt_state_clear(&rs);
+    for (int i = 0; i < AN_N_TENSORS; i++) {
+        if (i == AN_TROW_W || i == AN_DEC_WIH) continue;
+        assert_memory_equal(nn_param(p, i), nn_param(old, i), p->size[i] * sizeof(float));
+    }
+    const float *w = nn_param(p, AN_TROW_W), *w0 = nn_param(old, AN_TROW_W);
+    for (int r = 0; r < d.scorer; r++)
+        for (int c = 0; c < AGENT_FT; c++)
+            assert_true(w[r * AGENT_FT + c] == (c < AGENT_FT_V2 ? w0[r * AGENT_FT_V2 + c] : 0.0f));
+    int din = 2 * d.hidden + AGENT_FG + AGENT_FT, din0 = din - AGENT_FX + AGENT_FX_V2, pc = din - AGENT_FT;
+    w = nn_param(p, AN_DEC_WIH);
+    w0 = nn_param(old, AN_DEC_WIH);
+    for (int r = 0; r < 4 * d.decoder; r++)
+        for (int c = 0; c < din; c++)
+            assert_true(w[r * din + c] == (c < pc + AGENT_FT_V2 ? w0[r * din0 + c] : 0.0f));
+    /* the type head's probabilities do not depend on the new features */
+    enum { B = 2, K = 3 };
+    float lf[2 * AGENT_FL], glob[B * AGENT_FG], r0[B * K * AGENT_FT], r1[B * K * AGENT_FT];
+    float p0[B * AGENT_FT], p1[B * AGENT_FT], q0[B * K], q1[B * K];
+    uint8_t mask[B * K] = {1, 1, 1, 1, 0, 1}, act[B] = {1, 1};
+    int len[1] = {2}, inst[B] = {0, 0};
+    for (int i = 0; i < 2 * AGENT_FL; i++) lf[i] = (float)((i * 3) % 7) * 0.2f - 0.6f;
+    for (int i = 0; i < B * AGENT_FG; i++) glob[i] = (float)((i * 7) % 5) * 0.3f - 0.5f;
+    for (int k = 0; k < B * K; k++)
+        for (int c = 0; c < AGENT_FT; c++) {
+            float v = (float)((k * 13 + c * 5) % 11) * 0.2f - 1.0f;
+            r0[k * AGENT_FT + c] = c < AGENT_FT_V2 ? v : 0.0f;
+            r1[k * AGENT_FT + c] = c < AGENT_FT_V2 ? v : 2.0f + (float)k;
+        }
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < AGENT_FT; c++) {
+            float v = (float)((b * 5 + c * 3) % 7) * 0.25f - 0.7f;
+            p0[b * AGENT_FT + c] = c < AGENT_FT_V2 ? v : 0.0f;
+            p1[b * AGENT_FT + c] = c < AGENT_FT_V2 ? v : -1.5f;
+        }
+    agent_net_ws *ws = agent_net_ws_create(&d);
+    assert_int_equal(agent_net_encode(ws, p, lf, len, 2, 1, inst, B), 0);
+    assert_int_equal(agent_net_type_step(ws, p, 1, glob, r0, p0, mask, act, K, q0), 0);
+    assert_int_equal(agent_net_encode(ws, p, lf, len, 2, 1, inst, B), 0);
+    assert_int_equal(agent_net_type_step(ws, p, 1, glob, r1, p1, mask, act, K, q1), 0);
+    for (int i = 0; i < B * K; i++) assert_true(q0[i] == q1[i]);
+    assert_true(q0[0] > 0 && q0[0] < 1);
+    agent_net_ws_free(ws);
+    /* a version this build does not know */
+    int64_t v9 = 9;
+    f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_int_equal(forge_attr(f, "agent_features", H5T_STD_I64LE, H5T_NATIVE_INT64, &v9), 0);
+    H5Fclose(f);
+    expect_refused(path, "features2.h5", "look-ahead features version 9", NULL);
+    nn_params_free(p);
+    nn_params_free(old);
+}
+
 static void test_huge_dims(void **state) {
     (void)state;
     const char *p = copy_tiny("bad_huge_dims.h5");
@@ -285,6 +373,7 @@ int main(void) {
         cmocka_unit_test(test_nan_weight),
         cmocka_unit_test(test_huge_dims),
         cmocka_unit_test(test_schema1_migrates),
+        cmocka_unit_test(test_features2_migrate),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
