@@ -164,6 +164,45 @@ static int set_schema(const char *path, int64_t v) {
     return rc;
 }
 
+/* write_older writes a policy of dims d whose rows read ft type and fn node
+ * features (an older schema's widths) to path, weights from seed, at the
+ * given step; returns its parameters (the caller frees them). */
+static nn_params *write_older(const char *path, const agent_net_dims *d, int ft, int fn, uint64_t seed,
+                              int64_t step) {
+    nn_tensor_spec t[AN_N_TENSORS];
+    char err[2048];
+    agent_net_table_feats(d, ft, fn, t);
+    nn_params *old = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(old);
+    nn_params_init(old, seed);
+    agent_ckpt_state st;
+    memset(&st, 0, sizeof st);
+    st.step = step;
+    st.mode = 1;
+    st.placement = -1;
+    st.best_valid = st.best_cost = 1.0;
+    if (agent_ckpt_write(path, old, d, &st, err, sizeof err)) fail_msg("%s", err);
+    return old;
+}
+
+/* read_grown reads path into a network of this build's widths (dims d),
+ * checking the step; returns it with the state's feature widths in *ft and
+ * *fn. */
+static nn_params *read_grown(const char *path, const agent_net_dims *d, int64_t step, int *ft, int *fn) {
+    nn_tensor_spec t[AN_N_TENSORS];
+    char err[2048];
+    agent_net_table(d, t);
+    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(p);
+    agent_ckpt_state rs;
+    if (agent_ckpt_read(path, p, d, &rs, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(rs.step, step);
+    *ft = rs.type_feats;
+    *fn = rs.node_feats;
+    agent_ckpt_state_clear(&rs);
+    return p;
+}
+
 /* A policy of feature schema 1 (node rows of 16 features, before the two
  * zone features) loads, grown with zero weights on the features it lacks:
  * every other weight as in the file, and the node head's probabilities
@@ -173,29 +212,13 @@ static int set_schema(const char *path, int64_t v) {
 static void test_schema1_migrates(void **state) {
     (void)state;
     agent_net_dims d = {8, 8, 8, 8, 10.0f};
-    nn_tensor_spec t[AN_N_TENSORS];
-    char err[2048], path[1300];
-    agent_net_table_feats(&d, AGENT_FT, AGENT_FN_SCHEMA1, t);
-    nn_params *old = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
-    assert_non_null(old);
-    nn_params_init(old, 3);
-    agent_ckpt_state st;
-    memset(&st, 0, sizeof st);
-    st.step = 7;
-    st.mode = 1;
-    st.placement = -1;
-    st.best_valid = st.best_cost = 1.0;
+    char path[1300];
+    int ft, fn;
     snprintf(path, sizeof path, "%s/schema1.h5", dir);
-    assert_int_equal(agent_ckpt_write(path, old, &d, &st, err, sizeof err), 0);
+    nn_params *old = write_older(path, &d, AGENT_FT, AGENT_FN_SCHEMA1, 3, 7);
     assert_int_equal(set_schema(path, 1), 0);
-    agent_net_table(&d, t);
-    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
-    assert_non_null(p);
-    agent_ckpt_state rs;
-    if (agent_ckpt_read(path, p, &d, &rs, err, sizeof err)) fail_msg("%s", err);
-    assert_int_equal(rs.node_feats, AGENT_FN_SCHEMA1);
-    assert_int_equal(rs.step, 7);
-    agent_ckpt_state_clear(&rs);
+    nn_params *p = read_grown(path, &d, 7, &ft, &fn);
+    assert_int_equal(fn, AGENT_FN_SCHEMA1);
     for (int i = 0; i < AN_N_TENSORS; i++) {
         if (i == AN_NROW_W) continue;
         assert_memory_equal(nn_param(p, i), nn_param(old, i), p->size[i] * sizeof(float));
@@ -222,15 +245,12 @@ static void test_schema1_migrates(void **state) {
     agent_net_ws_free(ws);
     nn_params_free(p);
     /* schema 1 with 18-feature rows: refused at the sizes check */
-    agent_net_table(&d, t);
-    nn_params *now = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
-    nn_params_init(now, 4);
     snprintf(path, sizeof path, "%s/schema1_wide.h5", dir);
-    assert_int_equal(agent_ckpt_write(path, now, &d, &st, err, sizeof err), 0);
+    nn_params *now = write_older(path, &d, AGENT_FT, AGENT_FN, 4, 7);
     assert_int_equal(set_schema(path, 1), 0);
     expect_refused(path, "schema1_wide.h5", "node_row", NULL);
     snprintf(path, sizeof path, "%s/schema9.h5", dir);
-    assert_int_equal(agent_ckpt_write(path, now, &d, &st, err, sizeof err), 0);
+    nn_params_free(write_older(path, &d, AGENT_FT, AGENT_FN, 4, 7));
     assert_int_equal(set_schema(path, 9), 0);
     expect_refused(path, "schema9.h5", "feature schema 9", NULL);
     nn_params_free(now);
@@ -245,33 +265,18 @@ static void test_schema1_migrates(void **state) {
 static void test_features2_migrate(void **state) {
     (void)state;
     agent_net_dims d = {8, 8, 8, 8, 10.0f};
-    nn_tensor_spec t[AN_N_TENSORS];
-    char err[2048], path[1300];
-    agent_net_table_feats(&d, AGENT_FT_V2, AGENT_FN, t);
-    nn_params *old = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
-    assert_non_null(old);
-    nn_params_init(old, 5);
-    agent_ckpt_state st;
-    memset(&st, 0, sizeof st);
-    st.step = 9;
-    st.mode = 1;
-    st.placement = -1;
-    st.best_valid = st.best_cost = 1.0;
+    char path[1300];
+    int ft, fn;
     snprintf(path, sizeof path, "%s/features2.h5", dir);
-    assert_int_equal(agent_ckpt_write(path, old, &d, &st, err, sizeof err), 0);
+    nn_params *old = write_older(path, &d, AGENT_FT_V2, AGENT_FN, 5, 9);
     int64_t v2 = 2;
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
     assert_true(f >= 0);
     assert_int_equal(forge_attr(f, "agent_features", H5T_STD_I64LE, H5T_NATIVE_INT64, &v2), 0);
     H5Fclose(f);
-    agent_net_table(&d, t);
-    nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
-    assert_non_null(p);
-    agent_ckpt_state rs;
-    if (agent_ckpt_read(path, p, &d, &rs, err, sizeof err)) fail_msg("%s", err);
-    assert_int_equal(rs.type_feats, AGENT_FT_V2);
-    assert_int_equal(rs.step, 9);
-    agent_ckpt_state_clear(&rs);
+    nn_params *p = read_grown(path, &d, 9, &ft, &fn);
+    assert_int_equal(ft, AGENT_FT_V2);
+    assert_int_equal(fn, AGENT_FN);
     for (int i = 0; i < AN_N_TENSORS; i++) {
         if (i == AN_TROW_W || i == AN_DEC_WIH) continue;
         assert_memory_equal(nn_param(p, i), nn_param(old, i), p->size[i] * sizeof(float));
