@@ -47,9 +47,10 @@ struct agent_rollout {
     double *dp_price;    /* [G, M, T+1, K] its price (INFINITY: none) */
     double *dp_th;       /* [G, M, T+1, K] its throughput (min over its stages) */
     int *dp_last;        /* [G, M, T+1, K] the last layer of its first stage */
-    int *dp_b1, *dp_b2;  /* [M, T+1] la_dp_fill's scratch: a row's cheapest and
-                            second cheapest first types (-1: none) */
-    size_t cap_dpp, cap_dpt, cap_dpl, cap_db1, cap_db2;
+    int *dp_b1, *dp_b2;  /* [G, M, T+1] a row's cheapest and second cheapest
+                            first types (-1: none) */
+    double *dp_h;        /* [G, M] the throughput a stage needs at each level */
+    size_t cap_dpp, cap_dpt, cap_dpl, cap_db1, cap_db2, cap_dph;
     /* TYPE trajectories */
     float *lf;     /* [T,G,FL] */
     int *len;      /* [G] */
@@ -163,6 +164,7 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->dp_last);
     free(r->dp_b1);
     free(r->dp_b2);
+    free(r->dp_h);
     free(r->la_rep);
     free(r->la_list);
     free(r->la_hash);
@@ -303,60 +305,84 @@ static int la_dp_next(const double *P, int n, int prev) {
     return best;
 }
 
-/* la_dp_level is the throughput a stage needs at level m (0 at level 0). */
-static double la_dp_level(const model_job *job, int m) {
-    return m ? job->min_throughput * pow(LA_DP_RATIO, m) : 0.0;
+/* One level m of instance g's completions by stages: views into the dp_*
+ * arrays of agent_rollout, rows of K types per layer. */
+typedef struct {
+    double *P, *TH; /* [T+1, K] price and throughput */
+    int *J;         /* [T+1, K] last layer of the first stage */
+    int *b1, *b2;   /* [T+1] cheapest and second cheapest first type */
+    double h;       /* the throughput a stage needs at this level */
+    int K;
+} la_level;
+
+static la_level la_dp_at(const agent_rollout *r, int g, int m) {
+    size_t o = ((size_t)g * LA_DP_LEVELS + m) * (size_t)(r->T + 1), e = o * r->K;
+    return (la_level){r->dp_price + e, r->dp_th + e, r->dp_last + e, r->dp_b1 + o, r->dp_b2 + o,
+                      r->dp_h[(size_t)g * LA_DP_LEVELS + m], r->K};
 }
 
-/* la_dp_fill computes instance g's completions by stages (dp_price, dp_th,
- * dp_last of agent_rollout), per level from the last layer backwards: the
- * exact solver's relaxation without unit counts, with every stage priced
- * as la_fill prices it. For level m, layer i and type k, the least sum of
+/* la_dp_after returns the type of the cheapest completion at level v from
+ * layer i whose first type is not prev (-1 when none). */
+static int la_dp_after(const la_level *v, int i, int prev) {
+    return v->b1[i] != prev ? v->b1[i] : v->b2[i];
+}
+
+/* la_dp_rest prices what follows a stage of type k ending at layer j (of
+ * L): the cheapest completion from j + 1 not starting with k, its price in
+ * *rp and throughput in *rth (0 and INFINITY after the last layer).
+ * Returns 0, or -1 when no completion exists. */
+static int la_dp_rest(const la_level *v, int j, int L, int k, double *rp, double *rth) {
+    *rp = 0;
+    *rth = INFINITY;
+    if (j == L - 1) return 0;
+    int t2 = la_dp_after(v, j + 1, k);
+    if (t2 < 0) return -1;
+    *rp = v->P[(size_t)(j + 1) * v->K + t2];
+    *rth = v->TH[(size_t)(j + 1) * v->K + t2];
+    return 0;
+}
+
+/* la_dp_fill computes instance g's completions by stages (dp_* of
+ * agent_rollout), per level from the last layer backwards: the exact
+ * solver's relaxation without unit counts, with every stage priced as
+ * la_fill prices it. For level m, layer i and type k, the least sum of
  * stage prices (units x price) over runs of usable stages of throughput at
- * least la_dp_level(m), covering layers i..L-1, neighbours of different
- * types, whose first stage is k on i..j; ties keep the shortest first
- * stage, then the lowest type. */
+ * least R x LA_DP_RATIO^m (level 0: any), covering layers i..L-1,
+ * neighbours of different types, whose first stage is k on i..j; ties keep
+ * the shortest first stage, then the lowest type. */
 static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
-    int L = job->n_layers, K = r->K, n = cl->n_types;
+    int L = job->n_layers, n = cl->n_types;
     const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
-    size_t lv = (size_t)(r->T + 1) * K; /* one level's entries */
-    for (size_t e = (size_t)g * LA_DP_LEVELS * lv; e < (size_t)(g + 1) * LA_DP_LEVELS * lv; e++) {
-        r->dp_price[e] = r->dp_th[e] = INFINITY;
-        r->dp_last[e] = -1;
+    la_level lv[LA_DP_LEVELS];
+    for (int m = 0; m < LA_DP_LEVELS; m++) {
+        r->dp_h[(size_t)g * LA_DP_LEVELS + m] = m ? job->min_throughput * pow(LA_DP_RATIO, m) : 0.0;
+        lv[m] = la_dp_at(r, g, m);
+        for (size_t e = 0; e < (size_t)(r->T + 1) * r->K; e++) {
+            lv[m].P[e] = lv[m].TH[e] = INFINITY;
+            lv[m].J[e] = -1;
+        }
     }
-    /* per level and layer, the cheapest and second cheapest first types:
-     * la_dp_next of that row in O(1) */
-    int *b1 = r->dp_b1, *b2 = r->dp_b2, W = r->T + 1;
     for (int i = L - 1; i >= 0; i--) {
         for (int k = 0; k < n; k++)
             for (int j = i; j < L; j++) {
                 la_stage A = la_fill(job, cl, ps, L, k, i, j);
                 if (!A.ok) continue;
-                for (int m = 0; m < LA_DP_LEVELS; m++) {
-                    if (A.th < la_dp_level(job, m)) break; /* levels only rise */
-                    size_t o = ((size_t)g * LA_DP_LEVELS + m) * lv;
-                    double *P = r->dp_price + o, *TH = r->dp_th + o;
-                    int *J = r->dp_last + o;
-                    size_t c = (size_t)i * K + k;
-                    double rp = 0, rth = INFINITY;
-                    if (j < L - 1) {
-                        int q = m * W + j + 1, t2 = b1[q] != k ? b1[q] : b2[q];
-                        if (t2 < 0) continue;
-                        rp = P[(size_t)(j + 1) * K + t2];
-                        rth = TH[(size_t)(j + 1) * K + t2];
-                    }
+                for (int m = 0; m < LA_DP_LEVELS && A.th >= lv[m].h; m++) { /* levels only rise */
+                    double rp, rth;
+                    if (la_dp_rest(&lv[m], j, L, k, &rp, &rth)) continue;
+                    size_t c = (size_t)i * r->K + k;
                     double pr = A.units * cl->types[k].price + rp;
-                    if (pr < P[c]) {
-                        P[c] = pr;
-                        TH[c] = fmin(A.th, rth);
-                        J[c] = j;
+                    if (pr < lv[m].P[c]) {
+                        lv[m].P[c] = pr;
+                        lv[m].TH[c] = fmin(A.th, rth);
+                        lv[m].J[c] = j;
                     }
                 }
             }
         for (int m = 0; m < LA_DP_LEVELS; m++) {
-            const double *P = r->dp_price + ((size_t)g * LA_DP_LEVELS + m) * lv + (size_t)i * K;
-            b1[m * W + i] = la_dp_next(P, n, -1);
-            b2[m * W + i] = b1[m * W + i] < 0 ? -1 : la_dp_next(P, n, b1[m * W + i]);
+            const double *P = lv[m].P + (size_t)i * r->K;
+            lv[m].b1[i] = la_dp_next(P, n, -1);
+            lv[m].b2[i] = lv[m].b1[i] < 0 ? -1 : la_dp_next(P, n, lv[m].b1[i]);
         }
     }
 }
@@ -437,7 +463,6 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
     /* completions by stages (la_dp_fill): k on s..j, then the cheapest-priced
      * run from j + 1, per threshold level, unit counts ignored; the cheapest
      * by cost over the levels, then checked against the counts */
-    size_t lv = (size_t)(r->T + 1) * r->K;
     double c_dp[MODEL_MAX_TYPES], dmin = INFINITY;
     int fit_dp[MODEL_MAX_TYPES] = {0};
     for (int k = 0; k < T; k++) {
@@ -448,31 +473,25 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         double pr0 = price_c + (closes ? o_closed.units * cl->types[u].price : 0);
         int bm = -1, bj = -1;
         for (int m = 0; m < LA_DP_LEVELS; m++) {
-            const double *P = r->dp_price + ((size_t)g * LA_DP_LEVELS + m) * lv;
-            const double *TH = r->dp_th + ((size_t)g * LA_DP_LEVELS + m) * lv;
-            double best = INFINITY, bth = INFINITY, h = la_dp_level(job, m);
+            la_level v = la_dp_at(r, g, m);
+            double best = INFINITY, bth = INFINITY;
             int mj = -1;
             if (s == t) { /* a new stage at t: the level's own entry */
                 size_t e = (size_t)t * r->K + k;
-                best = P[e];
-                bth = TH[e];
-                mj = r->dp_last[((size_t)g * LA_DP_LEVELS + m) * lv + e];
-            }
-            for (int j = t; j < L && s < t; j++) { /* the open run goes on: k on f..j */
-                la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
-                if (!A.ok || A.th < h) continue;
-                double rp = 0, rth = INFINITY;
-                if (j < L - 1) {
-                    int t2 = la_dp_next(P + (size_t)(j + 1) * r->K, T, k);
-                    if (t2 < 0) continue;
-                    rp = P[(size_t)(j + 1) * r->K + t2];
-                    rth = TH[(size_t)(j + 1) * r->K + t2];
-                }
-                double pr = A.units * cl->types[k].price + rp;
-                if (pr < best) {
-                    best = pr;
-                    bth = fmin(A.th, rth);
-                    mj = j;
+                best = v.P[e];
+                bth = v.TH[e];
+                mj = v.J[e];
+            } else { /* the open run goes on: k on f..j */
+                for (int j = t; j < L; j++) {
+                    la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
+                    double rp, rth;
+                    if (!A.ok || A.th < v.h || la_dp_rest(&v, j, L, k, &rp, &rth)) continue;
+                    double pr = A.units * cl->types[k].price + rp;
+                    if (pr < best) {
+                        best = pr;
+                        bth = fmin(A.th, rth);
+                        mj = j;
+                    }
                 }
             }
             if (mj < 0) break; /* no path at this level: none above it either */
@@ -485,14 +504,13 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         }
         if (bm < 0) continue;
         if (c_dp[k] < dmin) dmin = c_dp[k];
-        const double *P = r->dp_price + ((size_t)g * LA_DP_LEVELS + bm) * lv;
-        const int *J = r->dp_last + ((size_t)g * LA_DP_LEVELS + bm) * lv;
+        la_level v = la_dp_at(r, g, bm);
         int used[MODEL_MAX_TYPES];
         memcpy(used, base, sizeof used);
         if (closes) used[u] += o_closed.units;
         used[k] += la_get(r, g, job, cl, ps, L, k, s, bj).units;
         for (int i = bj + 1, prev = k; i < L;) {
-            int t2 = la_dp_next(P + (size_t)i * r->K, T, prev), j2 = J[(size_t)i * r->K + t2];
+            int t2 = la_dp_after(&v, i, prev), j2 = v.J[(size_t)i * r->K + t2];
             used[t2] += la_get(r, g, job, cl, ps, L, t2, i, j2).units;
             prev = t2;
             i = j2 + 1;
@@ -855,8 +873,9 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         grow(&r->dp_price, &r->cap_dpp, (size_t)G * LA_DP_LEVELS * (T + 1) * K, sizeof(double)) ||
         grow(&r->dp_th, &r->cap_dpt, (size_t)G * LA_DP_LEVELS * (T + 1) * K, sizeof(double)) ||
         grow(&r->dp_last, &r->cap_dpl, (size_t)G * LA_DP_LEVELS * (T + 1) * K, sizeof(int)) ||
-        grow(&r->dp_b1, &r->cap_db1, (size_t)LA_DP_LEVELS * (T + 1), sizeof(int)) ||
-        grow(&r->dp_b2, &r->cap_db2, (size_t)LA_DP_LEVELS * (T + 1), sizeof(int)) ||
+        grow(&r->dp_b1, &r->cap_db1, (size_t)G * LA_DP_LEVELS * (T + 1), sizeof(int)) ||
+        grow(&r->dp_b2, &r->cap_db2, (size_t)G * LA_DP_LEVELS * (T + 1), sizeof(int)) ||
+        grow(&r->dp_h, &r->cap_dph, (size_t)G * LA_DP_LEVELS, sizeof(double)) ||
         grow(&r->la_rep, &r->cap_larep, (size_t)B, sizeof(int)) ||
         grow(&r->la_list, &r->cap_lalist, (size_t)B, sizeof(int)) ||
         grow(&r->la_hash, &r->cap_lah, (size_t)2 * B, sizeof(int)) ||
