@@ -186,11 +186,14 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
                  (long long)ver, AGENT_CKPT_VERSION);
         return -1;
     }
-    /* look-ahead features version 2 is version 3 without the last three
+    /* look-ahead features version 2 is version 4 without the last three
      * type features (the completions by stages): read, then grown with zero
-     * weights on them (agent_ckpt_read), it plays the same policy */
+     * weights on them (agent_ckpt_read), it plays the same policy. Version
+     * 3 has the same rows, its completions by stages blind to the unit
+     * counts: read as it is, it meets the counted figures (a policy trained
+     * on version 3 plans better on them, docs/agent.md) */
     int64_t fv = 0;
-    if (get_int(in, "agent_features", &fv) || (fv != AGENT_FEATURES_VERSION && fv != 2)) {
+    if (get_int(in, "agent_features", &fv) || (fv != AGENT_FEATURES_VERSION && fv != 2 && fv != 3)) {
         snprintf(err, errlen,
                  "%s: trained on the agent's look-ahead features version %lld, this build computes version %d; "
                  "retrain the policy",

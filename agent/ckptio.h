@@ -20,7 +20,8 @@
  * feature schema (GYM_SCHEMA_VERSION or AGENT_FEATURES_VERSION; schema 1,
  * whose node rows lack the last two features, and look-ahead version 2,
  * whose type rows lack the last three, are read and grown with zero
- * weights on them, the same policy), or whose network differs from the
+ * weights on them, the same policy; look-ahead version 3, whose last three
+ * ignored the unit counts, is read as it is), or whose network differs from the
  * one expected, naming the file and the difference. agent_ckpt_peek (and
  * so every load) refuses a hyperparameter outside its range (the table
  * HP_RANGES in ckptio.c, printed in docs/reliability.md) naming it, and a

@@ -42,15 +42,18 @@ struct agent_rollout {
     size_t cap_psum;
     /* the look-ahead's completions by stages (la_dp_fill): per instance,
      * threshold level m (LA_DP_LEVELS), layer i in 0..T and type k, the
-     * cheapest-priced run of usable stages of throughput at least level m's
-     * over layers i..L-1 whose first stage has type k, unit counts ignored */
-    double *dp_price;    /* [G, M, T+1, K] its price (INFINITY: none) */
+     * cheapest run of usable stages of throughput at least level m's over
+     * layers i..L-1 whose first stage has type k, priced with the
+     * instance's shadow prices on the units */
+    double *dp_price;    /* [G, M, T+1, K] its price, shadow prices included (INFINITY: none) */
+    double *dp_true;     /* [G, M, T+1, K] its price at the types' own prices */
     double *dp_th;       /* [G, M, T+1, K] its throughput (min over its stages) */
     int *dp_last;        /* [G, M, T+1, K] the last layer of its first stage */
     int *dp_b1, *dp_b2;  /* [G, M, T+1] a row's cheapest and second cheapest
                             first types (-1: none) */
     double *dp_h;        /* [G, M] the throughput a stage needs at each level */
-    size_t cap_dpp, cap_dpt, cap_dpl, cap_db1, cap_db2, cap_dph;
+    double *dp_lam;      /* [G, K] the shadow price of a unit of each type ($/h) */
+    size_t cap_dpp, cap_dptr, cap_dpt, cap_dpl, cap_db1, cap_db2, cap_dph, cap_dlam;
     /* TYPE trajectories */
     float *lf;     /* [T,G,FL] */
     int *len;      /* [G] */
@@ -160,11 +163,13 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->pplan_cap);
     free(r->psum);
     free(r->dp_price);
+    free(r->dp_true);
     free(r->dp_th);
     free(r->dp_last);
     free(r->dp_b1);
     free(r->dp_b2);
     free(r->dp_h);
+    free(r->dp_lam);
     free(r->la_rep);
     free(r->la_list);
     free(r->la_hash);
@@ -248,7 +253,7 @@ static int per_episode_alloc(agent_rollout *r, int B) {
 #define LA_MAX_TWO_STAGE_TYPES 16
 
 typedef struct la_stage {
-    int ok;     /* reaches R and fits one unit's memory */
+    int ok;     /* reaches R, fits one unit's memory and its type's unit count */
     int units;  /* k_s */
     double th;  /* theta_s(k_s) */
 } la_stage;
@@ -262,7 +267,8 @@ static la_stage la_fill(const model_job *job, const model_cluster *cl, const dou
     if (last < L - 1) sum.act += job->layers[last].act;
     model_stage st;
     model_stage_fill(job, cl, ty, first, last, &sum, &st);
-    la_stage o = {st.units > 0 && st.mem <= cl->types[ty].mem, st.units, st.throughput};
+    la_stage o = {st.units > 0 && st.mem <= cl->types[ty].mem && st.units <= cl->types[ty].count, st.units,
+                  st.throughput};
     return o;
 }
 
@@ -289,11 +295,23 @@ static la_stage la_get(agent_rollout *r, int g, const model_job *job, const mode
  * exact.c): a plan's cost is S / theta / 3600 times its price, and theta
  * couples the stages, so the cheapest price is sought at LA_DP_LEVELS
  * thresholds, R x LA_DP_RATIO^m (level 0 admits every usable stage), each
- * path scored at its own theta. The path of least price at the level just
- * below the optimum's theta costs at most LA_DP_RATIO times the optimum
- * without unit counts. */
+ * path scored at its own theta. A usable stage fits its type's unit count
+ * on its own (la_fill); what the stages of one type take together is
+ * priced instead, Lagrange's way: every unit of type k costs a shadow
+ * price lambda_k on top of its own while the paths are chosen, and the
+ * prices are raised, per instance, on the types the whole job's cheapest
+ * path takes more units of than there are (la_dp_fill). Costs are then
+ * reported at the types' own prices. Without shadow prices, the path of
+ * least price at the level just below the optimum's theta costs at most
+ * LA_DP_RATIO times the optimum of that relaxation. (Features version 3
+ * admitted stages of any unit count and had no shadow prices: on a
+ * cluster with one unit of a cheap type the cheapest completion was a run
+ * of stages on it that no count allows, and on a 63-layer job whose
+ * cheapest path needs more units of a mid-priced GPU than exist, every
+ * completion leaned on it until the units ran out.) */
 #define LA_DP_LEVELS 32
 #define LA_DP_RATIO 1.15
+#define LA_SHADOW_STEPS 16 /* subgradient steps on the shadow prices per instance */
 
 /* la_dp_next returns the type other than `prev` whose completion from layer i
  * is the cheapest (dp_price row P of that layer, n types; ties: the lowest
@@ -308,17 +326,18 @@ static int la_dp_next(const double *P, int n, int prev) {
 /* One level m of instance g's completions by stages: views into the dp_*
  * arrays of agent_rollout, rows of K types per layer. */
 typedef struct {
-    double *P, *TH; /* [T+1, K] price and throughput */
-    int *J;         /* [T+1, K] last layer of the first stage */
-    int *b1, *b2;   /* [T+1] cheapest and second cheapest first type */
-    double h;       /* the throughput a stage needs at this level */
+    double *P, *TR, *TH; /* [T+1, K] price with shadow prices, own price, throughput */
+    int *J;              /* [T+1, K] last layer of the first stage */
+    int *b1, *b2;        /* [T+1] cheapest and second cheapest first type */
+    const double *lam;   /* [K] shadow prices */
+    double h;            /* the throughput a stage needs at this level */
     int K;
 } la_level;
 
 static la_level la_dp_at(const agent_rollout *r, int g, int m) {
     size_t o = ((size_t)g * LA_DP_LEVELS + m) * (size_t)(r->T + 1), e = o * r->K;
-    return (la_level){r->dp_price + e, r->dp_th + e, r->dp_last + e, r->dp_b1 + o, r->dp_b2 + o,
-                      r->dp_h[(size_t)g * LA_DP_LEVELS + m], r->K};
+    return (la_level){r->dp_price + e, r->dp_true + e, r->dp_th + e, r->dp_last + e, r->dp_b1 + o,
+                      r->dp_b2 + o, r->dp_lam + (size_t)g * r->K, r->dp_h[(size_t)g * LA_DP_LEVELS + m], r->K};
 }
 
 /* la_dp_after returns the type of the cheapest completion at level v from
@@ -328,29 +347,48 @@ static int la_dp_after(const la_level *v, int i, int prev) {
 }
 
 /* la_dp_rest prices what follows a stage of type k ending at layer j (of
- * L): the cheapest completion from j + 1 not starting with k, its price in
- * *rp and throughput in *rth (0 and INFINITY after the last layer).
- * Returns 0, or -1 when no completion exists. */
-static int la_dp_rest(const la_level *v, int j, int L, int k, double *rp, double *rth) {
-    *rp = 0;
+ * L): the cheapest completion from j + 1 not starting with k, its price
+ * with shadow prices in *rp, at the own prices in *rt, its throughput in
+ * *rth (0, 0 and INFINITY after the last layer). Returns 0, or -1 when no
+ * completion exists. */
+static int la_dp_rest(const la_level *v, int j, int L, int k, double *rp, double *rt, double *rth) {
+    *rp = *rt = 0;
     *rth = INFINITY;
     if (j == L - 1) return 0;
     int t2 = la_dp_after(v, j + 1, k);
     if (t2 < 0) return -1;
-    *rp = v->P[(size_t)(j + 1) * v->K + t2];
-    *rth = v->TH[(size_t)(j + 1) * v->K + t2];
+    size_t e = (size_t)(j + 1) * v->K + t2;
+    *rp = v->P[e];
+    *rt = v->TR[e];
+    *rth = v->TH[e];
     return 0;
 }
 
-/* la_dp_fill computes instance g's completions by stages (dp_* of
- * agent_rollout), per level from the last layer backwards: the exact
- * solver's relaxation without unit counts, with every stage priced as
- * la_fill prices it. For level m, layer i and type k, the least sum of
- * stage prices (units x price) over runs of usable stages of throughput at
- * least R x LA_DP_RATIO^m (level 0: any), covering layers i..L-1,
- * neighbours of different types, whose first stage is k on i..j; ties keep
- * the shortest first stage, then the lowest type. */
-static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
+/* la_dp_then prices the run "stage A (type k, ending at layer j of L),
+ * then level v's cheapest completion from j + 1 not starting with k": its
+ * price with shadow prices in *pr, at the own prices in *tr, its
+ * throughput in *th. Returns 0, or -1 when stage A is below the level or
+ * no completion follows it. */
+static int la_dp_then(const la_level *v, const model_cluster *cl, la_stage A, int k, int j, int L, double *pr,
+                      double *tr, double *th) {
+    double rp, rt, rth;
+    if (A.th < v->h || la_dp_rest(v, j, L, k, &rp, &rt, &rth)) return -1;
+    *pr = A.units * (cl->types[k].price + v->lam[k]) + rp;
+    *tr = A.units * cl->types[k].price + rt;
+    *th = fmin(A.th, rth);
+    return 0;
+}
+
+/* la_dp_pass computes instance g's completions by stages (dp_* of
+ * agent_rollout) at the shadow prices dp_lam, per level from the last
+ * layer backwards: the exact solver's relaxation with each stage held to
+ * its type's unit count, every stage priced as la_fill prices it. For
+ * level m, layer i and type k, the least sum of stage prices (units x
+ * (price + lambda)) over runs of usable stages of throughput at least
+ * R x LA_DP_RATIO^m (level 0: any), covering layers i..L-1, neighbours of
+ * different types, whose first stage is k on i..j; ties keep the shortest
+ * first stage, then the lowest type. */
+static void la_dp_pass(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
     int L = job->n_layers, n = cl->n_types;
     const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
     la_level lv[LA_DP_LEVELS];
@@ -358,7 +396,7 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
         r->dp_h[(size_t)g * LA_DP_LEVELS + m] = m ? job->min_throughput * pow(LA_DP_RATIO, m) : 0.0;
         lv[m] = la_dp_at(r, g, m);
         for (size_t e = 0; e < (size_t)(r->T + 1) * r->K; e++) {
-            lv[m].P[e] = lv[m].TH[e] = INFINITY;
+            lv[m].P[e] = lv[m].TR[e] = lv[m].TH[e] = INFINITY;
             lv[m].J[e] = -1;
         }
     }
@@ -368,15 +406,13 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
                 la_stage A = la_fill(job, cl, ps, L, k, i, j);
                 if (!A.ok) continue;
                 for (int m = 0; m < LA_DP_LEVELS && A.th >= lv[m].h; m++) { /* levels only rise */
-                    double rp, rth;
-                    if (la_dp_rest(&lv[m], j, L, k, &rp, &rth)) continue;
+                    double pr, tr, th;
                     size_t c = (size_t)i * r->K + k;
-                    double pr = A.units * cl->types[k].price + rp;
-                    if (pr < lv[m].P[c]) {
-                        lv[m].P[c] = pr;
-                        lv[m].TH[c] = fmin(A.th, rth);
-                        lv[m].J[c] = j;
-                    }
+                    if (la_dp_then(&lv[m], cl, A, k, j, L, &pr, &tr, &th) || !(pr < lv[m].P[c])) continue;
+                    lv[m].P[c] = pr;
+                    lv[m].TR[c] = tr;
+                    lv[m].TH[c] = th;
+                    lv[m].J[c] = j;
                 }
             }
         for (int m = 0; m < LA_DP_LEVELS; m++) {
@@ -385,6 +421,81 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
             lv[m].b2[i] = lv[m].b1[i] < 0 ? -1 : la_dp_next(P, n, lv[m].b1[i]);
         }
     }
+}
+
+/* la_dp_path adds to used[] the units of level v's cheapest path from layer
+ * i whose first stage is not of type prev. */
+static void la_dp_path(const la_level *v, const model_job *job, const model_cluster *cl, const double *ps,
+                       int i, int prev, int *used) {
+    int L = job->n_layers;
+    while (i < L) {
+        int t2 = la_dp_after(v, i, prev), j2 = v->J[(size_t)i * v->K + t2];
+        used[t2] += la_fill(job, cl, ps, L, t2, i, j2).units;
+        prev = t2;
+        i = j2 + 1;
+    }
+}
+
+/* la_dp_root returns the cost (at the own prices) of the whole job's
+ * completion by stages: over the levels, the cheapest path from layer 0 of
+ * least cost, its units per type in used[n]; INFINITY when there is none. */
+static double la_dp_root(const agent_rollout *r, int g, const model_job *job, const model_cluster *cl,
+                         int *used) {
+    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
+    double best = INFINITY;
+    for (int m = 0; m < LA_DP_LEVELS; m++) {
+        la_level v = la_dp_at(r, g, m);
+        int t0 = v.b1[0];
+        if (t0 < 0) break; /* none at this level: none above it either */
+        double c = job->samples / v.TH[t0] / 3600.0 * v.TR[t0];
+        if (!(c < best)) continue;
+        best = c;
+        memset(used, 0, (size_t)cl->n_types * sizeof *used);
+        la_dp_path(&v, job, cl, ps, 0, -1, used);
+    }
+    return best;
+}
+
+/* la_dp_fill computes instance g's completions by stages and their shadow
+ * prices: from lambda = 0, LA_SHADOW_STEPS subgradient steps on the whole
+ * job's completion (la_dp_root), lambda_k += step x (units of k it takes -
+ * c_k) / (c_k + 1), floored at 0, step = the mean unit price / (1 + step
+ * number); the prices whose completion fits the counts at the least cost
+ * are kept (none fits: lambda = 0, version 3's paths with the stages held
+ * to their counts). A job whose cheapest completion fits keeps lambda = 0
+ * after one pass. */
+static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
+    int n = cl->n_types, used[MODEL_MAX_TYPES], found = 0;
+    double *lam = r->dp_lam + (size_t)g * r->K, keep[MODEL_MAX_TYPES], kept = INFINITY, mean = 0;
+    for (int k = 0; k < r->K; k++) lam[k] = 0;
+    for (int k = 0; k < n; k++) mean += cl->types[k].price / n;
+    la_dp_pass(r, g, job, cl);
+    for (int it = 0; it < LA_SHADOW_STEPS; it++) {
+        double c = la_dp_root(r, g, job, cl, used);
+        if (!isfinite(c)) break;
+        int fits = 1, moved = 0;
+        for (int k = 0; k < n; k++) fits &= used[k] <= cl->types[k].count;
+        if (fits && c < kept) {
+            kept = c;
+            memcpy(keep, lam, (size_t)n * sizeof *lam);
+            found = 1;
+        }
+        for (int k = 0; k < n; k++) {
+            double x = fmax(0.0, lam[k] + mean / (1.0 + it) * (used[k] - cl->types[k].count) /
+                                              (cl->types[k].count + 1.0));
+            moved |= x != lam[k];
+            lam[k] = x;
+        }
+        if (!moved) break;
+        la_dp_pass(r, g, job, cl);
+    }
+    int same = 1;
+    for (int k = 0; k < n; k++) {
+        double want = found ? keep[k] : 0.0;
+        same &= lam[k] == want;
+        lam[k] = want;
+    }
+    if (!same) la_dp_pass(r, g, job, cl);
 }
 
 static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t *mk, float *rw) {
@@ -460,9 +571,11 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
     }
     for (int k = 0; k < T; k++)
         if (mk[k] && c_two[k] < cmin) cmin = c_two[k];
-    /* completions by stages (la_dp_fill): k on s..j, then the cheapest-priced
-     * run from j + 1, per threshold level, unit counts ignored; the cheapest
-     * by cost over the levels, then checked against the counts */
+    /* completions by stages (la_dp_fill): k on s..j, then the run from
+     * j + 1 cheapest at the shadow prices, per threshold level, each stage
+     * within its type's count; the cheapest by cost (at the own prices)
+     * over the levels, then checked against the counts the stages take
+     * together */
     double c_dp[MODEL_MAX_TYPES], dmin = INFINITY;
     int fit_dp[MODEL_MAX_TYPES] = {0};
     for (int k = 0; k < T; k++) {
@@ -474,28 +587,27 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         int bm = -1, bj = -1;
         for (int m = 0; m < LA_DP_LEVELS; m++) {
             la_level v = la_dp_at(r, g, m);
-            double best = INFINITY, bth = INFINITY;
+            double best = INFINITY, btrue = INFINITY, bth = INFINITY;
             int mj = -1;
             if (s == t) { /* a new stage at t: the level's own entry */
                 size_t e = (size_t)t * r->K + k;
                 best = v.P[e];
+                btrue = v.TR[e];
                 bth = v.TH[e];
                 mj = v.J[e];
             } else { /* the open run goes on: k on f..j */
                 for (int j = t; j < L; j++) {
                     la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
-                    double rp, rth;
-                    if (!A.ok || A.th < v.h || la_dp_rest(&v, j, L, k, &rp, &rth)) continue;
-                    double pr = A.units * cl->types[k].price + rp;
-                    if (pr < best) {
-                        best = pr;
-                        bth = fmin(A.th, rth);
-                        mj = j;
-                    }
+                    double pr, tr, th;
+                    if (!A.ok || la_dp_then(&v, cl, A, k, j, L, &pr, &tr, &th) || !(pr < best)) continue;
+                    best = pr;
+                    btrue = tr;
+                    bth = th;
+                    mj = j;
                 }
             }
             if (mj < 0) break; /* no path at this level: none above it either */
-            double c = S / fmin(th0, bth) / 3600.0 * (pr0 + best);
+            double c = S / fmin(th0, bth) / 3600.0 * (pr0 + btrue);
             if (c < c_dp[k]) {
                 c_dp[k] = c;
                 bm = m;
@@ -509,12 +621,7 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         memcpy(used, base, sizeof used);
         if (closes) used[u] += o_closed.units;
         used[k] += la_get(r, g, job, cl, ps, L, k, s, bj).units;
-        for (int i = bj + 1, prev = k; i < L;) {
-            int t2 = la_dp_after(&v, i, prev), j2 = v.J[(size_t)i * r->K + t2];
-            used[t2] += la_get(r, g, job, cl, ps, L, t2, i, j2).units;
-            prev = t2;
-            i = j2 + 1;
-        }
+        la_dp_path(&v, job, cl, ps, bj + 1, k, used);
         fit_dp[k] = 1;
         for (int x = 0; x < T; x++) fit_dp[k] &= used[x] <= cl->types[x].count;
     }
@@ -871,11 +978,13 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         grow(&r->assign, &r->cap_assign, TB, sizeof(int)) ||
         grow(&r->psum, &r->cap_psum, (size_t)G * 4 * (T + 1), sizeof(double)) ||
         grow(&r->dp_price, &r->cap_dpp, (size_t)G * LA_DP_LEVELS * (T + 1) * K, sizeof(double)) ||
+        grow(&r->dp_true, &r->cap_dptr, (size_t)G * LA_DP_LEVELS * (T + 1) * K, sizeof(double)) ||
         grow(&r->dp_th, &r->cap_dpt, (size_t)G * LA_DP_LEVELS * (T + 1) * K, sizeof(double)) ||
         grow(&r->dp_last, &r->cap_dpl, (size_t)G * LA_DP_LEVELS * (T + 1) * K, sizeof(int)) ||
         grow(&r->dp_b1, &r->cap_db1, (size_t)G * LA_DP_LEVELS * (T + 1), sizeof(int)) ||
         grow(&r->dp_b2, &r->cap_db2, (size_t)G * LA_DP_LEVELS * (T + 1), sizeof(int)) ||
         grow(&r->dp_h, &r->cap_dph, (size_t)G * LA_DP_LEVELS, sizeof(double)) ||
+        grow(&r->dp_lam, &r->cap_dlam, (size_t)G * K, sizeof(double)) ||
         grow(&r->la_rep, &r->cap_larep, (size_t)B, sizeof(int)) ||
         grow(&r->la_list, &r->cap_lalist, (size_t)B, sizeof(int)) ||
         grow(&r->la_hash, &r->cap_lah, (size_t)2 * B, sizeof(int)) ||
@@ -1184,6 +1293,10 @@ void agent_rollout_drop_type_before(agent_rollout *r, int b, int c) {
 const uint8_t *agent_rollout_node_forced(const agent_rollout *r) { return r->nforced; }
 
 const agent_rollout_times *agent_rollout_timing(const agent_rollout *r) { return &r->tm; }
+
+const double *agent_rollout_shadow_prices(const agent_rollout *r, int g) {
+    return r->dp_lam + (size_t)g * r->K;
+}
 
 agent_net_ws *agent_rollout_ws(agent_rollout *r) { return r->ws; }
 

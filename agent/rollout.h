@@ -29,17 +29,22 @@
  *      to the end); with at most 16 types, else as feature 0
  *   3  min(log(the cheapest such plan's cost / c*), 4), or 4
  *   4  1 if some completion starting with k exists by usable stages (any
- *      number of them), unit counts ignored
+ *      number of them, each within its type's unit count; what the stages
+ *      of one type take together is not counted)
  *   5  min(log(c_k / d*), 4), or 4 when none: c_k the cost of the
  *      cheapest-priced such completion (k from this layer to some layer j,
  *      then the run of stages of least total price from j + 1, by a
- *      backward dynamic programme over the layers per instance), d* the
- *      least c_k over the allowed types
- *   6  1 if that completion fits the unit counts of every type
+ *      backward dynamic programme over the layers per instance, each unit
+ *      priced with the instance's shadow price on top of its own, so that
+ *      the whole job's cheapest run tends to fit the counts), d* the least
+ *      c_k over the allowed types; costs at the types' own prices
+ *   6  1 if that completion's stages together fit the unit counts
  * Masked rows get zeros. They tell the policy what "stay on k", "stay on
  * k, then switch once" and "k, then the cheapest stages whatever their
  * number" would cost, which the per-step gym features cannot. (Features
- * version 2 had 0-3 alone; its checkpoints read 4-6 with zero weights.)
+ * version 2 had 0-3 alone; its checkpoints read 4-6 with zero weights.
+ * Version 3 admitted stages of any unit count in 4-6 and had no shadow
+ * prices; its checkpoints are read as they are and meet these figures.)
  *
  * Rewards (larger is better), by opts->reward (agent_reward of
  * agent/trainconf.h):
@@ -225,6 +230,13 @@ void agent_rollout_set_memo(agent_rollout *r, int on);
  * it holds the encoder's states of the run's instances: a training pass on
  * it with agent_type_traj.enc_cached = 1 reuses them. */
 agent_net_ws *agent_rollout_ws(agent_rollout *r);
+
+/* agent_rollout_shadow_prices returns the shadow prices ($/h per unit,
+ * [n_types], owned by r) the last run's look-ahead priced instance g's
+ * completions by stages with (rollout.c, la_dp_fill); all 0 when the
+ * instance's cheapest completion fits the unit counts. For tests and
+ * diagnostics. */
+const double *agent_rollout_shadow_prices(const agent_rollout *r, int g);
 
 /* The TYPE phase of the last run as played: per step t and episode b the
  * action (-1: none), the mask [K] and the policy's probabilities [K]

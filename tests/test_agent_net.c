@@ -201,10 +201,13 @@ static void test_gradients(void **state) {
  * rows of layer t by brute force with model_eval: "k for every remaining
  * layer", every "k on t..j, then one other type t2 on j+1..L-1", and every
  * completion starting with k (features 4-6: per throughput level, the
- * least-priced one on the cluster with unit counts lifted, the cheapest of
- * those by cost, then checked on the real counts). */
+ * least-priced one on the cluster with unit counts lifted, among those
+ * whose every stage from layer t on fits its type's count alone, the
+ * units of those stages priced with the shadow prices lam[K] on top; the
+ * cheapest of those by cost at the own prices, then checked on the real
+ * counts). */
 static void check_lookahead(const agent_instance *in, const int *prefix, int t, int K,
-                            const unsigned char *mask, const float *rw) {
+                            const unsigned char *mask, const float *rw, const double *lam) {
     const model_job *job = in->job;
     int L = job->n_layers, a[8];
     model_plan *plan = model_plan_create(L);
@@ -227,16 +230,24 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
          * whether it fits the real counts */
         int n = 1;
         for (int l = t + 1; l < L; l++) n *= K;
-        double cpr[81], ccost[81], cth[81];
-        int cfit[81], nc = 0;
-        assert_true(n <= 81);
+        double cpr[243], ccost[243], cth[243];
+        int cfit[243], nc = 0;
+        assert_true(n <= 243);
         for (int c = 0; c < n; c++) {
             for (int l = 0, v = c; l < L; l++)
                 if (l < t) a[l] = prefix[l];
                 else if (l == t) a[l] = k;
                 else a[l] = v % K, v /= K;
             if (model_eval(job, &nocount, a, plan)) continue;
+            int over = 0; /* a stage of the completion beyond its type's count */
             cpr[nc] = plan->unit_price;
+            for (int q = 0; q < plan->n_stages; q++) {
+                const model_stage *st = &plan->stages[q];
+                if (st->last < t) continue;
+                over |= st->units > in->cl->types[st->type].count;
+                cpr[nc] += st->units * lam[st->type];
+            }
+            if (over) continue;
             ccost[nc] = plan->cost;
             cth[nc] = INFINITY;
             for (int q = 0; q < plan->n_stages; q++)
@@ -357,7 +368,8 @@ static void test_features_and_masks(void **state) {
             assert_memory_equal(gl, ob.global, sizeof ob.global);
             for (int k = 0; k < K; k++) /* gym's features first */
                 assert_memory_equal(rw + k * AGENT_FT, ob.rows + k * GYM_TYPE_FEATS, GYM_TYPE_FEATS * sizeof(float));
-            check_lookahead(in, gym_assignment(env, NULL), t, K, ob.mask, rw);
+            check_lookahead(in, gym_assignment(env, NULL), t, K, ob.mask, rw,
+                            agent_rollout_shadow_prices(ro, of[e]));
             for (int k = 0; k < 3; k++) {
                 if (k < K) {
                     assert_int_equal(mk[k], ob.mask[k]);
@@ -392,33 +404,98 @@ static void test_features_and_masks(void **state) {
     nn_params_free(p);
 }
 
+/* root_fits finds by brute force the whole job's completion by stages at
+ * the shadow prices lam[3] (as check_lookahead, from layer 0: per level
+ * the least-priced plan with every stage within its type's count, the
+ * cheapest of those by cost) and returns whether its stages together fit
+ * the unit counts (-1: there is none; -2: two plans share a level's least
+ * price, and the dynamic programme may have taken either). */
+static int root_fits(const agent_instance *in, const double *lam) {
+    const model_job *job = in->job;
+    int L = job->n_layers, a[6], n = 1, fits = -1;
+    model_plan *plan = model_plan_create(L);
+    model_type big[3];
+    model_cluster nocount = *in->cl;
+    for (int k = 0; k < 3; k++) {
+        big[k] = in->cl->types[k];
+        big[k].count = 1 << 20;
+    }
+    nocount.types = big;
+    for (int l = 0; l < L; l++) n *= 3;
+    double best = INFINITY;
+    for (int m = 0; m < 32; m++) {
+        double h = m ? job->min_throughput * pow(1.15, m) : 0, pmin = INFINITY, cost = 0;
+        int fit = 0, tie = 0;
+        for (int c = 0; c < n; c++) {
+            for (int l = 0, v = c; l < L; l++) a[l] = v % 3, v /= 3;
+            if (model_eval(job, &nocount, a, plan)) continue;
+            double pr = plan->unit_price, th = INFINITY;
+            int over = 0, used[3] = {0, 0, 0};
+            for (int q = 0; q < plan->n_stages; q++) {
+                const model_stage *st = &plan->stages[q];
+                over |= st->units > in->cl->types[st->type].count;
+                pr += st->units * lam[st->type];
+                used[st->type] += st->units;
+                th = fmin(th, st->throughput);
+            }
+            if (over || th < h) continue;
+            if (fabs(pr - pmin) <= 1e-9 * pmin) tie = 1;
+            if (!(pr < pmin * (1 - 1e-9))) continue;
+            tie = 0;
+            pmin = pr;
+            cost = plan->cost;
+            fit = 1;
+            for (int k = 0; k < 3; k++) fit &= used[k] <= in->cl->types[k].count;
+        }
+        if (!isfinite(pmin)) break;
+        if (tie) {
+            fits = -2;
+            break;
+        }
+        if (cost < best) {
+            best = cost;
+            fits = fit;
+        }
+    }
+    model_plan_free(plan);
+    return fits;
+}
+
 /* The look-ahead on random small instances with tight unit counts, so that
  * capacity, memory and the closing of the open stage all bite: every step
  * of every episode against the brute force of check_lookahead. */
+/* random_small draws a job of L_min to L_min + 2 layers (ls[5] holds
+ * them) on 3 types of 1 to max_count units each, from the LCG state *x. */
+static void random_small(inst *in, model_layer *ls, uint64_t *x, int L_min, int max_count) {
+#define RND() ((*x = *x * 6364136223846793005ULL + 1442695040888963407ULL) >> 11) * (1.0 / 9007199254740992.0)
+    memset(in, 0, sizeof *in);
+    for (int k = 0; k < 3; k++)
+        in->types[k] = (model_type){"", k > 0, 1e12 * (1 + 9 * RND()), 1e9 * (1 + 20 * RND()), 1e9 * (1 + 3 * RND()),
+                                    (2 + 30 * RND()) * 1e9, 0.5 + 4 * RND(), 1 + (int)(max_count * RND())};
+    snprintf(in->types[0].name, MODEL_NAME_MAX, "a");
+    snprintf(in->types[1].name, MODEL_NAME_MAX, "b");
+    snprintf(in->types[2].name, MODEL_NAME_MAX, "c");
+    int L = L_min + (int)(3 * RND());
+    for (int l = 0; l < L; l++)
+        ls[l] = (model_layer){"l", 1e9 * (0.1 + 3 * RND()), 1e5 * RND(), 1e5 * RND(), 1e7 * RND(), (0.5 + 12 * RND()) * 1e9};
+    in->zones[0] = (model_zone){"z"};
+    in->cl = (model_cluster){3, in->types, 0, NULL, 1, in->zones, 1e9, 1e-3, NULL, NULL};
+    in->job = (model_job){"r", L, ls, 64, 1e8, 300 + 3000 * RND(), 0.05, MODEL_DEFAULT_SHARD, 0, NULL, {{0, 0, 0, 0}, 0}};
+#undef RND
+}
+
 static void test_lookahead_random(void **state) {
     (void)state;
     uint64_t x = 12345;
-#define RND() ((x = x * 6364136223846793005ULL + 1442695040888963407ULL) >> 11) * (1.0 / 9007199254740992.0)
     nn_params *p = make_params(&TINY, 2);
     agent_rollout *ro = agent_rollout_create(&TINY);
     char err[256];
     int checked = 0;
     for (int rep = 0; rep < 40; rep++) {
         inst in;
-        memset(&in, 0, sizeof in);
-        for (int k = 0; k < 3; k++)
-            in.types[k] = (model_type){"", k > 0, 1e12 * (1 + 9 * RND()), 1e9 * (1 + 20 * RND()), 1e9 * (1 + 3 * RND()),
-                                       (2 + 30 * RND()) * 1e9, 0.5 + 4 * RND(), 1 + (int)(6 * RND())};
-        snprintf(in.types[0].name, MODEL_NAME_MAX, "a");
-        snprintf(in.types[1].name, MODEL_NAME_MAX, "b");
-        snprintf(in.types[2].name, MODEL_NAME_MAX, "c");
-        int L = 3 + (int)(3 * RND());
-        model_layer ls[6];
-        for (int l = 0; l < L; l++)
-            ls[l] = (model_layer){"l", 1e9 * (0.1 + 3 * RND()), 1e5 * RND(), 1e5 * RND(), 1e7 * RND(), (0.5 + 12 * RND()) * 1e9};
-        in.zones[0] = (model_zone){"z"};
-        in.cl = (model_cluster){3, in.types, 0, NULL, 1, in.zones, 1e9, 1e-3, NULL, NULL};
-        in.job = (model_job){"r", L, ls, 64, 1e8, 300 + 3000 * RND(), 0.05, MODEL_DEFAULT_SHARD, 0, NULL, {{0, 0, 0, 0}, 0}};
+        model_layer ls[5];
+        random_small(&in, ls, &x, 3, 6);
+        int L = in.job.n_layers;
         agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
         int of[6] = {0, 0, 0, 0, 0, 0};
         agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 6, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
@@ -437,15 +514,68 @@ static void test_lookahead_random(void **state) {
                 if (act < 0) break;
                 gym_observation ob;
                 gym_obs(env, &ob);
-                check_lookahead(&ai, gym_assignment(env, NULL), t, 3, ob.mask, tt->rows + tb * tt->K * AGENT_FT);
+                check_lookahead(&ai, gym_assignment(env, NULL), t, 3, ob.mask, tt->rows + tb * tt->K * AGENT_FT,
+                                agent_rollout_shadow_prices(ro, 0));
                 checked++;
                 assert_int_equal(gym_step(env, act, NULL), 0);
             }
             gym_free(env);
         }
     }
-#undef RND
     assert_true(checked > 300);
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
+/* The shadow prices on random jobs of 4 to 6 layers on 1 to 3 units a
+ * type: 0 where the whole job's completion by stages fits the counts
+ * without them; where it does not, prices whose completion fits (when the
+ * subgradient steps find one) or 0 again -- never a price that leaves the
+ * completion over the counts. On the priced jobs every step's look-ahead
+ * is checked against the brute force at those prices. (Of 400 jobs, 61
+ * break the counts, most with no feasible plan at all; 10 are priced.) */
+static void test_shadow_prices(void **state) {
+    (void)state;
+    uint64_t x = 777;
+    nn_params *p = make_params(&TINY, 2);
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    char err[256];
+    int priced = 0, over = 0;
+    for (int rep = 0; rep < 400; rep++) {
+        inst in;
+        model_layer ls[6];
+        random_small(&in, ls, &x, 4, 3);
+        agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
+        int of[1] = {0};
+        agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 1, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
+        assert_int_equal(agent_rollout_run(ro, p, &ai, 1, of, 1, &o, NULL, err, sizeof err), 0);
+        const double *lam = agent_rollout_shadow_prices(ro, 0);
+        int plain = root_fits(&ai, (double[3]){0, 0, 0}), at = root_fits(&ai, lam);
+        for (int k = 0; k < 3; k++) assert_true(lam[k] >= 0);
+        if (plain == -2 || at == -2) continue; /* a tie: either path may be the programme's */
+        over += plain == 0;
+        if (lam[0] == 0 && lam[1] == 0 && lam[2] == 0) continue;
+        assert_int_equal(plain, 0);
+        assert_int_equal(at, 1);
+        agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
+        gym_opts go;
+        gym_opts_default(&go);
+        go.plan_only = 1;
+        go.infeasible_reward = -4;
+        gym_env *env = gym_create(&in.job, &in.cl, &go, err, sizeof err);
+        assert_non_null(env);
+        for (int t = 0; t < in.job.n_layers && tt->action[t] >= 0; t++) {
+            gym_observation ob;
+            gym_obs(env, &ob);
+            check_lookahead(&ai, gym_assignment(env, NULL), t, 3, ob.mask, tt->rows + (size_t)t * tt->K * AGENT_FT,
+                            lam);
+            assert_int_equal(gym_step(env, tt->action[t], NULL), 0);
+        }
+        gym_free(env);
+        priced++;
+    }
+    assert_true(over >= 20); /* jobs whose cheapest completion breaks the counts */
+    assert_true(priced >= 5);
     agent_rollout_free(ro);
     nn_params_free(p);
 }
@@ -977,6 +1107,7 @@ int main(void) {
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_features_and_masks),
         cmocka_unit_test(test_lookahead_random),
+        cmocka_unit_test(test_shadow_prices),
         cmocka_unit_test(test_only_allowed),
         cmocka_unit_test(test_threads_do_not_matter),
         cmocka_unit_test(test_skip_idle_same_update),

@@ -261,7 +261,8 @@ static void test_schema1_migrates(void **state) {
  * features, before the completions by stages) loads, grown with zero
  * weights on the three it lacks -- in the type scorer's rows and in the
  * decoder's input of the previous choice -- and plays the old policy
- * whatever those features hold. An unknown version is refused. */
+ * whatever those features hold. Version 3 loads as it is; an unknown
+ * version is refused. */
 static void test_features2_migrate(void **state) {
     (void)state;
     agent_net_dims d = {8, 8, 8, 8, 10.0f};
@@ -319,6 +320,22 @@ static void test_features2_migrate(void **state) {
     for (int i = 0; i < B * K; i++) assert_true(q0[i] == q1[i]);
     assert_true(q0[0] > 0 && q0[0] < 1);
     agent_net_ws_free(ws);
+    /* version 3 (the same rows, completions blind to the unit counts) is
+     * read as it is */
+    char path3[1300];
+    snprintf(path3, sizeof path3, "%s/features3.h5", dir);
+    nn_params *old3 = write_older(path3, &d, AGENT_FT, AGENT_FN, 5, 9);
+    int64_t v3 = 3;
+    f = H5Fopen(path3, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_int_equal(forge_attr(f, "agent_features", H5T_STD_I64LE, H5T_NATIVE_INT64, &v3), 0);
+    H5Fclose(f);
+    nn_params *p3 = read_grown(path3, &d, 9, &ft, &fn);
+    assert_int_equal(ft, AGENT_FT);
+    for (int i = 0; i < AN_N_TENSORS; i++)
+        assert_memory_equal(nn_param(p3, i), nn_param(old3, i), p3->size[i] * sizeof(float));
+    nn_params_free(p3);
+    nn_params_free(old3);
     /* a version this build does not know */
     int64_t v9 = 9;
     f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
