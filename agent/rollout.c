@@ -380,7 +380,7 @@ static int la_dp_then(const la_level *v, const model_cluster *cl, la_stage A, in
 }
 
 /* la_dp_pass computes instance g's completions by stages (dp_* of
- * agent_rollout) at the shadow prices dp_lam, per level from the last
+ * agent_rollout) at the shadow prices dp_lam and thresholds dp_h, per level from the last
  * layer backwards: the exact solver's relaxation with each stage held to
  * its type's unit count, every stage priced as la_fill prices it. For
  * level m, layer i and type k, the least sum of stage prices (units x
@@ -393,7 +393,6 @@ static void la_dp_pass(agent_rollout *r, int g, const model_job *job, const mode
     const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
     la_level lv[LA_DP_LEVELS];
     for (int m = 0; m < LA_DP_LEVELS; m++) {
-        r->dp_h[(size_t)g * LA_DP_LEVELS + m] = m ? job->min_throughput * pow(LA_DP_RATIO, m) : 0.0;
         lv[m] = la_dp_at(r, g, m);
         for (size_t e = 0; e < (size_t)(r->T + 1) * r->K; e++) {
             lv[m].P[e] = lv[m].TR[e] = lv[m].TH[e] = INFINITY;
@@ -424,13 +423,16 @@ static void la_dp_pass(agent_rollout *r, int g, const model_job *job, const mode
 }
 
 /* la_dp_path adds to used[] the units of level v's cheapest path from layer
- * i whose first stage is not of type prev. */
-static void la_dp_path(const la_level *v, const model_job *job, const model_cluster *cl, const double *ps,
-                       int i, int prev, int *used) {
+ * i of instance g whose first stage is not of type prev, its stage figures
+ * through la_get (r NULL: la_fill, for la_dp_fill, which runs before the
+ * run's memo is set up). */
+static void la_dp_path(agent_rollout *r, int g, const la_level *v, const model_job *job, const model_cluster *cl,
+                       const double *ps, int i, int prev, int *used) {
     int L = job->n_layers;
     while (i < L) {
         int t2 = la_dp_after(v, i, prev), j2 = v->J[(size_t)i * v->K + t2];
-        used[t2] += la_fill(job, cl, ps, L, t2, i, j2).units;
+        la_stage st = r ? la_get(r, g, job, cl, ps, L, t2, i, j2) : la_fill(job, cl, ps, L, t2, i, j2);
+        used[t2] += st.units;
         prev = t2;
         i = j2 + 1;
     }
@@ -451,7 +453,7 @@ static double la_dp_root(const agent_rollout *r, int g, const model_job *job, co
         if (!(c < best)) continue;
         best = c;
         memset(used, 0, (size_t)cl->n_types * sizeof *used);
-        la_dp_path(&v, job, cl, ps, 0, -1, used);
+        la_dp_path(NULL, g, &v, job, cl, ps, 0, -1, used);
     }
     return best;
 }
@@ -469,6 +471,8 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
     double *lam = r->dp_lam + (size_t)g * r->K, keep[MODEL_MAX_TYPES], kept = INFINITY, mean = 0;
     for (int k = 0; k < r->K; k++) lam[k] = 0;
     for (int k = 0; k < n; k++) mean += cl->types[k].price / n;
+    for (int m = 0; m < LA_DP_LEVELS; m++) /* the levels' thresholds, for every pass */
+        r->dp_h[(size_t)g * LA_DP_LEVELS + m] = m ? job->min_throughput * pow(LA_DP_RATIO, m) : 0.0;
     la_dp_pass(r, g, job, cl);
     for (int it = 0; it < LA_SHADOW_STEPS; it++) {
         double c = la_dp_root(r, g, job, cl, used);
@@ -621,7 +625,7 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         memcpy(used, base, sizeof used);
         if (closes) used[u] += o_closed.units;
         used[k] += la_get(r, g, job, cl, ps, L, k, s, bj).units;
-        la_dp_path(&v, job, cl, ps, bj + 1, k, used);
+        la_dp_path(r, g, &v, job, cl, ps, bj + 1, k, used);
         fit_dp[k] = 1;
         for (int x = 0; x < T; x++) fit_dp[k] &= used[x] <= cl->types[x].count;
     }

@@ -484,43 +484,61 @@ static void random_small(inst *in, model_layer *ls, uint64_t *x, int L_min, int 
 #undef RND
 }
 
+/* play_one runs B episodes of the one instance ai (seed, no placement)
+ * on ro and returns their TYPE trajectories. */
+static agent_type_traj *play_one(agent_rollout *ro, const nn_params *p, const agent_instance *ai, uint64_t seed,
+                                 int B) {
+    int of[6] = {0, 0, 0, 0, 0, 0};
+    char err[256];
+    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, seed, 1, 0, B, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
+    assert_true(B <= 6);
+    assert_int_equal(agent_rollout_run(ro, p, ai, 1, of, B, &o, NULL, err, sizeof err), 0);
+    return agent_rollout_type_traj(ro, NULL);
+}
+
+/* check_episodes replays each of the B episodes of play_one in a fresh
+ * environment and checks every step's look-ahead rows against the brute
+ * force of check_lookahead at the run's shadow prices; returns the steps
+ * checked. */
+static int check_episodes(const agent_rollout *ro, const agent_instance *ai, const agent_type_traj *tt, int B) {
+    gym_opts go;
+    gym_opts_default(&go);
+    go.plan_only = 1;
+    go.infeasible_reward = -4;
+    char err[256];
+    int checked = 0;
+    for (int e = 0; e < B; e++) {
+        gym_env *env = gym_create(ai->job, ai->cl, &go, err, sizeof err);
+        assert_non_null(env);
+        for (int t = 0; t < ai->job->n_layers; t++) {
+            size_t tb = (size_t)t * B + e;
+            int act = tt->action[tb];
+            if (act < 0) break;
+            gym_observation ob;
+            gym_obs(env, &ob);
+            check_lookahead(ai, gym_assignment(env, NULL), t, 3, ob.mask, tt->rows + tb * tt->K * AGENT_FT,
+                            agent_rollout_shadow_prices(ro, 0));
+            checked++;
+            assert_int_equal(gym_step(env, act, NULL), 0);
+        }
+        gym_free(env);
+    }
+    return checked;
+}
+
 static void test_lookahead_random(void **state) {
     (void)state;
     uint64_t x = 12345;
     nn_params *p = make_params(&TINY, 2);
     agent_rollout *ro = agent_rollout_create(&TINY);
-    char err[256];
     int checked = 0;
     for (int rep = 0; rep < 40; rep++) {
         inst in;
         model_layer ls[5];
         random_small(&in, ls, &x, 3, 6);
-        int L = in.job.n_layers;
         agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
-        int of[6] = {0, 0, 0, 0, 0, 0};
-        agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 6, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
-        assert_int_equal(agent_rollout_run(ro, p, &ai, 1, of, 6, &o, NULL, err, sizeof err), 0);
-        agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
-        gym_opts go;
-        gym_opts_default(&go);
-        go.plan_only = 1;
-        go.infeasible_reward = -4;
-        for (int e = 0; e < 6; e++) {
-            gym_env *env = gym_create(&in.job, &in.cl, &go, err, sizeof err);
-            assert_non_null(env);
-            for (int t = 0; t < L; t++) {
-                size_t tb = (size_t)t * 6 + e;
-                int act = tt->action[tb];
-                if (act < 0) break;
-                gym_observation ob;
-                gym_obs(env, &ob);
-                check_lookahead(&ai, gym_assignment(env, NULL), t, 3, ob.mask, tt->rows + tb * tt->K * AGENT_FT,
-                                agent_rollout_shadow_prices(ro, 0));
-                checked++;
-                assert_int_equal(gym_step(env, act, NULL), 0);
-            }
-            gym_free(env);
-        }
+        agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)rep, 6);
+        checked += check_episodes(ro, &ai, tt, 6);
     }
     assert_true(checked > 300);
     agent_rollout_free(ro);
@@ -539,16 +557,13 @@ static void test_shadow_prices(void **state) {
     uint64_t x = 777;
     nn_params *p = make_params(&TINY, 2);
     agent_rollout *ro = agent_rollout_create(&TINY);
-    char err[256];
     int priced = 0, over = 0;
     for (int rep = 0; rep < 400; rep++) {
         inst in;
         model_layer ls[6];
         random_small(&in, ls, &x, 4, 3);
         agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
-        int of[1] = {0};
-        agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, (uint64_t)rep, 1, 0, 1, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
-        assert_int_equal(agent_rollout_run(ro, p, &ai, 1, of, 1, &o, NULL, err, sizeof err), 0);
+        agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)rep, 1);
         const double *lam = agent_rollout_shadow_prices(ro, 0);
         int plain = root_fits(&ai, (double[3]){0, 0, 0}), at = root_fits(&ai, lam);
         for (int k = 0; k < 3; k++) assert_true(lam[k] >= 0);
@@ -557,21 +572,7 @@ static void test_shadow_prices(void **state) {
         if (lam[0] == 0 && lam[1] == 0 && lam[2] == 0) continue;
         assert_int_equal(plain, 0);
         assert_int_equal(at, 1);
-        agent_type_traj *tt = agent_rollout_type_traj(ro, NULL);
-        gym_opts go;
-        gym_opts_default(&go);
-        go.plan_only = 1;
-        go.infeasible_reward = -4;
-        gym_env *env = gym_create(&in.job, &in.cl, &go, err, sizeof err);
-        assert_non_null(env);
-        for (int t = 0; t < in.job.n_layers && tt->action[t] >= 0; t++) {
-            gym_observation ob;
-            gym_obs(env, &ob);
-            check_lookahead(&ai, gym_assignment(env, NULL), t, 3, ob.mask, tt->rows + (size_t)t * tt->K * AGENT_FT,
-                            lam);
-            assert_int_equal(gym_step(env, tt->action[t], NULL), 0);
-        }
-        gym_free(env);
+        assert_true(check_episodes(ro, &ai, tt, 1) > 0);
         priced++;
     }
     assert_true(over >= 20); /* jobs whose cheapest completion breaks the counts */
