@@ -186,6 +186,41 @@ static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_in
     return st;
 }
 
+/* place_again plays the plan `assign` (every TYPE action forced) count
+ * times in one batch (count <= DECODE_CHUNK), the node head sampling the
+ * NODE decisions (seed, a stream of their own), and leaves the episodes in
+ * ro for the caller to keep from; *n is set to count. Returns 0, or -1
+ * with a message. */
+static int place_again(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                       const int *assign, int count, uint64_t seed, int *n, char *err,
+                       size_t errlen) {
+    int B = count;
+    const int **fp = malloc((size_t)B * sizeof *fp);
+    int *of = calloc((size_t)B, sizeof *of);
+    int rc = 0;
+    *n = 0;
+    if (!fp || !of) {
+        snprintf(err, errlen, "decode: out of memory");
+        rc = -1;
+    } else {
+        for (int b = 0; b < B; b++) fp[b] = assign;
+        agent_rollout_opts o = {.placement = PLACER_PLACE_POLICY,
+                                .greedy = 0,
+                                .penalty = 4.0,
+                                .seed = seed,
+                                .stream = 0x4e4f4445ULL /* "NODE" */,
+                                .ep_base = 0,
+                                .ep_total = B,
+                                .record = 0,
+                                .forced = (const int *const *)fp};
+        rc = agent_rollout_run(ro, p, in, 1, of, B, &o, NULL, err, errlen) ? -1 : 0;
+        if (rc == 0) *n = B;
+    }
+    free(fp);
+    free(of);
+    return rc;
+}
+
 /* plan_none makes pl a plan that was not found, for reason (its why is
  * the caller's to write). */
 static void plan_none(model_plan *pl, int reason) {
@@ -211,6 +246,11 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     int samples = opts->decode == AGENT_DECODE_SAMPLE ? opts->samples : 1;
     if (opts->decode != AGENT_DECODE_GREEDY && opts->decode != AGENT_DECODE_SAMPLE) {
         snprintf(err, errlen, "decode: unknown decoding %d", (int)opts->decode);
+        return -1;
+    }
+    if (opts->node_samples < 0 || opts->node_samples > DECODE_CHUNK) {
+        snprintf(err, errlen, "decode: node_samples must be in [0, %d], got %d", DECODE_CHUNK,
+                 opts->node_samples);
         return -1;
     }
     if (samples < 1) {
@@ -286,7 +326,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     } while (0)
     /* sampling: samples - 1 sampled plans, then the greedy one (so that
      * sampling is never worse than greedy, and at most `samples` are decoded
-     * unless greedy has to backtrack with no sampled plan feasible) */
+     * unless greedy has to backtrack out of a dead end) */
     int n_sampled = opts->decode == AGENT_DECODE_SAMPLE ? samples - 1 : 0;
     if (n_sampled > 0) {
         for (int base = 0; base < n_sampled; base += chunk) {
@@ -319,36 +359,49 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     }
     if (rc == 0) {
         /* greedy, backtracking out of dead ends; with sampling, the greedy
-         * plan is one more candidate (so sampling is never worse) */
-        int runs = 0;
+         * plan -- decoded exactly as greedy decoding does, backtracking
+         * and all -- is one more candidate, so sampling is never worse */
+        int runs = 0, k = 0, method = 0;
         int *scratch = malloc((size_t)job->n_layers * sizeof *scratch);
-        int budget = opts->decode == AGENT_DECODE_SAMPLE && found ? 1 : DECODE_RUNS;
-        int st = scratch ? agent_decode_greedy(ro, pol->p, &in, placement, 4.0, budget, scratch, &runs, err,
-                                               errlen)
+        int st = scratch ? agent_decode_greedy(ro, pol->p, &in, placement, 4.0, DECODE_RUNS, scratch, &runs,
+                                               err, errlen)
                          : -1;
         used += runs;
-        if (st == 1 && !found && scratch) {
+        if (st == 1 && scratch) {
             /* a dead end the backtracking did not get out of: anchor the
              * decode on a solver's feasible plan, if one exists */
-            int k = 0;
             /* within what is left of the caller's budget, if it has one */
             long left = 0;
             if (opts->budget_ms > 0) {
                 left = opts->budget_ms - (long)((clock_now_s() - t0) * 1e3);
                 if (left < 1) left = 1;
             }
-            st = anchored_decode(ro, pol->p, &in, placement, left, scratch, &runs, &k, &res->anchor_method,
+            st = anchored_decode(ro, pol->p, &in, placement, left, scratch, &runs, &k, &method,
                                  &no_anchor, err, errlen);
             used += runs;
-            if (st == 0) res->anchored = k;
         }
         if (!scratch) snprintf(err, errlen, "decode: out of memory");
-        if (st < 0)
+        if (st < 0) {
             rc = -1;
-        else if (st == 0)
+        } else if (st == 0) {
+            double before = best;
             KEEP_EPISODE(0);
-        else
+            if (best < before && k > 0) { /* the anchored plan is the one kept */
+                res->anchored = k;
+                res->anchor_method = method;
+            }
+        } else
             reason = MODEL_ERR_CAPACITY;
+        if (st == 0 && placement == PLACER_PLACE_POLICY && opts->node_samples > 0) {
+            /* the node head places the kept plan again, sampling its nodes
+             * (greedy's plan when no placement of any plan kept R: scratch
+             * holds it, its placement missed R) */
+            const int *plan = found ? res->assign : scratch;
+            int n = 0;
+            rc = place_again(ro, pol->p, &in, plan, opts->node_samples, opts->seed, &n, err, errlen);
+            for (int b = 0; rc == 0 && b < n; b++) KEEP_EPISODE(b);
+            used += opts->node_samples;
+        }
         free(scratch);
     }
 #undef KEEP_EPISODE
@@ -384,6 +437,8 @@ size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
                                  const agent_decode_opts *opts) {
     int samples = opts->decode == AGENT_DECODE_SAMPLE ? opts->samples : 1;
     size_t B = (size_t)(samples < DECODE_CHUNK ? (samples > 0 ? samples : 1) : DECODE_CHUNK);
+    if (opts->placement == PLACER_PLACE_POLICY && (size_t)opts->node_samples > B)
+        B = (size_t)opts->node_samples; /* the node head's sampled placements, one batch */
     size_t T = (size_t)(job->n_layers > 0 ? job->n_layers : 1);
     size_t K = (size_t)(cl->n_types > 0 ? cl->n_types : 1);
     size_t Kn = (size_t)(cl->n_nodes > 0 ? cl->n_nodes : 1);

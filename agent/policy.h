@@ -55,6 +55,12 @@ typedef struct {
                           make that plan infeasible and the decode goes on to
                           the next), and the node head (or placer) places
                           those tasks. 0: the plan's own counts */
+    int node_samples;  /* with placement == PLACER_PLACE_POLICY: after the
+                          decode, the node head also places the kept plan
+                          (or greedy's plan whose placement missed R)
+                          node_samples more times, sampling its nodes, and
+                          the cheapest placement is kept (never worse than
+                          the node head's greedy one). 0: the one placement */
 } agent_decode_opts;
 
 typedef struct {
@@ -65,8 +71,8 @@ typedef struct {
     model_plan *plan; /* caller-created (model_plan_create(n_layers));
                          scored, and refined by place_eval when placed */
     int samples_used; /* plans decoded: at most `samples` when sampling (more
-                         only when greedy backtracks out of dead ends with no
-                         sampled plan feasible); greedy: its passes */
+                         only when greedy backtracks out of dead ends), plus
+                         node_samples; greedy: its passes */
     int stopped;      /* 1 when budget_ms ran out before `samples` were drawn:
                          the answer is the best of samples_used */
     int cancelled;    /* 1 when opts->cancelled stopped sampling (stopped too) */

@@ -4,7 +4,7 @@
  *                [--assign T1,T2,...|T | --plan-method M2] [--job NAME]
  *                [--seed N] [--json]
  *   strata place FILE --method policy --policy CKPT [--job NAME] [--seed N] [--json]
- *   ... [--workers W] [--ps P]
+ *   ... [--workers W] [--ps P] [--node-samples K]
  *
  * The plan is the one given by --assign, or the one the plan solver
  * --plan-method finds (default exact). Every task of it is placed by the
@@ -22,7 +22,10 @@
  * (model_plan_set_counts: extra tasks to the stages with the fewest), and
  * the method places exactly those tasks: the policy then decodes a plan
  * that holds them and its node head places them, as the daemon does for a
- * job registered with replicas.
+ * job registered with replicas. --node-samples K has the node head also
+ * sample K placements of the plan it decoded and keep the cheapest (its
+ * greedy one included, so never dearer; a greedy placement that misses R
+ * is not the end).
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -45,7 +48,8 @@
     "usage: strata place FILE --method spread|pack|aggregate|zone|best|all\n"          \
     "                    [--assign T1,T2,...|T | --plan-method M] [--job NAME] [--seed N] [--json]\n" \
     "       strata place FILE --method policy --policy CKPT [--job NAME] [--seed N] [--json]\n" \
-    "       ... [--workers W] [--ps P]   (the plan's task counts, fixed beforehand)\n"
+    "       ... [--workers W] [--ps P]   (the plan's task counts, fixed beforehand)\n" \
+    "       ... [--node-samples K]      (K placements sampled besides greedy's, 0 to 64)\n"
 
 static const char *status_word(int rc) {
     switch (rc) {
@@ -132,7 +136,7 @@ static int compare_all(const model_job *job, const model_cluster *cl, const mode
  * when the decode finds no feasible placement, 2 on a checkpoint that
  * does not load). */
 static int place_with_policy(const model_job *job, const model_cluster *cl, const char *ckpt,
-                             uint64_t seed, int workers, int ps, int as_json) {
+                             uint64_t seed, int workers, int ps, int node_samples, int as_json) {
     char err[2048];
     agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
     if (!pol) {
@@ -141,7 +145,8 @@ static int place_with_policy(const model_job *job, const model_cluster *cl, cons
     }
     int status = CLI_FAIL;
     agent_decode_opts o = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = seed,
-                           .placement = PLACER_PLACE_POLICY, .workers = workers, .ps = ps};
+                           .placement = PLACER_PLACE_POLICY, .workers = workers, .ps = ps,
+                           .node_samples = node_samples};
     int cap = agent_policy_task_cap(job, cl, &o);
     int *assign = malloc((size_t)job->n_layers * sizeof *assign);
     int *task_node = cap >= 0 ? malloc((size_t)(cap + 1) * sizeof *task_node) : NULL;
@@ -170,7 +175,8 @@ static int place_with_policy(const model_job *job, const model_cluster *cl, cons
         json_object_set_new(j, "tasks", tasks_json(cl, plan, task_node));
         report_json_print(stdout, j);
     } else {
-        printf("plan from policy, placement by policy (its node head; %s, step %lld)\n",
+        printf("plan from policy, placement by policy (its node head%s; %s, step %lld)\n",
+               node_samples > 0 ? ", the cheapest of greedy's and the sampled placements" : "",
                agent_policy_path(pol), (long long)agent_policy_step(pol));
         report_plan_table(stdout, job, cl, plan);
         print_tasks(job, cl, plan, task_node);
@@ -195,15 +201,16 @@ int cmd_place(int argc, char **argv) {
         {"policy", required_argument, 0, 'p'},
         {"workers", required_argument, 0, 'w'},
         {"ps", required_argument, 0, 'g'},
+        {"node-samples", required_argument, 0, 'n'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *method_text = NULL, *assign_text = NULL, *plan_text = NULL, *job_name = NULL;
     const char *policy = NULL;
     unsigned long long seed = 1;
-    int as_json = 0, c, workers = 0, ps = 0;
+    int as_json = 0, c, workers = 0, ps = 0, node_samples = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:a:P:j:s:Jp:w:g:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:a:P:j:s:Jp:w:g:n:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': method_text = optarg; break;
         case 'a': assign_text = optarg; break;
@@ -225,6 +232,12 @@ int cmd_place(int argc, char **argv) {
             *(c == 'w' ? &workers : &ps) = (int)v;
             break;
         }
+        case 'n': {
+            long long v;
+            if (cli_parse_int("--node-samples", optarg, 0, 64, &v)) return CLI_USAGE;
+            node_samples = (int)v;
+            break;
+        }
         case 'h': printf(PLACE_USAGE); return CLI_OK;
         default: fprintf(stderr, PLACE_USAGE); return CLI_USAGE;
         }
@@ -237,6 +250,11 @@ int cmd_place(int argc, char **argv) {
     if (by_policy != (policy != NULL) || (by_policy && (assign_text || plan_text))) {
         fprintf(stderr, "strata place: --method policy needs --policy CKPT (and --policy needs "
                 "--method policy; the policy plans, so no --assign or --plan-method)\n");
+        return CLI_USAGE;
+    }
+    if (node_samples > 0 && !by_policy) {
+        fprintf(stderr, "strata place: --node-samples: only with --method policy (the node head "
+                "samples the placements)\n");
         return CLI_USAGE;
     }
     int method = all || by_policy ? 0 : placer_method_parse(method_text);
@@ -267,7 +285,7 @@ int cmd_place(int argc, char **argv) {
         goto done;
     }
     if (by_policy) {
-        status = place_with_policy(job, cl, policy, seed, workers, ps, as_json);
+        status = place_with_policy(job, cl, policy, seed, workers, ps, node_samples, as_json);
         goto done;
     }
     assign = malloc((size_t)job->n_layers * sizeof *assign);

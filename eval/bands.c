@@ -28,12 +28,23 @@ static int find(const eval_spec *spec, int decode, int placer) {
 }
 
 /* find_placed returns the first POLICY method placed by `placer`, any
- * decode, or -1. */
-static int find_placed(const eval_spec *spec, int placer) {
+ * decode, whose node head samples placements (sampled 1) or does not
+ * (sampled 0), or -1. */
+static int find_placed(const eval_spec *spec, int placer, int sampled) {
     for (int m = 0; m < spec->n_methods; m++)
-        if (spec->methods[m].family == EVAL_FAM_POLICY && spec->methods[m].placer == placer)
+        if (spec->methods[m].family == EVAL_FAM_POLICY && spec->methods[m].placer == placer &&
+            (spec->methods[m].node_samples > 0) == sampled)
             return m;
     return -1;
+}
+
+/* node_count adds the comparison of placement row n with best's row be to
+ * (*count, *ok): a job counts when either placed, and is ok when n costs
+ * at most best's (1e-9 relative slack) or best found none. */
+static void node_count(const eval_row *n, const eval_row *be, int *count, int *ok) {
+    if (!n || !be || !(n->feasible || be->feasible)) return;
+    (*count)++;
+    if (!be->feasible || (n->feasible && n->cost <= be->cost * (1 + 1e-9))) (*ok)++;
 }
 
 /* row_of returns the first-seed row of (inst, method), or NULL. */
@@ -48,8 +59,9 @@ static const eval_row *row_of(const eval_row *rows, int n_rows, int inst, int me
 int eval_bands(const eval_spec *spec, const eval_row *rows, int n_rows, eval_band *b) {
     int mg = find(spec, AGENT_DECODE_GREEDY, PLACER_PLACE_NONE);
     int ms = find(spec, AGENT_DECODE_SAMPLE, PLACER_PLACE_NONE);
-    int mn = find_placed(spec, PLACER_PLACE_POLICY);
-    int mb = find_placed(spec, PLACER_BEST);
+    int mn = find_placed(spec, PLACER_PLACE_POLICY, 0);
+    int mns = find_placed(spec, PLACER_PLACE_POLICY, 1);
+    int mb = find_placed(spec, PLACER_BEST, 0);
     for (int k = 0; k < EVAL_BANDS; k++) {
         b[k] = (eval_band){.lo = BAND_LO[k], .hi = BAND_HI[k], .greedy_mean = NAN,
                            .greedy_worst = NAN, .sample_mean = NAN};
@@ -74,12 +86,11 @@ int eval_bands(const eval_spec *spec, const eval_row *rows, int n_rows, eval_ban
             ss[k] += s->gap;
             bb->sample_n++;
         }
-        const eval_row *n = mn >= 0 ? row_of(rows, n_rows, g->inst, mn) : NULL;
         const eval_row *be = mb >= 0 ? row_of(rows, n_rows, g->inst, mb) : NULL;
-        if (n && be && (n->feasible || be->feasible)) {
-            bb->node_n++;
-            if (!be->feasible || (n->feasible && n->cost <= be->cost * (1 + 1e-9))) bb->node_ok++;
-        }
+        node_count(mn >= 0 ? row_of(rows, n_rows, g->inst, mn) : NULL, be, &bb->node_n,
+                   &bb->node_ok);
+        node_count(mns >= 0 ? row_of(rows, n_rows, g->inst, mns) : NULL, be, &bb->nodes_n,
+                   &bb->nodes_ok);
     }
     for (int k = 0; k < EVAL_BANDS; k++) {
         if (b[k].gap_n) b[k].greedy_mean = sg[k] / b[k].gap_n;
@@ -96,9 +107,13 @@ static void pct(FILE *f, double v) {
 int eval_bands_write(FILE *f, const eval_spec *spec, const eval_row *rows, int n_rows) {
     eval_band b[EVAL_BANDS];
     if (!eval_bands(spec, rows, n_rows, b)) return 0;
+    int mns = find_placed(spec, PLACER_PLACE_POLICY, 1);
     fprintf(f, "| layers | jobs | greedy gap mean | greedy gap worst | no plan | best-of-N gap "
-               "mean | node head >= best |\n");
-    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|\n");
+               "mean | node head >= best |");
+    if (mns >= 0)
+        fprintf(f, " node head, best of %d placements >= best |",
+                spec->methods[mns].node_samples + 1);
+    fprintf(f, "\n|---|---:|---:|---:|---:|---:|---:|%s\n", mns >= 0 ? "---:|" : "");
     for (int k = 0; k < EVAL_BANDS; k++) {
         if (k == EVAL_BANDS - 1 && b[k].jobs == 0) continue;
         if (k == EVAL_BANDS - 1) fprintf(f, "| %d+ | %d |", b[k].lo, b[k].jobs);
@@ -107,8 +122,11 @@ int eval_bands_write(FILE *f, const eval_spec *spec, const eval_row *rows, int n
         pct(f, b[k].greedy_worst);
         fprintf(f, " %d |", b[k].no_plan);
         pct(f, b[k].sample_mean);
-        if (b[k].node_n) fprintf(f, " %d/%d |\n", b[k].node_ok, b[k].node_n);
-        else fprintf(f, " - |\n");
+        if (b[k].node_n) fprintf(f, " %d/%d |", b[k].node_ok, b[k].node_n);
+        else fprintf(f, " - |");
+        if (mns >= 0 && b[k].nodes_n) fprintf(f, " %d/%d |", b[k].nodes_ok, b[k].nodes_n);
+        else if (mns >= 0) fprintf(f, " - |");
+        fprintf(f, "\n");
     }
     fprintf(f, "\n");
     return 1;

@@ -11,10 +11,15 @@
  *   bo16     the first policy method decoding by sampling, no placement:
  *            mean gap (the config names the sample count, 16 for the
  *            issue's best-of-16);
- *   node     the first policy method placed by its node head, against the
- *            first placed by `best` (the search placer): the share of jobs
- *            where the node head's placed cost is at most best's (1e-9
- *            relative slack) or best found no placement.
+ *   node     the first policy method placed by its node head's greedy
+ *            placement alone (node_samples 0), against the first placed by
+ *            `best` (the search placer): the share of jobs where the node
+ *            head's placed cost is at most best's (1e-9 relative slack) or
+ *            best found no placement;
+ *   nodes    the same for the first policy method whose node head also
+ *            samples placements (node_samples > 0): the cheapest of its
+ *            greedy and sampled placements against best's. Its column is
+ *            printed only when the spec has such a method.
  *
  * A column whose method the spec lacks reads "-". Only the rows of the
  * first seed count. Ownership: nothing is kept; rows are read only.
@@ -39,6 +44,7 @@ typedef struct {
     int sample_n;
     double sample_mean;
     int node_n, node_ok; /* jobs compared; node head at least as good as best */
+    int nodes_n, nodes_ok; /* the same with sampled placements (node_samples > 0) */
 } eval_band;
 
 /* eval_bands computes the bands into b[EVAL_BANDS]. Returns 1 when the

@@ -92,6 +92,7 @@ typedef struct {
     int evals;
     int decode;
     int samples;
+    int node_samples;
     char placement[MODEL_NAME_MAX];
     int points;
     double noise;
@@ -101,7 +102,7 @@ typedef struct {
 } method_in;
 
 enum { ME_METHOD, ME_NAME, ME_PLAN, ME_BUDGET, ME_EVALS, ME_CHECKPOINT, ME_DECODE, ME_SAMPLES,
-       ME_PLACEMENT, ME_POINTS, ME_NOISE, ME_TYPE, ME_MAX_PS, ME_TRUTH, N_ME };
+       ME_NODE_SAMPLES, ME_PLACEMENT, ME_POINTS, ME_NOISE, ME_TYPE, ME_MAX_PS, ME_TRUTH, N_ME };
 static const cfg_field METHOD_FIELDS[N_ME] = {
     [ME_METHOD] = CFG_ROW_NAME("method", 1, method_in, method),
     [ME_NAME] = CFG_ROW_NAME("name", 0, method_in, name),
@@ -113,6 +114,8 @@ static const cfg_field METHOD_FIELDS[N_ME] = {
     [ME_DECODE] = CFG_ROW_ENUM("decode", "greedy|sample", 0, AGENT_DECODE_GREEDY, method_in,
                                decode),
     [ME_SAMPLES] = CFG_ROW_INT("samples", 0, 16, CFG_B_GE, 1, CFG_B_NONE, 0, method_in, samples),
+    [ME_NODE_SAMPLES] = CFG_ROW_INT("node_samples", 0, 0, CFG_B_GE, 0, CFG_B_LE, 64, method_in,
+                                    node_samples),
     [ME_PLACEMENT] = CFG_ROW_NAME("placement", 0, method_in, placement),
     [ME_POINTS] = CFG_ROW_INT("points", 0, 6, CFG_B_GE, 4, CFG_B_NONE, 0, method_in, points),
     [ME_NOISE] = CFG_ROW_NUM("noise", UNITS_FRACTION, 0, 0.05, CFG_B_GE, 0, CFG_B_LT, 1, method_in,
@@ -147,6 +150,7 @@ static const struct {
     {ME_CHECKPOINT, 1u << EVAL_FAM_POLICY},
     {ME_DECODE, 1u << EVAL_FAM_POLICY},
     {ME_SAMPLES, 1u << EVAL_FAM_POLICY},
+    {ME_NODE_SAMPLES, 1u << EVAL_FAM_POLICY},
     {ME_PLACEMENT, 1u << EVAL_FAM_POLICY},
     {ME_POINTS, 1u << EVAL_FAM_FIT},
     {ME_NOISE, 1u << EVAL_FAM_FIT},
@@ -539,6 +543,7 @@ static int load_method(spec_ctx *x, yaml_node_t *node, int i, const eval_spec *s
     m->evals = mi.evals > 0 ? mi.evals : s->evals;
     m->decode = mi.decode;
     m->samples = mi.samples;
+    m->node_samples = mi.node_samples;
     m->points = mi.points;
     m->noise = mi.noise;
     m->max_ps = mi.max_ps;
@@ -567,6 +572,11 @@ static int load_method(spec_ctx *x, yaml_node_t *node, int i, const eval_spec *s
             return FAIL(x, v[ME_PLACEMENT], kp, "unknown placement '%s' (none, policy, "
                         "spread, pack, aggregate, zone, best)", mi.placement);
         }
+        if (m->node_samples > 0 && m->placer != PLACER_PLACE_POLICY) {
+            snprintf(kp, sizeof kp, "%s.node_samples", path);
+            return FAIL(x, v[ME_NODE_SAMPLES], kp, "needs placement: policy (the node head "
+                        "samples the placements)");
+        }
     }
     if (m->family == EVAL_FAM_FIT) {
         m->truth = PLACER_AGGREGATE;
@@ -583,6 +593,8 @@ static int load_method(spec_ctx *x, yaml_node_t *node, int i, const eval_spec *s
     } else if (m->family == EVAL_FAM_POLICY) {
         char dec[32] = "";
         if (m->decode == AGENT_DECODE_SAMPLE) snprintf(dec, sizeof dec, "-s%d", m->samples);
+        if (m->node_samples > 0)
+            snprintf(dec + strlen(dec), sizeof dec - strlen(dec), "-n%d", m->node_samples);
         int none = m->placer == PLACER_PLACE_NONE, nodes = m->placer == PLACER_PLACE_POLICY;
         snprintf(m->name, sizeof m->name, "policy%s%s%.20s", dec, none ? "" : "+",
                  none ? "" : nodes ? "nodes" : placer_placement_name(m->placer));

@@ -67,6 +67,9 @@ typedef struct {
     char checkpoint[EVAL_PATH_MAX]; /* POLICY: checkpoint file (resolved) */
     int decode;       /* POLICY: agent_decode_kind */
     int samples;      /* POLICY: plans sampled when decode is sample */
+    int node_samples; /* POLICY with placement policy: placements the node head
+                         samples for the decoded plan besides its greedy one
+                         (agent_decode_opts.node_samples; 0: none) */
     int points;       /* FIT: measured (workers, ps) points */
     double noise;     /* FIT: relative noise of a measurement, uniform +-noise */
     char type[MODEL_NAME_MAX]; /* FIT: type the job runs on ("" = homogeneous plan's) */

@@ -32,6 +32,7 @@
 #define DECIDE_DEFAULT_SOLVE_BUDGET_MS 1000L /* /v1/solve and plan_method solvers */
 #define DECIDE_MAX_SAMPLES 1024
 #define DECIDE_FALLBACK_SAMPLES 64 /* sampled when the greedy decode fails */
+#define DECIDE_MAX_NODE_SAMPLES 64 /* options.node_samples: at most one decode batch */
 
 /* The decision options of /v1/place (and of a registered job). */
 typedef struct {
@@ -42,6 +43,9 @@ typedef struct {
     int placement;            /* where the tasks go: a placer_placement (solvers/placers.h) */
     agent_decode_kind decode; /* greedy or sample */
     int samples;              /* plans sampled (sample) */
+    int node_samples;         /* placement policy: placements the node head samples
+                                 for the plan kept besides its greedy one
+                                 (agent_decode_opts.node_samples) */
     uint64_t seed;
     long budget_ms;           /* 0: none for the policy; solvers get the default */
     int fallback;             /* 1 (options naming neither decode nor a solver): a

@@ -23,7 +23,7 @@ _Static_assert(sizeof(model_type) == 120, "model_type changed: update pk_place's
 _Static_assert(sizeof(model_node) == 104, "model_node changed: update pk_place's writer");
 _Static_assert(sizeof(model_zone) == 64, "model_zone changed: update pk_place's writer");
 _Static_assert(sizeof(model_cluster) == 80, "model_cluster changed: update pk_place's writer");
-_Static_assert(sizeof(decide_opts) == 88, "decide_opts changed: update pk_place's writer");
+_Static_assert(sizeof(decide_opts) == 96, "decide_opts changed: update pk_place's writer");
 #endif
 
 /* The key is built in a web_text (service/web.h): a growing buffer of
@@ -113,6 +113,7 @@ static void put_opts(kbuf *k, const decide_opts *o) {
     put_i(k, o->placement);
     put_i(k, (int64_t)o->decode);
     put_i(k, o->samples);
+    put_i(k, o->node_samples);
     put_i(k, (int64_t)o->seed);
     put_i(k, o->budget_ms);
     put_i(k, o->fallback);

@@ -1,4 +1,5 @@
-/* test_agent_decode.c -- the decode's shortcuts change nothing.
+/* test_agent_decode.c -- the decode's shortcuts change nothing, and its
+ * extra candidates never make it worse.
  *
  * The rollout keeps the look-ahead's stage figures in a memo for the run
  * (agent_rollout_set_memo), and the policy reuses its rollouts across
@@ -12,6 +13,10 @@
  *    one batch (the memo is indexed by instance, type and span);
  *  - the shipped policy on the daemon benchmark's 32-layer job over 64
  *    nodes (bench/wrk/place.yaml), the node head placing its tasks.
+ * Then the decode's candidates: best of N holds greedy's plan decoded as
+ * greedy does (never dearer than greedy), and node_samples places the
+ * plan again by sampling the node head (never dearer than its greedy
+ * placement, and a way out when that one misses R).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -29,6 +34,7 @@
 #include "agent/net.h"
 #include "agent/policy.h"
 #include "agent/rollout.h"
+#include "env/place.h"
 #include "nets/params.h"
 #include "solvers/runload.h"
 #include "tests/random_instance.h"
@@ -205,7 +211,7 @@ static int decode_once(const agent_policy *pol, const model_job *job, const mode
                        int *assign, int *task_node, model_plan *plan, int *used) {
     char err[2048];
     agent_decode_opts o = {sample ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, sample ? 24 : 1, 5,
-                           PLACER_PLACE_POLICY, 0, NULL, NULL, 0, 0};
+                           PLACER_PLACE_POLICY, 0, NULL, NULL, 0, 0, 0};
     agent_decode_result r = {.assign = assign, .task_node = task_node, .plan = plan};
     int st = agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err);
     assert_true(st >= 0);
@@ -270,11 +276,156 @@ static void test_policy_reuse(void **state) {
     agent_policy_free(kept);
 }
 
+/* decode_opts decodes job on cl with pol: `samples` > 1 samples plans,
+ * node_samples as asked (placement by the node head when the cluster has
+ * nodes); returns agent_policy_decode's status, err holding its message. */
+static int decode_opts(const agent_policy *pol, const model_job *job, const model_cluster *cl,
+                       int samples, int node_samples, uint64_t seed, agent_decode_result *r,
+                       char *err, size_t errlen) {
+    agent_decode_opts o = {.decode = samples > 1 ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY,
+                           .samples = samples, .seed = seed,
+                           .placement = cl->n_nodes ? PLACER_PLACE_POLICY : PLACER_PLACE_NONE,
+                           .node_samples = node_samples};
+    return agent_policy_decode(pol, job, cl, &o, r, err, errlen);
+}
+
+/* Sampling keeps greedy's plan among its candidates, decoded as greedy
+ * decoding does (backtracking out of dead ends), so best of N never costs
+ * more than greedy: the shipped policy on tests/data/heldout/q8-192.yaml,
+ * whose greedy decode backtracks to a plan its 15 samples all miss (before,
+ * best of N gave its greedy candidate one pass and returned a dearer
+ * sample), and on random instances. */
+static void test_sampling_keeps_greedy(void **state) {
+    (void)state;
+    const char *src = getenv("STRATA_SRC");
+    char ckpt[1024], conf[1024], err[2048];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/general.h5", src ? src : ".");
+    snprintf(conf, sizeof conf, "%s/tests/data/heldout/q8-192.yaml", src ? src : ".");
+    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
+    if (!pol) fail_msg("%s", err);
+    cfg_run *run = run_load(conf, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    int *a = malloc(RI_MAX_LAYERS * sizeof *a);
+    model_plan *g = model_plan_create(RI_MAX_LAYERS), *b = model_plan_create(RI_MAX_LAYERS);
+    ri_instance *x = malloc(sizeof *x);
+    assert_true(a && g && b && x);
+    int backtracked = 0, feasible = 0;
+    model_cluster bare = run->cluster; /* plans only */
+    bare.n_nodes = 0;
+    for (uint64_t seed = 0; seed <= 60; seed++) {
+        /* seed 0: the held-out job; then random ones */
+        const model_job *job = &run->jobs[0];
+        const model_cluster *cl = &bare;
+        if (seed > 0) {
+            ri_make(x, 8 + (int)(seed % 40), 2 + (int)(seed % 5), 900 + seed);
+            job = &x->job;
+            cl = &x->cl;
+        }
+        agent_decode_result rg = {.assign = a, .plan = g}, rb = {.assign = a, .plan = b};
+        int sg = decode_opts(pol, job, cl, 1, 0, 1, &rg, err, sizeof err);
+        int sb = decode_opts(pol, job, cl, 16, 0, 1, &rb, err, sizeof err);
+        assert_true(sg >= 0 && sb >= 0);
+        if (seed == 0) assert_true(sg == 0 && rg.samples_used > 1);
+        if (sg != 0) continue;
+        feasible++;
+        backtracked += rg.samples_used > 1;
+        assert_int_equal(sb, 0);
+        if (!(b->cost <= g->cost * (1 + 1e-12)))
+            fail_msg("%s: best of 16 $%.6f, greedy $%.6f (%d passes)", job->name, b->cost, g->cost,
+                     rg.samples_used);
+    }
+    print_message("held-out and random instances: %d feasible, %d backtracked\n", feasible,
+                  backtracked);
+    free(a);
+    free(x);
+    model_plan_free(g);
+    model_plan_free(b);
+    cfg_free(run);
+    agent_policy_free(pol);
+}
+
+/* node_samples: the node head samples more placements of the plan it
+ * decoded and keeps the cheapest. On tests/data/heldout/q8-5.yaml the
+ * greedy placement of the shipped policy's greedy plan misses R; 15
+ * sampled ones find one that keeps it, on the same plan, the same for the
+ * same seed. On the daemon benchmark's job the sampled answer costs at
+ * most greedy's. Out-of-range counts are refused with a message. */
+static void test_node_samples(void **state) {
+    (void)state;
+    const char *src = getenv("STRATA_SRC");
+    char ckpt[1024], conf[1024], err[2048];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/general.h5", src ? src : ".");
+    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
+    if (!pol) fail_msg("%s", err);
+    for (int f = 0; f < 2; f++) {
+        snprintf(conf, sizeof conf, "%s/%s", src ? src : ".",
+                 f ? "bench/wrk/place.yaml" : "tests/data/heldout/q8-5.yaml");
+        cfg_run *run = run_load(conf, err, sizeof err);
+        if (!run) fail_msg("%s", err);
+        const model_job *job = &run->jobs[0];
+        const model_cluster *cl = &run->cluster;
+        int L = job->n_layers, cap = agent_policy_max_tasks(job, cl);
+        int *a0 = malloc((size_t)L * sizeof *a0), *a1 = malloc((size_t)L * sizeof *a1);
+        int *a2 = malloc((size_t)L * sizeof *a2);
+        int *t1 = malloc((size_t)cap * sizeof *t1), *t2 = malloc((size_t)cap * sizeof *t2);
+        int *t0 = malloc((size_t)cap * sizeof *t0);
+        model_plan *p0 = model_plan_create(L), *p1 = model_plan_create(L), *p2 = model_plan_create(L);
+        assert_true(a0 && a1 && a2 && t0 && t1 && t2 && p0 && p1 && p2);
+        agent_decode_result r0 = {.assign = a0, .task_node = t0, .plan = p0};
+        agent_decode_result r1 = {.assign = a1, .task_node = t1, .plan = p1};
+        agent_decode_result r2 = {.assign = a2, .task_node = t2, .plan = p2};
+        int s0 = decode_opts(pol, job, cl, 1, 0, 5, &r0, err, sizeof err);
+        int s1 = decode_opts(pol, job, cl, 1, 15, 5, &r1, err, sizeof err);
+        int s2 = decode_opts(pol, job, cl, 1, 15, 5, &r2, err, sizeof err);
+        assert_int_equal(s1, 0);
+        assert_true(p1->placed && p1->throughput >= job->min_throughput);
+        assert_int_equal(r1.samples_used, r0.samples_used + 15);
+        /* the same answer for the same seed */
+        assert_int_equal(s2, 0);
+        assert_memory_equal(a1, a2, (size_t)L * sizeof *a1);
+        assert_memory_equal(t1, t2, (size_t)place_task_count(p1) * sizeof *t1);
+        assert_memory_equal(&p1->cost, &p2->cost, sizeof p1->cost);
+        if (f == 0) {
+            /* greedy's placement misses R: no plan, and the reason says so */
+            assert_int_equal(s0, MODEL_ERR_PLACEMENT);
+            assert_non_null(strstr(p0->why, "no feasible placement"));
+            /* the plan sampled placements keep R on is greedy's own */
+            agent_decode_result rp = {.assign = a0, .plan = p0};
+            model_cluster bare = *cl;
+            bare.n_nodes = 0;
+            assert_int_equal(decode_opts(pol, job, &bare, 1, 0, 5, &rp, err, sizeof err), 0);
+            assert_memory_equal(a0, a1, (size_t)L * sizeof *a0);
+        } else {
+            assert_int_equal(s0, 0);
+            assert_true(p1->cost <= p0->cost * (1 + 1e-12));
+            assert_memory_equal(a0, a1, (size_t)L * sizeof *a0);
+        }
+        /* out of range */
+        agent_decode_opts bad = {.decode = AGENT_DECODE_GREEDY, .samples = 1, .seed = 1,
+                                 .placement = PLACER_PLACE_POLICY, .node_samples = 65};
+        assert_int_equal(agent_policy_decode(pol, job, cl, &bad, &r2, err, sizeof err), -1);
+        assert_non_null(strstr(err, "node_samples must be in [0, 64], got 65"));
+        free(a0);
+        free(a1);
+        free(a2);
+        free(t0);
+        free(t1);
+        free(t2);
+        model_plan_free(p0);
+        model_plan_free(p1);
+        model_plan_free(p2);
+        cfg_free(run);
+    }
+    agent_policy_free(pol);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memo_random),
         cmocka_unit_test(test_memo_shipped),
         cmocka_unit_test(test_policy_reuse),
+        cmocka_unit_test(test_sampling_keeps_greedy),
+        cmocka_unit_test(test_node_samples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

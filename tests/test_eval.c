@@ -308,6 +308,12 @@ static void test_config_errors(void **state) {
              "  - {method: exact, noise: 5%%}\n", cl, cl);
     expect_error("ev3.yaml", text,
                  ":4:21: methods[0].noise: does not apply to method 'exact' (a plan method)");
+    snprintf(text, sizeof text, "instances:\n  - {cluster: %s, models: %s}\nmethods:\n"
+             "  - {method: policy, checkpoint: %s, node_samples: 4}\n", cl, cl, cl);
+    char want[200];
+    snprintf(want, sizeof want, ":4:%d: methods[0].node_samples: needs placement: policy (the "
+             "node head samples the placements)", (int)strlen(cl) + 50);
+    expect_error("ev3b.yaml", text, want);
     snprintf(text, sizeof text, "instances:\n  - {models: /nowhere/*.yaml, cluster: %s}\n"
              "methods: [exact]\n", cl);
     expect_error("ev4.yaml", text, ":2:14: instances[0].models: '/nowhere/*.yaml' matches no file");

@@ -279,15 +279,16 @@ static void test_curriculum(void **state) {
     assert_int_equal(max_v, 20);
 }
 
-/* Bands by hand: five methods (exact, greedy, sampled, node head, best);
- * three jobs of 4, 6 and 40 layers. */
+/* Bands by hand: five methods (exact, greedy, sampled, node head, best),
+ * then a sixth (the node head with 15 sampled placements); three jobs of
+ * 4, 6 and 40 layers. */
 static void test_bands_by_hand(void **state) {
     (void)state;
-    eval_method m[5];
+    eval_method m[6];
     memset(m, 0, sizeof m);
     m[0].family = EVAL_FAM_PLAN;
     m[0].placer = -1;
-    for (int i = 1; i < 5; i++) {
+    for (int i = 1; i < 6; i++) {
         m[i].family = EVAL_FAM_POLICY;
         m[i].placer = PLACER_PLACE_NONE;
         m[i].decode = AGENT_DECODE_GREEDY;
@@ -295,6 +296,8 @@ static void test_bands_by_hand(void **state) {
     m[2].decode = AGENT_DECODE_SAMPLE;
     m[3].placer = PLACER_PLACE_POLICY;
     m[4].placer = PLACER_BEST;
+    m[5].placer = PLACER_PLACE_POLICY;
+    m[5].node_samples = 15;
     eval_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.n_methods = 5;
@@ -308,6 +311,8 @@ static void test_bands_by_hand(void **state) {
         {0, 4, 4, 1, 10, 100, 0.02},   {1, 1, 6, 1, 110, 100, 0.10},   {1, 2, 6, 1, 104, 100, 0.04},
         {1, 3, 6, 1, 11, 100, 0.10},   {1, 4, 6, 1, 10, 100, 0.10},    {2, 1, 40, 0, NAN, 5, NAN},
         {2, 2, 40, 1, 5.05, 5, 0.01},  {2, 3, 40, 0, NAN, 5, NAN},     {2, 4, 40, 1, 7, 5, 0.4},
+        /* sampled placements: at best's 10 on job 1 (greedy's 11 was not); job 2 placed at 7 */
+        {0, 5, 4, 1, 10, 100, 0.02},   {1, 5, 6, 1, 10, 100, 0.10},    {2, 5, 40, 1, 7, 5, 0.4},
     };
     enum { N = sizeof R / sizeof *R };
     eval_row rows[N];
@@ -350,6 +355,25 @@ static void test_bands_by_hand(void **state) {
     assert_non_null(strstr(text, "| 9-16 | 0 | - | - | 0 | - | - |\n"));
     assert_non_null(strstr(text, "| 33-64 | 1 | - | - | 1 | 1.00% | 0/1 |\n"));
     assert_null(strstr(text, "65+"));
+    assert_null(strstr(text, "placements"));
+    free(text);
+    assert_int_equal(b[0].nodes_n, 0);
+    /* the sixth method: its own column, the greedy one unchanged */
+    spec.n_methods = 6;
+    assert_int_equal(eval_bands(&spec, rows, N, b), 1);
+    assert_int_equal(b[0].node_ok, 1);
+    assert_int_equal(b[0].nodes_ok, 2);
+    assert_int_equal(b[0].nodes_n, 2);
+    assert_int_equal(b[3].nodes_ok, 1);
+    assert_int_equal(b[3].nodes_n, 1);
+    f = open_memstream(&text, &len);
+    assert_int_equal(eval_bands_write(f, &spec, rows, N), 1);
+    fclose(f);
+    assert_non_null(strstr(text, "| node head >= best | node head, best of 16 placements >= best |\n"
+                                 "|---|---:|---:|---:|---:|---:|---:|---:|\n"));
+    assert_non_null(strstr(text, "| 1-8 | 2 | 6.00% | 10.00% | 0 | 2.00% | 1/2 | 2/2 |\n"));
+    assert_non_null(strstr(text, "| 9-16 | 0 | - | - | 0 | - | - | - |\n"));
+    assert_non_null(strstr(text, "| 33-64 | 1 | - | - | 1 | 1.00% | 0/1 | 1/1 |\n"));
     free(text);
     /* no greedy policy method: no table */
     spec.n_methods = 1;

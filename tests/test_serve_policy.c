@@ -263,6 +263,33 @@ static void test_place_with_policy(void **state) {
     assert_true(close_to(json_number_value(json_object_get(cplan, "throughput")),
                          json_number_value(json_object_get(o, "throughput"))));
     json_decref(c);
+
+    /* Sampled placements: the node head places greedy's plan 8 more
+     * times; the same plan, never dearer than the greedy placement, and 8
+     * more decodes counted. A count past 64 names the field. */
+    body = tiny_body("{\"node_samples\": 8, \"seed\": 7}");
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 200);
+    free(body);
+    json_t *ns = sv_body_json(&r);
+    sv_resp_free(&r);
+    assert_true(json_is_true(json_object_get(ns, "feasible")));
+    assert_true(json_equal(json_object_get(json_object_get(ns, "plan"), "assignment"), assign));
+    assert_true(json_number_value(json_object_get(ns, "cost")) <=
+                json_number_value(json_object_get(o, "cost")) * (1 + 1e-12));
+    assert_int_equal(json_integer_value(json_object_get(ns, "samples_used")),
+                     json_integer_value(json_object_get(o, "samples_used")) + 8);
+    json_decref(ns);
+    body = tiny_body("{\"node_samples\": 65}");
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 400);
+    free(body);
+    assert_non_null(strstr(r.body, "options.node_samples: expected a whole number from 0 to 64, "
+                                   "got 65"));
+    sv_resp_free(&r);
+    body = tiny_body("{\"node_samples\": 4, \"placement\": \"zone\"}");
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 400);
+    free(body);
+    assert_non_null(strstr(r.body, "options.node_samples: only when the policy's node head places"));
+    sv_resp_free(&r);
     json_decref(o);
 
     /* Sampling: at most the plans asked for. With a time budget the answer
@@ -286,7 +313,8 @@ static void test_place_with_policy(void **state) {
     assert_true(sv_series(r.body, "strata_policy_load_duration_seconds") > 0);
     assert_true(sv_series(r.body, "strata_policy_loads_total{result=\"ok\"}") == 1);
     assert_true(sv_series(r.body, "strata_decode_memo_total{result=\"hit\"}") == 1);
-    assert_true(sv_series(r.body, "strata_decode_memo_total{result=\"miss\"}") == 1);
+    /* misses: the first body and the node_samples one */
+    assert_true(sv_series(r.body, "strata_decode_memo_total{result=\"miss\"}") == 2);
     sv_resp_free(&r);
     json_decref(ready);
     assert_int_equal(sv_stop(&p), 0);
