@@ -219,19 +219,36 @@ static int decode_once(const agent_policy *pol, const model_job *job, const mode
     return st;
 }
 
+/* shipped_policy loads checkpoints/general.h5 of the source tree. */
+static agent_policy *shipped_policy(void) {
+    const char *src = getenv("STRATA_SRC");
+    char ckpt[1024], err[2048];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/general.h5", src ? src : ".");
+    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
+    if (!pol) fail_msg("%s", err);
+    return pol;
+}
+
+/* source_run loads the run file at `rel` in the source tree. */
+static cfg_run *source_run(const char *rel) {
+    const char *src = getenv("STRATA_SRC");
+    char conf[1024], err[2048];
+    snprintf(conf, sizeof conf, "%s/%s", src ? src : ".", rel);
+    cfg_run *run = run_load(conf, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    return run;
+}
+
 /* One loaded policy decoding a sequence of different jobs (its rollouts
  * reused from decode to decode, grown and shrunk) answers each as a
  * freshly loaded policy does. */
 static void test_policy_reuse(void **state) {
     (void)state;
+    char ckpt[1024], err[2048];
     const char *src = getenv("STRATA_SRC");
-    char ckpt[1024], conf[1024], err[2048];
     snprintf(ckpt, sizeof ckpt, "%s/checkpoints/general.h5", src ? src : ".");
-    snprintf(conf, sizeof conf, "%s/bench/wrk/place.yaml", src ? src : ".");
-    agent_policy *kept = agent_policy_load(ckpt, err, sizeof err);
-    if (!kept) fail_msg("%s", err);
-    cfg_run *run = run_load(conf, err, sizeof err);
-    if (!run) fail_msg("%s", err);
+    agent_policy *kept = shipped_policy();
+    cfg_run *run = source_run("bench/wrk/place.yaml");
     model_job *job = &run->jobs[0];
     const model_cluster *cl = &run->cluster;
     int L0 = job->n_layers, cap = agent_policy_max_tasks(job, cl);
@@ -297,14 +314,9 @@ static int decode_opts(const agent_policy *pol, const model_job *job, const mode
  * sample), and on random instances. */
 static void test_sampling_keeps_greedy(void **state) {
     (void)state;
-    const char *src = getenv("STRATA_SRC");
-    char ckpt[1024], conf[1024], err[2048];
-    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/general.h5", src ? src : ".");
-    snprintf(conf, sizeof conf, "%s/tests/data/heldout/q8-192.yaml", src ? src : ".");
-    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
-    if (!pol) fail_msg("%s", err);
-    cfg_run *run = run_load(conf, err, sizeof err);
-    if (!run) fail_msg("%s", err);
+    char err[2048];
+    agent_policy *pol = shipped_policy();
+    cfg_run *run = source_run("tests/data/heldout/q8-192.yaml");
     int *a = malloc(RI_MAX_LAYERS * sizeof *a);
     model_plan *g = model_plan_create(RI_MAX_LAYERS), *b = model_plan_create(RI_MAX_LAYERS);
     ri_instance *x = malloc(sizeof *x);
@@ -352,16 +364,10 @@ static void test_sampling_keeps_greedy(void **state) {
  * most greedy's. Out-of-range counts are refused with a message. */
 static void test_node_samples(void **state) {
     (void)state;
-    const char *src = getenv("STRATA_SRC");
-    char ckpt[1024], conf[1024], err[2048];
-    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/general.h5", src ? src : ".");
-    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
-    if (!pol) fail_msg("%s", err);
+    char err[2048];
+    agent_policy *pol = shipped_policy();
     for (int f = 0; f < 2; f++) {
-        snprintf(conf, sizeof conf, "%s/%s", src ? src : ".",
-                 f ? "bench/wrk/place.yaml" : "tests/data/heldout/q8-5.yaml");
-        cfg_run *run = run_load(conf, err, sizeof err);
-        if (!run) fail_msg("%s", err);
+        cfg_run *run = source_run(f ? "bench/wrk/place.yaml" : "tests/data/heldout/q8-5.yaml");
         const model_job *job = &run->jobs[0];
         const model_cluster *cl = &run->cluster;
         int L = job->n_layers, cap = agent_policy_max_tasks(job, cl);

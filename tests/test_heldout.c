@@ -279,6 +279,17 @@ static void test_curriculum(void **state) {
     assert_int_equal(max_v, 20);
 }
 
+/* band_text returns eval_bands_write's table (caller frees). */
+static char *band_text(const eval_spec *spec, const eval_row *rows, int n) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(eval_bands_write(f, spec, rows, n), 1);
+    fclose(f);
+    return text;
+}
+
 /* Bands by hand: five methods (exact, greedy, sampled, node head, best),
  * then a sixth (the node head with 15 sampled placements); three jobs of
  * 4, 6 and 40 layers. */
@@ -344,11 +355,7 @@ static void test_bands_by_hand(void **state) {
     assert_true(fabs(b[3].sample_mean - 0.01) < 1e-12);
     assert_int_equal(b[3].node_ok, 0);
     assert_int_equal(b[3].node_n, 1);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    assert_int_equal(eval_bands_write(f, &spec, rows, N), 1);
-    fclose(f);
+    char *text = band_text(&spec, rows, N);
     assert_non_null(strstr(text, "| layers | jobs | greedy gap mean | greedy gap worst | no plan "
                                  "| best-of-N gap mean | node head >= best |\n"));
     assert_non_null(strstr(text, "| 1-8 | 2 | 6.00% | 10.00% | 0 | 2.00% | 1/2 |\n"));
@@ -366,9 +373,7 @@ static void test_bands_by_hand(void **state) {
     assert_int_equal(b[0].nodes_n, 2);
     assert_int_equal(b[3].nodes_ok, 1);
     assert_int_equal(b[3].nodes_n, 1);
-    f = open_memstream(&text, &len);
-    assert_int_equal(eval_bands_write(f, &spec, rows, N), 1);
-    fclose(f);
+    text = band_text(&spec, rows, N);
     assert_non_null(strstr(text, "| node head >= best | node head, best of 16 placements >= best |\n"
                                  "|---|---:|---:|---:|---:|---:|---:|---:|\n"));
     assert_non_null(strstr(text, "| 1-8 | 2 | 6.00% | 10.00% | 0 | 2.00% | 1/2 | 2/2 |\n"));
