@@ -747,6 +747,7 @@ int k8s_fix_plan(const k8s_env *env, const json_t *doc, const json_t *taken, jso
         o.plan_method = SOLVE_GREEDY;
         o.decode = AGENT_DECODE_GREEDY;
         o.samples = 1;
+        o.node_samples = 0;
         if (o.placement == PLACER_PLACE_POLICY) o.placement = PLACER_ZONE;
     }
     if (o.placement == PLACER_PLACE_NONE) o.placement = o.from_policy ? PLACER_PLACE_POLICY : PLACER_ZONE;

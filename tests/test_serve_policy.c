@@ -278,6 +278,27 @@ static void test_place_with_policy(void **state) {
                 json_number_value(json_object_get(o, "cost")) * (1 + 1e-12));
     assert_int_equal(json_integer_value(json_object_get(ns, "samples_used")),
                      json_integer_value(json_object_get(o, "samples_used")) + 8);
+    /* task for task as `strata place --method policy --node-samples 8` */
+    char out[1200], dn[512] = "", cn[512] = "";
+    snprintf(out, sizeof out, "%s/place-node-samples.json", fx->dir);
+    assert_int_equal(sh_run("'%s' place '%s/tiny.yaml' --method policy --policy '%s' "
+                            "--node-samples 8 --seed 7 --json >'%s'", getenv("STRATA_BIN"),
+                            fx->dir, fx->live, out), 0);
+    json_t *cli = json_load_file(out, 0, NULL);
+    assert_non_null(cli);
+    size_t ti;
+    json_t *tt;
+    json_array_foreach(json_object_get(ns, "placement"), ti, tt) {
+        size_t k = strlen(dn);
+        snprintf(dn + k, sizeof dn - k, "%s,", json_string_value(json_object_get(tt, "node")));
+    }
+    json_array_foreach(json_object_get(cli, "tasks"), ti, tt) {
+        size_t k = strlen(cn);
+        snprintf(cn + k, sizeof cn - k, "%s,", json_string_value(json_object_get(tt, "node")));
+    }
+    assert_true(dn[0] != '\0');
+    assert_string_equal(dn, cn);
+    json_decref(cli);
     json_decref(ns);
     body = tiny_body("{\"node_samples\": 65}");
     assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 400);
