@@ -63,9 +63,10 @@ static int push_frames(stack *s, const agent_rollout *ro, int from, int d) {
 
 /* decode_from is agent_decode_greedy with the first n_prefix TYPE actions
  * forced to prefix[] (n_prefix 0: none); backtracking revisits only the
- * decisions after them. Same returns. */
+ * decisions from n_fixed on (n_fixed <= n_prefix: n_prefix keeps the
+ * prefix, 0 lets it revisit every one). Same returns. */
 static int decode_from(agent_rollout *ro, const nn_params *p, const agent_instance *in,
-                       int placement, double penalty, const int *prefix, int n_prefix,
+                       int placement, double penalty, const int *prefix, int n_prefix, int n_fixed,
                        int max_runs, int *assign, int *runs, char *err, size_t errlen) {
     int L = in->job->n_layers;
     int *forced = malloc((size_t)L * sizeof *forced);
@@ -76,7 +77,7 @@ static int decode_from(agent_rollout *ro, const nn_params *p, const agent_instan
     const int *fp[1] = {forced};
     int of[1] = {0};
     stack st = {NULL, 0, 0};
-    int status = 1, n = 0, plen = n_prefix;
+    int status = 1, n = 0, plen = n_fixed;
     for (int t = 0; t < L; t++) forced[t] = t < n_prefix ? prefix[t] : -1;
     if (max_runs < 1) max_runs = 1;
     for (;;) {
@@ -134,7 +135,35 @@ static int decode_from(agent_rollout *ro, const nn_params *p, const agent_instan
 int agent_decode_greedy(agent_rollout *ro, const nn_params *p, const agent_instance *in,
                         int placement, double penalty, int max_runs, int *assign, int *runs,
                         char *err, size_t errlen) {
-    return decode_from(ro, p, in, placement, penalty, NULL, 0, max_runs, assign, runs, err, errlen);
+    return decode_from(ro, p, in, placement, penalty, NULL, 0, 0, max_runs, assign, runs, err,
+                       errlen);
+}
+
+int agent_decode_played(const agent_rollout *ro, int b, int *played) {
+    int T, K;
+    const int *action;
+    const uint8_t *mask;
+    const float *probs;
+    agent_rollout_type_steps(ro, &T, &K, &action, &mask, &probs);
+    int B = agent_rollout_episodes(ro), n = 0;
+    if (b < 0 || b >= B) return 0;
+    while (n < T && action[(size_t)n * B + b] >= 0) {
+        played[n] = action[(size_t)n * B + b];
+        n++;
+    }
+    return n;
+}
+
+int agent_decode_repair(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                        int placement, double penalty, const int *played, int n_played,
+                        int max_runs, int *assign, int *runs, char *err, size_t errlen) {
+    if (n_played < 0 || n_played > in->job->n_layers) {
+        snprintf(err, errlen, "decode: %d played actions for a job of %d layers", n_played,
+                 in->job->n_layers);
+        return -1;
+    }
+    return decode_from(ro, p, in, placement, penalty, played, n_played, 0, max_runs, assign, runs,
+                       err, errlen);
 }
 
 int agent_decode_anchored(agent_rollout *ro, const nn_params *p, const agent_instance *in,
@@ -151,8 +180,8 @@ int agent_decode_anchored(agent_rollout *ro, const nn_params *p, const agent_ins
         if (k <= last) continue;
         last = k;
         int n = 0;
-        status = decode_from(ro, p, in, placement, penalty, anchor, k, k == L ? 1 : max_runs, assign,
-                             &n, err, errlen);
+        status = decode_from(ro, p, in, placement, penalty, anchor, k, k, k == L ? 1 : max_runs,
+                             assign, &n, err, errlen);
         total += n;
         if (status == 0) *n_anchored = k;
     }

@@ -8,7 +8,8 @@
  * and completes every new prefix greedily -- a depth-first search in the
  * policy's order, which is the plain greedy decode when that decode is
  * feasible. The search stops at the first feasible plan or after max_runs
- * decoding passes.
+ * decoding passes. A sampled decode that dead-ends is repaired the same
+ * way from its own decisions (agent_decode_repair).
  */
 #ifndef STRATA_AGENT_DECODE_H
 #define STRATA_AGENT_DECODE_H
@@ -27,6 +28,26 @@
 int agent_decode_greedy(agent_rollout *ro, const nn_params *p, const agent_instance *in,
                         int placement, double penalty, int max_runs, int *assign, int *runs,
                         char *err, size_t errlen);
+
+/* agent_decode_played copies into played[] (room for the instance's
+ * layers) the TYPE actions episode b of ro's last run took: all of them,
+ * or those before its dead end. Returns their count. */
+int agent_decode_played(const agent_rollout *ro, int b, int *played);
+
+/* agent_decode_repair is the way out of a dead end for a sampled decode:
+ * it replays played[n_played] (the actions a sample took before it
+ * dead-ended, agent_decode_played), then backtracks as agent_decode_greedy
+ * does, except that every decision may be revisited, the sample's own
+ * included: the deepest first, the other allowed types at each in the
+ * order of the policy's probabilities, each new prefix completed greedily.
+ * Since the mask never hides a completable action this is a complete
+ * depth-first search, so, given passes enough, the plan found shares the
+ * longest prefix with played[] that any feasible plan does. Stops at the
+ * first feasible plan or after max_runs passes (the replay is the first).
+ * Same returns as agent_decode_greedy. */
+int agent_decode_repair(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                        int placement, double penalty, const int *played, int n_played,
+                        int max_runs, int *assign, int *runs, char *err, size_t errlen);
 
 /* agent_decode_anchored is the fallback for a greedy decode that found no
  * plan although `anchor` (a feasible plan from a solver, [n_layers]) exists:

@@ -68,19 +68,27 @@ static const char *TRAP_HEAD =
     "  alpha: 0.05\n"
     "  layers:\n";
 
-static cfg_run *load_trap(void) {
+/* load_trap writes the trap with n layers (the last one 30 GB) and
+ * target `target` ("250", or another figure) to tmp/file and loads it. */
+static cfg_run *load_trap_n(int n_layers, const char *target, const char *file) {
     char text[8192], p[1200], err[2048];
-    size_t n = (size_t)snprintf(text, sizeof text, "%s", TRAP_HEAD);
-    for (int l = 0; l < L; l++)
+    snprintf(text, sizeof text, "%s", TRAP_HEAD);
+    char *r = strstr(text, "min_throughput: 250");
+    assert_non_null(r);
+    snprintf(r, sizeof text - (size_t)(r - text), "min_throughput: %s\n  alpha: 0.05\n  layers:\n", target);
+    size_t n = strlen(text);
+    for (int l = 0; l < n_layers; l++)
         n += (size_t)snprintf(text + n, sizeof text - n,
                               "    - {name: l%d, flops: 1GFLOP, io: 0, act: 1KB, params: 1KB, mem: %s}\n", l,
-                              l == L - 1 ? "30GB" : "1GB");
-    afx_write_file(tmp, "trap.yaml", text);
-    snprintf(p, sizeof p, "%s/trap.yaml", tmp);
+                              l == n_layers - 1 ? "30GB" : "1GB");
+    afx_write_file(tmp, file, text);
+    snprintf(p, sizeof p, "%s/%s", tmp, file);
     cfg_run *run = cfg_load(p, err, sizeof err);
     if (!run) fail_msg("%s", err);
     return run;
 }
+
+static cfg_run *load_trap(void) { return load_trap_n(L, "250", "trap.yaml"); }
 
 /* all probability on type 0 when the mask allows it, else on the first
  * allowed type */
@@ -158,17 +166,25 @@ static void test_decode_level(void **state) {
     cfg_free(run);
 }
 
-/* A zero-weight checkpoint of the default network: uniform probabilities,
- * so greedy takes big (index 0) wherever allowed. */
-static void write_zero_policy(const char *path) {
-    agent_net_dims d;
-    agent_net_dims_default(&d);
+/* zero_params: the default network with every weight 0 (uniform
+ * probabilities over the allowed types). */
+static nn_params *zero_params(agent_net_dims *d) {
+    agent_net_dims_default(d);
     nn_tensor_spec t[AN_N_TENSORS];
-    agent_net_table(&d, t);
+    agent_net_table(d, t);
     char err[512];
     nn_params *p = nn_params_create(t, AN_N_TENSORS, err, sizeof err);
     assert_non_null(p);
     memset(p->params, 0, p->total * sizeof *p->params);
+    return p;
+}
+
+/* A zero-weight checkpoint of the default network: uniform probabilities,
+ * so greedy takes big (index 0) wherever allowed. */
+static void write_zero_policy(const char *path) {
+    agent_net_dims d;
+    nn_params *p = zero_params(&d);
+    char err[512];
     agent_ckpt_state st;
     memset(&st, 0, sizeof st);
     st.mode = 1;
@@ -220,19 +236,8 @@ static void test_policy_decode(void **state) {
  * "no feasible plan", never an error. */
 static void test_no_plan(void **state) {
     (void)state;
-    char text[8192], p[1200], err[2048];
-    size_t n = (size_t)snprintf(text, sizeof text, "%s", TRAP_HEAD);
-    char *r = strstr(text, "min_throughput: 250");
-    assert_non_null(r);
-    memcpy(r, "min_throughput: 2e3", 19);
-    for (int l = 0; l < L; l++)
-        n += (size_t)snprintf(text + n, sizeof text - n,
-                              "    - {name: l%d, flops: 1GFLOP, io: 0, act: 1KB, params: 1KB, mem: %s}\n", l,
-                              l == L - 1 ? "30GB" : "1GB");
-    afx_write_file(tmp, "none.yaml", text);
-    snprintf(p, sizeof p, "%s/none.yaml", tmp);
-    cfg_run *run = cfg_load(p, err, sizeof err);
-    if (!run) fail_msg("%s", err);
+    char p[1200], err[2048];
+    cfg_run *run = load_trap_n(L, "2e3", "none.yaml");
     snprintf(p, sizeof p, "%s/zero.h5", tmp);
     write_zero_policy(p);
     agent_policy *pol = agent_policy_load(p, err, sizeof err);
@@ -253,11 +258,110 @@ static void test_no_plan(void **state) {
     cfg_free(run);
 }
 
+/* longest_feasible_prefix: by brute force over every plan of the n-layer,
+ * two-type job, the longest prefix any feasible plan shares with
+ * played[n_played] (-1 when no plan is feasible). */
+static int longest_feasible_prefix(const cfg_run *run, const int *played, int n_played) {
+    const model_job *job = &run->jobs[0];
+    int n = job->n_layers, best = -1, a[16];
+    assert_true(n <= 16 && run->cluster.n_types == 2);
+    model_plan *pl = model_plan_create(n);
+    for (unsigned m = 0; m < 1u << n; m++) {
+        for (int l = 0; l < n; l++) a[l] = (int)(m >> l) & 1;
+        if (model_eval(job, &run->cluster, a, pl) != MODEL_FEASIBLE) continue;
+        int k = 0;
+        while (k < n_played && a[k] == played[k]) k++;
+        if (k > best) best = k;
+    }
+    model_plan_free(pl);
+    return best;
+}
+
+/* repaired_prefix repairs played[n_played] on ro (max_runs passes) and
+ * checks the plan: feasible by the cost model, its prefix shared with
+ * played[] the longest a feasible plan has. Returns that length. */
+static int repaired_prefix(agent_rollout *ro, const nn_params *p, const cfg_run *run, const int *played,
+                           int n_played) {
+    agent_instance in = {&run->jobs[0], &run->cluster, 1.0, 0, 0};
+    int n = run->jobs[0].n_layers, assign[16], runs = 0;
+    char err[512];
+    int st = agent_decode_repair(ro, p, &in, PLACER_PLACE_NONE, 4.0, played, n_played, 1 << n, assign,
+                                 &runs, err, sizeof err);
+    if (st != 0) fail_msg("repair returned %d after %d passes: %s", st, runs, st < 0 ? err : "");
+    assert_true(runs >= 2); /* the replay dead-ends again */
+    model_plan *pl = model_plan_create(n);
+    assert_int_equal(model_eval(&run->jobs[0], &run->cluster, assign, pl), MODEL_FEASIBLE);
+    assert_true(agent_rollout_episode(ro, 0)->feasible);
+    assert_true(agent_rollout_episode(ro, 0)->cost == pl->cost);
+    model_plan_free(pl);
+    int k = 0;
+    while (k < n_played && assign[k] == played[k]) k++;
+    assert_int_equal(k, longest_feasible_prefix(run, played, n_played));
+    return k;
+}
+
+/* A sample that dead-ends is repaired from its own decisions
+ * (agent_decode_repair). The trap cut to 8 layers (R 250/s): big takes 1
+ * unit for up to 3 layers, 2 for up to 7, and the last layer needs big.
+ * Preferring big, the decode runs big over layers 0-6 (both units) and
+ * dead-ends at layer 7. The replay alone dead-ends again; the repair
+ * backtracks into the played decisions themselves, and of the 256 plans
+ * the feasible ones keep big to at most 3 layers before the switch (1
+ * unit, the other for layer 7): the repaired plan keeps big on 0-2. Then
+ * uniformly sampled plays (zero weights) that dead-end: each repaired
+ * plan shares the longest prefix with its sample that any feasible plan
+ * does (brute force), which is what a complete depth-first search from
+ * the deepest decision finds first. */
+static void test_repair(void **state) {
+    (void)state;
+    cfg_run *run = load_trap_n(8, "250", "trap8.yaml");
+    agent_instance in = {&run->jobs[0], &run->cluster, 1.0, 0, 0};
+    agent_net_dims d;
+    nn_params *zero = zero_params(&d);
+    agent_rollout *ro = agent_rollout_create(&d);
+    assert_non_null(ro);
+    char err[512];
+    int played[8], assign[8], runs = 0, of[64] = {0};
+    agent_rollout_set_policy(ro, prefer_big, NULL);
+    agent_rollout_opts o = {.placement = PLACER_PLACE_NONE, .greedy = 1, .penalty = 4.0, .ep_total = 1};
+    assert_int_equal(agent_rollout_run(ro, NULL, &in, 1, of, 1, &o, NULL, err, sizeof err), 0);
+    assert_true(agent_rollout_episode(ro, 0)->dead_end);
+    assert_int_equal(agent_decode_played(ro, 0, played), 7);
+    for (int l = 0; l < 7; l++) assert_int_equal(played[l], 0);
+    assert_int_equal(agent_decode_repair(ro, NULL, &in, PLACER_PLACE_NONE, 4.0, played, 7, 1, assign,
+                                         &runs, err, sizeof err), 1);
+    assert_int_equal(runs, 1);
+    assert_int_equal(repaired_prefix(ro, NULL, run, played, 7), 3);
+    /* uniform samples */
+    agent_rollout_set_policy(ro, NULL, NULL);
+    o.greedy = 0;
+    o.seed = 3;
+    o.ep_total = 64;
+    assert_int_equal(agent_rollout_run(ro, zero, &in, 1, of, 64, &o, NULL, err, sizeof err), 0);
+    int dead = 0, n_played[64], all[64][8];
+    for (int b = 0; b < 64; b++)
+        if (agent_rollout_episode(ro, b)->dead_end) {
+            n_played[dead] = agent_decode_played(ro, b, all[dead]);
+            dead++;
+        }
+    int revisited = 0;
+    for (int i = 0; i < dead; i++)
+        revisited += repaired_prefix(ro, zero, run, all[i], n_played[i]) < n_played[i];
+    print_message("uniform samples: %d of 64 dead-ended, %d repaired into their own decisions\n", dead,
+                  revisited);
+    assert_true(dead >= 8);
+    assert_true(revisited >= 1);
+    agent_rollout_free(ro);
+    nn_params_free(zero);
+    cfg_free(run);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_level),
         cmocka_unit_test(test_policy_decode),
         cmocka_unit_test(test_no_plan),
+        cmocka_unit_test(test_repair),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
