@@ -33,6 +33,8 @@
                                    machine ran out on a 60-layer job) */
 #define ANCHOR_EVALS 20000L   /* the genetic search's, when exact gives none */
 #define ANCHOR_RUNS 8         /* backtracking passes per anchored prefix */
+#define REPAIR_RUNS 8         /* backtracking passes per sampled plan that dead-ends
+                                 (q8: 8 repair as many as 64 do) */
 #define POLICY_IDLE 8   /* rollouts kept for the next decodes */
 #define POLICY_KEEP_BYTES ((size_t)16 << 20) /* ... when their decode took less (estimate) */
 
@@ -325,10 +327,22 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         }                                                                                        \
     } while (0)
     /* sampling: samples - 1 sampled plans, then the greedy one (so that
-     * sampling is never worse than greedy, and at most `samples` are decoded
-     * unless greedy has to backtrack out of a dead end) */
+     * sampling is never worse than greedy, and `samples` plans are decoded:
+     * in more passes than that only when a decode backtracks out of a dead
+     * end). A sample that dead-ends backtracks from its own decisions
+     * (agent_decode_repair, REPAIR_RUNS passes), so it is a plan too. */
     int n_sampled = opts->decode == AGENT_DECODE_SAMPLE ? samples - 1 : 0;
+    int *played = NULL, *n_played = NULL, *scratch = NULL;
     if (n_sampled > 0) {
+        played = malloc((size_t)chunk * job->n_layers * sizeof *played);
+        n_played = malloc((size_t)chunk * sizeof *n_played);
+        scratch = malloc((size_t)job->n_layers * sizeof *scratch);
+        if (!played || !n_played || !scratch) {
+            snprintf(err, errlen, "decode: out of memory");
+            rc = -1;
+        }
+    }
+    if (n_sampled > 0 && rc == 0) {
         for (int base = 0; base < n_sampled; base += chunk) {
             int B = n_sampled - base < chunk ? n_sampled - base : chunk;
             agent_rollout_opts o = {.placement = placement,
@@ -344,8 +358,36 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                 rc = -1;
                 break;
             }
-            for (int b = 0; b < B; b++) KEEP_EPISODE(b);
+            int n_dead = 0;
+            for (int b = 0; b < B; b++) {
+                KEEP_EPISODE(b);
+                if (agent_rollout_episode(ro, b)->dead_end) {
+                    n_played[n_dead] = agent_decode_played(ro, b, played + (size_t)n_dead * job->n_layers);
+                    n_dead++;
+                }
+            }
             used += B;
+            /* the samples that dead-ended, repaired one by one (each run
+             * replaces ro's episodes, hence the copies of their actions) */
+            for (int i = 0; i < n_dead && rc == 0; i++) {
+                if (opts->cancelled && opts->cancelled(opts->cancel_ud)) {
+                    res->stopped = res->cancelled = 1;
+                    break;
+                }
+                if (opts->budget_ms > 0 && (clock_now_s() - t0) * 1e3 >= opts->budget_ms) {
+                    res->stopped = 1;
+                    break;
+                }
+                int runs = 0;
+                int st = agent_decode_repair(ro, pol->p, &in, placement, 4.0, played + (size_t)i * job->n_layers,
+                                             n_played[i], REPAIR_RUNS, scratch, &runs, err, errlen);
+                if (runs > 1) used += runs - 1; /* its replay is the sample, counted above */
+                if (st < 0)
+                    rc = -1;
+                else if (st == 0)
+                    KEEP_EPISODE(0);
+            }
+            if (rc || res->stopped) break;
             if (base + B < n_sampled && opts->cancelled && opts->cancelled(opts->cancel_ud)) {
                 res->stopped = res->cancelled = 1;
                 break;
@@ -362,7 +404,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
          * plan -- decoded exactly as greedy decoding does, backtracking
          * and all -- is one more candidate, so sampling is never worse */
         int runs = 0, k = 0, method = 0;
-        int *scratch = malloc((size_t)job->n_layers * sizeof *scratch);
+        if (!scratch) scratch = malloc((size_t)job->n_layers * sizeof *scratch);
         int st = scratch ? agent_decode_greedy(ro, pol->p, &in, placement, 4.0, DECODE_RUNS, scratch, &runs,
                                                err, errlen)
                          : -1;
@@ -402,8 +444,10 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             for (int b = 0; rc == 0 && b < n; b++) KEEP_EPISODE(b);
             used += opts->node_samples;
         }
-        free(scratch);
     }
+    free(scratch);
+    free(played);
+    free(n_played);
 #undef KEEP_EPISODE
     give_rollout(pol, ro, rc == 0 && agent_policy_decode_bytes(job, cl, opts) <= POLICY_KEEP_BYTES);
     free(of);

@@ -30,7 +30,9 @@ typedef struct agent_policy agent_policy;
 typedef enum {
     AGENT_DECODE_GREEDY = 0, /* the most likely action at every step */
     AGENT_DECODE_SAMPLE = 1, /* decode `samples` plans -- the greedy one and
-                                samples - 1 sampled -- and keep the cheapest */
+                                samples - 1 sampled, a sample that dead-ends
+                                backtracking from its own decisions (agent/
+                                decode.h) -- and keep the cheapest */
 } agent_decode_kind;
 
 typedef struct {
@@ -41,11 +43,13 @@ typedef struct {
                           plans only; PLACER_PLACE_POLICY also places the tasks
                           with the node head; a placer_method with that placer */
     int budget_ms;     /* stop sampling after this long (0: no limit); checked
-                          after every batch of 64 samples, and the greedy plan
-                          is decoded after the last */
+                          after every batch of 64 samples and before each
+                          repair of a sample that dead-ended, and the greedy
+                          plan is decoded after the last */
     int (*cancelled)(void *ud); /* NULL, or asked after every batch of 64
-                          samples: nonzero stops sampling at once (the
-                          caller has given up, e.g. its client left) */
+                          samples and before each repair: nonzero stops
+                          sampling at once (the caller has given up, e.g.
+                          its client left) */
     void *cancel_ud;
     int workers, ps;   /* > 0: the job runs exactly this many worker (ps)
                           tasks, fixed beforehand (a TFJob's replica counts):
@@ -70,8 +74,8 @@ typedef struct {
                          (agent_policy_task_cap) */
     model_plan *plan; /* caller-created (model_plan_create(n_layers));
                          scored, and refined by place_eval when placed */
-    int samples_used; /* plans decoded: at most `samples` when sampling (more
-                         only when greedy backtracks out of dead ends), plus
+    int samples_used; /* decoding passes: `samples` when sampling (more
+                         when a decode backtracks out of a dead end), plus
                          node_samples; greedy: its passes */
     int stopped;      /* 1 when budget_ms ran out before `samples` were drawn:
                          the answer is the best of samples_used */
