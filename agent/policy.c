@@ -275,6 +275,11 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             return -1;
         }
     }
+    if (opts->workers < 0 || opts->ps < 0) {
+        snprintf(err, errlen, "decode: workers and ps must be >= 0 (0: the plan's own), got %d "
+                 "and %d", opts->workers, opts->ps);
+        return -1;
+    }
     if (opts->workers > 0) {
         /* more fixed workers than the cluster has units: no plan holds
          * them, so say so now rather than after every decode and fallback
@@ -297,11 +302,6 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         give_rollout(pol, ro, 0);
         free(of);
         snprintf(err, errlen, "decode: out of memory");
-        return -1;
-    }
-    if (opts->workers < 0 || opts->ps < 0) {
-        snprintf(err, errlen, "decode: workers and ps must be >= 0 (0: the plan's own), got %d "
-                 "and %d", opts->workers, opts->ps);
         return -1;
     }
     agent_instance in = {job, cl, 1.0, opts->workers, opts->ps};

@@ -451,6 +451,11 @@ static void test_node_samples(void **state) {
                                  .placement = PLACER_PLACE_POLICY, .node_samples = 65};
         assert_int_equal(agent_policy_decode(pol, job, cl, &bad, &r2, err, sizeof err), -1);
         assert_non_null(strstr(err, "node_samples must be in [0, 64], got 65"));
+        /* refused before a rollout is lent (it leaked one: ASan's leak check) */
+        bad.node_samples = 0;
+        bad.workers = -1;
+        assert_int_equal(agent_policy_decode(pol, job, cl, &bad, &r2, err, sizeof err), -1);
+        assert_non_null(strstr(err, "workers and ps must be >= 0 (0: the plan's own), got -1"));
         free(a0);
         free(a1);
         free(a2);
