@@ -56,6 +56,20 @@ static const eval_row *row_of(const eval_row *rows, int n_rows, int inst, int me
     return NULL;
 }
 
+/* mean_gap_over_seeds returns the mean gap of (inst, method) over the
+ * seeds whose row has one, or NAN when none does. */
+static double mean_gap_over_seeds(const eval_row *rows, int n_rows, int inst, int method) {
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < n_rows; i++)
+        if (rows[i].inst == inst && rows[i].method == method && rows[i].job >= 0 &&
+            isfinite(rows[i].gap)) {
+            sum += rows[i].gap;
+            n++;
+        }
+    return n ? sum / n : NAN;
+}
+
 int eval_bands(const eval_spec *spec, const eval_row *rows, int n_rows, eval_band *b) {
     int mg = find(spec, AGENT_DECODE_GREEDY, PLACER_PLACE_NONE);
     int ms = find(spec, AGENT_DECODE_SAMPLE, PLACER_PLACE_NONE);
@@ -81,9 +95,9 @@ int eval_bands(const eval_spec *spec, const eval_row *rows, int n_rows, eval_ban
             bb->gap_n++;
         }
         if (!g->feasible && isfinite(g->reference)) bb->no_plan++;
-        const eval_row *s = ms >= 0 ? row_of(rows, n_rows, g->inst, ms) : NULL;
-        if (s && isfinite(s->gap)) {
-            ss[k] += s->gap;
+        double sgap = ms >= 0 ? mean_gap_over_seeds(rows, n_rows, g->inst, ms) : NAN;
+        if (isfinite(sgap)) {
+            ss[k] += sgap;
             bb->sample_n++;
         }
         const eval_row *be = mb >= 0 ? row_of(rows, n_rows, g->inst, mb) : NULL;

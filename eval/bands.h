@@ -10,7 +10,8 @@
  *            a plan where exact has one;
  *   bo16     the first policy method decoding by sampling, no placement:
  *            mean gap (the config names the sample count, 16 for the
- *            issue's best-of-16);
+ *            issue's best-of-16), each job's gap the mean over the
+ *            spec's seeds (the samples are the seed's draw);
  *   node     the first policy method placed by its node head's greedy
  *            placement alone (node_samples 0), against the first placed by
  *            `best` (the search placer): the share of jobs where the node
@@ -21,8 +22,9 @@
  *            greedy and sampled placements against best's. Its column is
  *            printed only when the spec has such a method.
  *
- * A column whose method the spec lacks reads "-". Only the rows of the
- * first seed count. Ownership: nothing is kept; rows are read only.
+ * A column whose method the spec lacks reads "-". Apart from bo16, only
+ * the rows of the first seed count (greedy decoding does not depend on
+ * the seed). Ownership: nothing is kept; rows are read only.
  */
 #ifndef STRATA_EVAL_BANDS_H
 #define STRATA_EVAL_BANDS_H

@@ -340,6 +340,24 @@ static void test_bands_by_hand(void **state) {
     }
     eval_band b[EVAL_BANDS];
     assert_int_equal(eval_bands(&spec, rows, N, b), 1);
+    assert_true(fabs(b[0].sample_mean - 0.02) < 1e-12);
+    /* a second seed: each job's best-of-N gap is its mean over the seeds
+     * (job 0: (0 + 0.06) / 2, job 1: (0.04 + 0.04) / 2); greedy's second
+     * seed row (another figure, to show it is not read) changes nothing */
+    eval_row more[N + 3];
+    memcpy(more, rows, sizeof rows);
+    more[N] = rows[1];
+    more[N].seed_idx = 1;
+    more[N].gap = 0.06;
+    more[N + 1] = rows[5];
+    more[N + 1].seed_idx = 1;
+    more[N + 2] = rows[0];
+    more[N + 2].seed_idx = 1;
+    more[N + 2].gap = 0.5;
+    assert_int_equal(eval_bands(&spec, more, N + 3, b), 1);
+    assert_true(fabs(b[0].sample_mean - 0.035) < 1e-12);
+    assert_true(fabs(b[0].greedy_mean - 0.06) < 1e-12);
+    assert_int_equal(eval_bands(&spec, rows, N, b), 1);
     assert_int_equal(b[0].jobs, 2);
     assert_true(fabs(b[0].greedy_mean - 0.06) < 1e-12);
     assert_true(fabs(b[0].greedy_worst - 0.10) < 1e-12);
