@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+
 #include "solvers/runload.h"
+
+void cli_blas_one_thread(void) { openblas_set_num_threads(1); }
 
 cfg_run *cli_load_run(const char *path) {
     char err[2048];

@@ -20,8 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cblas.h>
-
 #include "base/clock.h"
 #include "cli/cli.h"
 #include "cli/common.h"
@@ -93,11 +91,7 @@ int cmd_eval(int argc, char **argv) {
         return CLI_USAGE;
     }
     if (jobs < 1) jobs = 1;
-    /* The cells run on `jobs` worker threads; a policy decode's matrix
-     * products are small (a batch of up to 64 episodes), and OpenBLAS's own
-     * threads only spin against the workers: one BLAS thread each (q8 on 2
-     * cores: 12 s against 29 s, the same figures). */
-    openblas_set_num_threads(1);
+    cli_blas_one_thread(); /* the cells' decodes run on the workers */
     const char *config = argv[optind];
     char err[4096];
     eval_spec *spec = eval_spec_load(config, err, sizeof err);

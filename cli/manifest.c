@@ -266,6 +266,7 @@ int cmd_manifest(int argc, char **argv) {
     placed = model_plan_create(job->n_layers);
     if (!assign || !plan || !placed) goto oom;
     if (policy) {
+        cli_blas_one_thread();
         pol = agent_policy_load(policy, err, sizeof err);
         if (!pol) {
             fprintf(stderr, "strata: %s\n", err);

@@ -138,6 +138,7 @@ static int compare_all(const model_job *job, const model_cluster *cl, const mode
 static int place_with_policy(const model_job *job, const model_cluster *cl, const char *ckpt,
                              uint64_t seed, int workers, int ps, int node_samples, int as_json) {
     char err[2048];
+    cli_blas_one_thread();
     agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
     if (!pol) {
         fprintf(stderr, "strata: --policy: %s\n", err);

@@ -50,8 +50,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cblas.h>
-
 #include "base/file.h"
 #include "cli/cli.h"
 #include "cli/common.h"
@@ -359,7 +357,7 @@ int cmd_serve(int argc, char **argv) {
      * runs its small matrix products on its own thread. OpenBLAS's own
      * threads would only contend with the request threads (and with each
      * other across concurrent decodes). */
-    openblas_set_num_threads(1);
+    cli_blas_one_thread();
     cfg.token = token;
 
     /* The server's threads inherit a mask that blocks the signals; the

@@ -42,6 +42,7 @@
 #include "agent/trainconf.h"
 #include "base/clock.h"
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "cli/report.h"
 #include "env/render.h"
 #include "sim/spoltrain.h"
@@ -563,6 +564,7 @@ done:
 int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt, int samples,
                      uint64_t seed, long budget_ms, int as_json) {
     char err[2048];
+    cli_blas_one_thread();
     agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
     if (!pol) {
         fprintf(stderr, "strata: %s\n", err);
