@@ -223,6 +223,21 @@ static int place_again(agent_rollout *ro, const nn_params *p, const agent_instan
     return rc;
 }
 
+/* sampling_stops asks whether sampling must stop now: the caller gave up
+ * (opts->cancelled; res->stopped and res->cancelled set) or budget_ms has
+ * passed since t0 (res->stopped set). Returns 1 to stop, else 0. */
+static int sampling_stops(const agent_decode_opts *opts, double t0, agent_decode_result *res) {
+    if (opts->cancelled && opts->cancelled(opts->cancel_ud)) {
+        res->stopped = res->cancelled = 1;
+        return 1;
+    }
+    if (opts->budget_ms > 0 && (clock_now_s() - t0) * 1e3 >= opts->budget_ms) {
+        res->stopped = 1;
+        return 1;
+    }
+    return 0;
+}
+
 /* plan_none makes pl a plan that was not found, for reason (its why is
  * the caller's to write). */
 static void plan_none(model_plan *pl, int reason) {
@@ -370,14 +385,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             /* the samples that dead-ended, repaired one by one (each run
              * replaces ro's episodes, hence the copies of their actions) */
             for (int i = 0; i < n_dead && rc == 0; i++) {
-                if (opts->cancelled && opts->cancelled(opts->cancel_ud)) {
-                    res->stopped = res->cancelled = 1;
-                    break;
-                }
-                if (opts->budget_ms > 0 && (clock_now_s() - t0) * 1e3 >= opts->budget_ms) {
-                    res->stopped = 1;
-                    break;
-                }
+                if (sampling_stops(opts, t0, res)) break;
                 int runs = 0;
                 int st = agent_decode_repair(ro, pol->p, &in, placement, 4.0, played + (size_t)i * job->n_layers,
                                              n_played[i], REPAIR_RUNS, scratch, &runs, err, errlen);
@@ -388,15 +396,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                     KEEP_EPISODE(0);
             }
             if (rc || res->stopped) break;
-            if (base + B < n_sampled && opts->cancelled && opts->cancelled(opts->cancel_ud)) {
-                res->stopped = res->cancelled = 1;
-                break;
-            }
-            if (opts->budget_ms > 0 && base + B < n_sampled &&
-                (clock_now_s() - t0) * 1e3 >= opts->budget_ms) {
-                res->stopped = 1;
-                break;
-            }
+            if (base + B < n_sampled && sampling_stops(opts, t0, res)) break;
         }
     }
     if (rc == 0) {

@@ -357,12 +357,19 @@ static void test_sampling_keeps_greedy(void **state) {
     agent_policy_free(pol);
 }
 
+/* gone is a cancel callback whose client has left; it counts its calls. */
+static int gone(void *ud) {
+    (*(int *)ud)++;
+    return 1;
+}
+
 /* Sampled plans that dead-end are repaired from their own decisions
  * (agent_decode_repair), not dropped: on tests/data/heldout/q8-143.yaml
  * (tight capacity) every plan the shipped policy samples dead-ends, and
  * best of 16 used to return greedy's backtracked plan ($386.10, 20.7%
  * above the optimum); with the repairs it returns a cheaper one, in more
- * passes than 16. The same seed gives the same plan. */
+ * passes than 16. The same seed gives the same plan. The cancel callback
+ * and the budget stop the repairs. */
 static void test_sampling_repairs(void **state) {
     (void)state;
     char err[2048];
@@ -387,6 +394,25 @@ static void test_sampling_repairs(void **state) {
     assert_true(rb.samples_used > 16 + rg.samples_used);
     assert_memory_equal(a, a2, (size_t)L * sizeof *a);
     assert_int_equal(rb.samples_used, rb2.samples_used);
+    /* the repairs ask the caller first: a client that has left (asked
+     * once, before the first repair: 15 samples are one batch) or a spent
+     * budget stops them; the 15 samples and greedy's passes are decoded,
+     * no repair, and the answer is greedy's plan */
+    int asked = 0;
+    agent_decode_opts o = {.decode = AGENT_DECODE_SAMPLE, .samples = 16, .seed = 1,
+                           .placement = PLACER_PLACE_NONE, .cancelled = gone, .cancel_ud = &asked};
+    for (int k = 0; k < 2; k++) {
+        if (k == 1) { /* the batch alone takes longer than 1 ms */
+            o.cancelled = NULL;
+            o.budget_ms = 1;
+        }
+        assert_int_equal(agent_policy_decode(pol, job, &bare, &o, &rb2, err, sizeof err), 0);
+        assert_true(rb2.stopped);
+        assert_int_equal(rb2.cancelled, k == 0);
+        assert_int_equal(rb2.samples_used, 15 + rg.samples_used);
+        assert_true(b2->cost == g->cost);
+    }
+    assert_int_equal(asked, 1);
     free(a);
     free(a2);
     model_plan_free(g);
