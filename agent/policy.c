@@ -238,6 +238,18 @@ static int sampling_stops(const agent_decode_opts *opts, double t0, agent_decode
     return 0;
 }
 
+/* A polish's stop callback: sampling_stops on the decode's options. */
+typedef struct {
+    const agent_decode_opts *opts;
+    double t0;
+    agent_decode_result *res;
+} polish_stop_ctx;
+
+static int polish_stops(void *ud) {
+    polish_stop_ctx *c = ud;
+    return sampling_stops(c->opts, c->t0, c->res);
+}
+
 /* plan_none makes pl a plan that was not found, for reason (its why is
  * the caller's to write). */
 static void plan_none(model_plan *pl, int reason) {
@@ -290,6 +302,11 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             return -1;
         }
     }
+    if (opts->polish && (placement != PLACER_PLACE_NONE || opts->workers > 0 || opts->ps > 0)) {
+        snprintf(err, errlen, "decode: polish finishes plans only: not with a placement or fixed "
+                 "worker/ps counts");
+        return -1;
+    }
     if (opts->workers < 0 || opts->ps < 0) {
         snprintf(err, errlen, "decode: workers and ps must be >= 0 (0: the plan's own), got %d "
                  "and %d", opts->workers, opts->ps);
@@ -322,7 +339,8 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     agent_instance in = {job, cl, 1.0, opts->workers, opts->ps};
     double t0 = clock_now_s(), best = INFINITY;
     res->stopped = res->cancelled = 0;
-    res->anchored = res->anchor_method = 0;
+    res->anchored = res->anchor_method = res->polished = 0;
+    res->unpolished = INFINITY;
     int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0, no_anchor = 0;
     /* KEEP_EPISODE(b) copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \
@@ -470,6 +488,27 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         return reason;
     }
     int st = model_eval(job, cl, res->assign, res->plan);
+    if (st == 0) res->unpolished = res->plan->cost;
+    if (st == 0 && opts->polish) {
+        /* segment moves to a local optimum, within the budget */
+        model_plan *pscratch = model_plan_create(job->n_layers);
+        int *trial = malloc((size_t)job->n_layers * sizeof *trial);
+        if (!pscratch || !trial) {
+            model_plan_free(pscratch);
+            free(trial);
+            snprintf(err, errlen, "decode: out of memory");
+            return -1;
+        }
+        polish_stop_ctx sc = {opts, t0, res};
+        double c = solve_polish(job, cl, res->assign, res->plan->cost, pscratch, trial, polish_stops, &sc,
+                                NULL);
+        model_plan_free(pscratch);
+        free(trial);
+        if (c < res->unpolished) {
+            res->polished = 1;
+            st = model_eval(job, cl, res->assign, res->plan);
+        }
+    }
     if (st == 0 && (opts->workers > 0 || opts->ps > 0))
         st = model_plan_set_counts(job, cl, res->plan, opts->workers, opts->ps);
     if (st == 0 && placement != PLACER_PLACE_NONE)

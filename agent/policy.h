@@ -43,9 +43,9 @@ typedef struct {
                           plans only; PLACER_PLACE_POLICY also places the tasks
                           with the node head; a placer_method with that placer */
     int budget_ms;     /* stop sampling after this long (0: no limit); checked
-                          after every batch of 64 samples and before each
-                          repair of a sample that dead-ended, and the greedy
-                          plan is decoded after the last */
+                          after every batch of 64 samples, before each
+                          repair of a sample that dead-ended and in polish,
+                          and the greedy plan is decoded after the last */
     int (*cancelled)(void *ud); /* NULL, or asked after every batch of 64
                           samples and before each repair: nonzero stops
                           sampling at once (the caller has given up, e.g.
@@ -65,6 +65,12 @@ typedef struct {
                           node_samples more times, sampling its nodes, and
                           the cheapest placement is kept (never worse than
                           the node head's greedy one). 0: the one placement */
+    int polish;        /* 1: the kept plan is finished by segment moves to a
+                          local optimum (solve_polish, solvers/solve.h: up to
+                          L^2 T / 2 cost evaluations a pass), within budget_ms
+                          and the cancel callback: a plan at least as cheap.
+                          Plans only: refused with a placement or fixed
+                          worker/ps counts. 0: the decoded plan as it is */
 } agent_decode_opts;
 
 typedef struct {
@@ -85,6 +91,9 @@ typedef struct {
                          forced to a solver's feasible plan and the policy
                          decoded the rest (agent_decode_anchored) */
     int anchor_method; /* that solver, a solve_method (when anchored) */
+    int polished;     /* 1 when opts->polish lowered the kept plan's cost */
+    double unpolished; /* the kept plan's cost before polish (= the plan's
+                          when not polished) */
 } agent_decode_result;
 
 /* agent_policy_load reads a checkpoint. Returns NULL with a message that

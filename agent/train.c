@@ -611,40 +611,6 @@ agent_trainer *agent_train_create_on(const agent_trainconf *tc, const model_job 
 }
 
 /* ---------------------------------------------------------------------------
- * Search: local polish of a plan (segment moves, hill climbing on model_eval)
- * ------------------------------------------------------------------------ */
-
-/* polish improves assign[L] (cost `cost`) by segment moves -- every run of
- * layers i..j given one type t, which covers the single-layer changes (i =
- * j), the merging of neighbouring stages and the homogeneous plans (0..L-1)
- * -- taking each move that lowers the cost, until none does; returns the
- * final cost (assign updated). O(L^2 T) model_eval calls per pass: keep_best
- * runs it only on a step's best sample when that beats every earlier one.
- * plan is scratch for model_eval; trial is scratch of L ints. */
-static double polish(const model_job *job, const model_cluster *cl, int *assign, double cost,
-                     model_plan *plan, int *trial) {
-    int L = job->n_layers, T = cl->n_types;
-    for (int improved = 1; improved;) {
-        improved = 0;
-        for (int i = 0; i < L; i++)
-            for (int j = i; j < L; j++)
-                for (int ty = 0; ty < T; ty++) {
-                    int same = 1;
-                    for (int l = i; l <= j && same; l++) same = assign[l] == ty;
-                    if (same) continue;
-                    memcpy(trial, assign, (size_t)L * sizeof *trial);
-                    for (int l = i; l <= j; l++) trial[l] = ty;
-                    if (model_eval(job, cl, trial, plan) == 0 && plan->cost < cost * (1 - 1e-12)) {
-                        cost = plan->cost;
-                        memcpy(assign, trial, (size_t)L * sizeof *assign);
-                        improved = 1;
-                    }
-                }
-    }
-    return cost;
-}
-
-/* ---------------------------------------------------------------------------
  * The step: draw the batch, play it, advantages, learn, record
  * ------------------------------------------------------------------------ */
 
@@ -1173,7 +1139,7 @@ static void summarize(const agent_trainer *t, const tr_step *st, const tr_loss *
 }
 
 /* keep_best (search) takes the step's cheapest plan, global episode best_e
- * (-1: none), from the rank that played it, polishes it (polish) and keeps
+ * (-1: none), from the rank that played it, polishes it (solve_polish) and keeps
  * it when it beats the best so far; fills m's best_cost and best_gap.
  * Returns 0, or -1 with a message. */
 static int keep_best(agent_trainer *t, const tr_step *st, int best_e, agent_metrics *m, char *err,
@@ -1198,7 +1164,7 @@ static int keep_best(agent_trainer *t, const tr_step *st, int best_e, agent_metr
              * policy replays its plan, which was polished already */
             model_plan *plan = model_plan_create(L);
             int *trial = malloc((size_t)L * sizeof *trial);
-            if (plan && trial) c = polish(job, t->problem.ai.cl, cand, c, plan, trial);
+            if (plan && trial) c = solve_polish(job, t->problem.ai.cl, cand, c, plan, trial, NULL, NULL, NULL);
             model_plan_free(plan);
             free(trial);
         }

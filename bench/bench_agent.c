@@ -209,7 +209,7 @@ static void decode_gaps(const agent_policy *pol, const model_job *job, const mod
     int *as = malloc((size_t)job->n_layers * sizeof *as);
     model_plan *plan = model_plan_create(job->n_layers);
     for (int k = 0; k < 2; k++) {
-        agent_decode_opts o = {k ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, k ? 16 : 1, 1, PLACER_PLACE_NONE, 0, NULL, NULL, 0, 0, 0};
+        agent_decode_opts o = {k ? AGENT_DECODE_SAMPLE : AGENT_DECODE_GREEDY, k ? 16 : 1, 1, PLACER_PLACE_NONE, 0, NULL, NULL, 0, 0, 0, 0};
         agent_decode_result r = {.assign = as, .task_node = NULL, .plan = plan};
         g[k] = as && plan && agent_policy_decode(pol, job, cl, &o, &r, err, sizeof err) == 0 ? plan->cost / exact - 1
                                                                                               : INFINITY;
@@ -311,7 +311,7 @@ static int bench_general(const char *ckpt, int n, const char *src) {
         int *as = malloc((size_t)job->n_layers * sizeof *as);
         int *tn = malloc((size_t)agent_policy_max_tasks(job, &run->cluster) * sizeof *tn);
         model_plan *plan = model_plan_create(job->n_layers), *p0 = model_plan_create(job->n_layers);
-        agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, PLACER_PLACE_NONE, 0, NULL, NULL, 0, 0, 0};
+        agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, PLACER_PLACE_NONE, 0, NULL, NULL, 0, 0, 0, 0};
         agent_decode_result r = {.assign = as, .task_node = tn, .plan = plan};
         double base = agent_policy_decode(pol, job, &run->cluster, &o, &r, err, sizeof err) == 0 ? plan->cost : NAN;
         printf("  %-26s", evals[i]);
@@ -374,7 +374,7 @@ static int bench_decode(const char *ckpt, const char *config, int reps) {
             fprintf(stderr, "bench_agent: out of memory\n");
             rc = 1;
         }
-        agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, PLACER_PLACE_POLICY, 0, NULL, NULL, 0, 0, 0};
+        agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, PLACER_PLACE_POLICY, 0, NULL, NULL, 0, 0, 0, 0};
         agent_decode_result res = {.assign = assign, .task_node = task_node, .plan = plan};
         double *t = malloc((size_t)reps * sizeof *t);
         for (int r = 0; r < reps && rc == 0 && t; r++) {

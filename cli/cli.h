@@ -33,9 +33,10 @@ int cmd_simulate(int argc, char **argv);
 /* cli_solve_policy is `strata solve --method policy` (cli/train.c): decodes
  * the policy checkpoint `ckpt` on job (greedy, or the best of `samples`
  * sampled plans when samples > 1, sampling stopped when budget_ms > 0 is
- * spent) and prints it as cmd_solve does, with the samples drawn. */
+ * spent; with polish, the plan kept finished by segment moves) and prints
+ * it as cmd_solve does, with the samples drawn. */
 int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt, int samples,
-                     uint64_t seed, long budget_ms, int as_json);
+                     int polish, uint64_t seed, long budget_ms, int as_json);
 
 /* cmd_solve_jobs is `strata solve` for several jobs (objective jct,
  * cli/solve_jobs.c). cmd_solve calls it first with its own arguments; it

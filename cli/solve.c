@@ -31,8 +31,9 @@ static void solve_usage(FILE *f) {
     fprintf(f, "usage: strata solve FILE [--method M] [--budget-ms N] [--evals N] [--seed S] "
                "[--job NAME] [--json]\n  methods:");
     for (int m = 0; m < SOLVE_N_METHODS; m++) fprintf(f, " %s", solve_method_name((solve_method)m));
-    fprintf(f, " policy (default exact)\n  --method policy --policy CKPT [--samples N]: decode a trained "
-               "policy, greedy or the best of N samples\n    (N <= 1000000; sampling stops when --budget-ms is spent)\n  several jobs (objective: jct): --method sequential|smd "
+    fprintf(f, " policy (default exact)\n  --method policy --policy CKPT [--samples N] [--polish]: decode a "
+               "trained policy, greedy or the best of N samples\n    (N <= 1000000; sampling stops when "
+               "--budget-ms is spent); --polish finishes the plan by segment moves\n  several jobs (objective: jct): --method sequential|smd "
                "[--plan-method M]\n  --budget-ms: wall-clock budget, default %ld (0: none)\n"
                "  --evals: evaluation budget of random/genetic/anneal, default %ld\n",
             SOLVE_DEFAULT_BUDGET_MS, SOLVE_DEFAULT_EVALS);
@@ -43,6 +44,7 @@ int cmd_solve(int argc, char **argv) {
         CLI_SOLVE_OPTIONS,
         {"policy", required_argument, 0, 'P'},  /* agent: --method policy */
         {"samples", required_argument, 0, 'k'}, /* agent: --method policy */
+        {"polish", no_argument, 0, 'O'},        /* agent: --method policy */
         {0, 0, 0, 0},
     };
     /* agent: --method policy decodes one job; cmd_solve_jobs does not know
@@ -57,16 +59,17 @@ int cmd_solve(int argc, char **argv) {
     solve_opts so;
     solve_opts_default(&so);
     const char *job_name = NULL, *policy = NULL;
-    int as_json = 0, c, use_policy = 0, samples = 0;
+    int as_json = 0, c, use_policy = 0, samples = 0, polish = 0;
     long long v;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:b:e:s:j:JhP:k:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:b:e:s:j:JhP:k:O", opts, NULL)) != -1) {
         switch (c) {
         case 'P': policy = optarg; break;
         case 'k':
             if (cli_parse_int("--samples", optarg, 1, 1000000, &v)) return CLI_USAGE;
             samples = (int)v;
             break;
+        case 'O': polish = 1; break;
         case 'm': {
             if (!strcmp(optarg, "policy")) { /* a trained policy: cli/train.c */
                 use_policy = 1;
@@ -108,7 +111,7 @@ int cmd_solve(int argc, char **argv) {
             fprintf(stderr, "strata solve: --method policy needs --policy CKPT (and --policy needs --method policy)\n");
             goto done;
         }
-        status = cli_solve_policy(run, job, policy, samples, so.seed, so.budget_ms, as_json);
+        status = cli_solve_policy(run, job, policy, samples, polish, so.seed, so.budget_ms, as_json);
         goto done;
     }
     res = solve_result_create(job->n_layers);

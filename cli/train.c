@@ -562,7 +562,7 @@ done:
  * ------------------------------------------------------------------------ */
 
 int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt, int samples,
-                     uint64_t seed, long budget_ms, int as_json) {
+                     int polish, uint64_t seed, long budget_ms, int as_json) {
     char err[2048];
     cli_blas_one_thread();
     agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
@@ -582,7 +582,8 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
                            .samples = samples > 1 ? samples : 1,
                            .seed = seed,
                            .placement = PLACER_PLACE_NONE,
-                           .budget_ms = budget_ms <= 0 ? 0 : budget_ms > INT_MAX ? INT_MAX : (int)budget_ms};
+                           .budget_ms = budget_ms <= 0 ? 0 : budget_ms > INT_MAX ? INT_MAX : (int)budget_ms,
+                           .polish = polish};
     agent_decode_result res = {.assign = assign, .task_node = NULL, .plan = plan};
     double t0 = clock_now_s();
     int rc = agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err);
@@ -613,6 +614,11 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
         json_object_set_new(o2, "evaluations", json_integer(res.samples_used));
         json_object_set_new(o2, "decoding", json_string(decoding));
         json_object_set_new(o2, "samples", json_integer(res.samples_used));
+        if (polish) { /* only then: the answers without polish are unchanged */
+            json_object_set_new(o2, "polished", json_boolean(res.polished));
+            json_object_set_new(o2, "cost_before_polish",
+                                isfinite(res.unpolished) ? json_real(res.unpolished) : json_null());
+        }
         if (res.anchored) { /* only then: the answers of plans the policy decoded alone are unchanged */
             json_object_set_new(o2, "anchored_layers", json_integer(res.anchored));
             json_object_set_new(o2, "anchor_method",
@@ -629,6 +635,11 @@ int cli_solve_policy(const cfg_run *run, const model_job *job, const char *ckpt,
             report_plan_table(stdout, job, cl, plan);
         else
             printf("no feasible plan: %s\n", plan->why);
+        if (polish && res.polished)
+            printf("polish: segment moves took the policy's plan from $%.2f to $%.2f\n", res.unpolished,
+                   plan->cost);
+        else if (polish && rc == 0)
+            printf("polish: no segment move lowers the policy's plan's cost\n");
         if (res.anchored)
             printf("dead end: the first %d of %d layers are %s's plan, the rest decoded by the policy\n",
                    res.anchored, job->n_layers, solve_method_name((solve_method)res.anchor_method));

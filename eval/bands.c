@@ -18,10 +18,11 @@ static int band_of(int layers) {
 
 /* find returns the first POLICY method decoding `decode` with placer
  * `placer`, or -1. */
-static int find(const eval_spec *spec, int decode, int placer) {
+static int find(const eval_spec *spec, int decode, int placer, int polish) {
     for (int m = 0; m < spec->n_methods; m++) {
         const eval_method *me = &spec->methods[m];
-        if (me->family == EVAL_FAM_POLICY && me->decode == decode && me->placer == placer)
+        if (me->family == EVAL_FAM_POLICY && me->decode == decode && me->placer == placer &&
+            !me->polish == !polish)
             return m;
     }
     return -1;
@@ -71,17 +72,18 @@ static double mean_gap_over_seeds(const eval_row *rows, int n_rows, int inst, in
 }
 
 int eval_bands(const eval_spec *spec, const eval_row *rows, int n_rows, eval_band *b) {
-    int mg = find(spec, AGENT_DECODE_GREEDY, PLACER_PLACE_NONE);
-    int ms = find(spec, AGENT_DECODE_SAMPLE, PLACER_PLACE_NONE);
+    int mg = find(spec, AGENT_DECODE_GREEDY, PLACER_PLACE_NONE, 0);
+    int ms = find(spec, AGENT_DECODE_SAMPLE, PLACER_PLACE_NONE, 0);
+    int mp = find(spec, AGENT_DECODE_SAMPLE, PLACER_PLACE_NONE, 1);
     int mn = find_placed(spec, PLACER_PLACE_POLICY, 0);
     int mns = find_placed(spec, PLACER_PLACE_POLICY, 1);
     int mb = find_placed(spec, PLACER_BEST, 0);
     for (int k = 0; k < EVAL_BANDS; k++) {
         b[k] = (eval_band){.lo = BAND_LO[k], .hi = BAND_HI[k], .greedy_mean = NAN,
-                           .greedy_worst = NAN, .sample_mean = NAN};
+                           .greedy_worst = NAN, .sample_mean = NAN, .polish_mean = NAN};
     }
     if (mg < 0) return 0;
-    double sg[EVAL_BANDS] = {0}, ss[EVAL_BANDS] = {0};
+    double sg[EVAL_BANDS] = {0}, ss[EVAL_BANDS] = {0}, sp[EVAL_BANDS] = {0};
     for (int i = 0; i < n_rows; i++) {
         const eval_row *g = &rows[i];
         if (g->method != mg || g->seed_idx != 0 || g->job < 0 || g->objective != EVAL_OBJ_COST)
@@ -100,6 +102,11 @@ int eval_bands(const eval_spec *spec, const eval_row *rows, int n_rows, eval_ban
             ss[k] += sgap;
             bb->sample_n++;
         }
+        double pgap = mp >= 0 ? mean_gap_over_seeds(rows, n_rows, g->inst, mp) : NAN;
+        if (isfinite(pgap)) {
+            sp[k] += pgap;
+            bb->polish_n++;
+        }
         const eval_row *be = mb >= 0 ? row_of(rows, n_rows, g->inst, mb) : NULL;
         node_count(mn >= 0 ? row_of(rows, n_rows, g->inst, mn) : NULL, be, &bb->node_n,
                    &bb->node_ok);
@@ -109,6 +116,7 @@ int eval_bands(const eval_spec *spec, const eval_row *rows, int n_rows, eval_ban
     for (int k = 0; k < EVAL_BANDS; k++) {
         if (b[k].gap_n) b[k].greedy_mean = sg[k] / b[k].gap_n;
         if (b[k].sample_n) b[k].sample_mean = ss[k] / b[k].sample_n;
+        if (b[k].polish_n) b[k].polish_mean = sp[k] / b[k].polish_n;
     }
     return 1;
 }
@@ -122,12 +130,16 @@ int eval_bands_write(FILE *f, const eval_spec *spec, const eval_row *rows, int n
     eval_band b[EVAL_BANDS];
     if (!eval_bands(spec, rows, n_rows, b)) return 0;
     int mns = find_placed(spec, PLACER_PLACE_POLICY, 1);
+    int mp = find(spec, AGENT_DECODE_SAMPLE, PLACER_PLACE_NONE, 1);
     fprintf(f, "| layers | jobs | greedy gap mean | greedy gap worst | no plan | best-of-N gap "
-               "mean | node head >= best |");
+               "mean |");
+    if (mp >= 0) fprintf(f, " best-of-%d + polish gap mean |", spec->methods[mp].samples);
+    fprintf(f, " node head >= best |");
     if (mns >= 0)
         fprintf(f, " node head, best of %d placements >= best |",
                 spec->methods[mns].node_samples + 1);
-    fprintf(f, "\n|---|---:|---:|---:|---:|---:|---:|%s\n", mns >= 0 ? "---:|" : "");
+    fprintf(f, "\n|---|---:|---:|---:|---:|---:|%s---:|%s\n", mp >= 0 ? "---:|" : "",
+            mns >= 0 ? "---:|" : "");
     for (int k = 0; k < EVAL_BANDS; k++) {
         if (k == EVAL_BANDS - 1 && b[k].jobs == 0) continue;
         if (k == EVAL_BANDS - 1) fprintf(f, "| %d+ | %d |", b[k].lo, b[k].jobs);
@@ -136,6 +148,7 @@ int eval_bands_write(FILE *f, const eval_spec *spec, const eval_row *rows, int n
         pct(f, b[k].greedy_worst);
         fprintf(f, " %d |", b[k].no_plan);
         pct(f, b[k].sample_mean);
+        if (mp >= 0) pct(f, b[k].polish_mean);
         if (b[k].node_n) fprintf(f, " %d/%d |", b[k].node_ok, b[k].node_n);
         else fprintf(f, " - |");
         if (mns >= 0 && b[k].nodes_n) fprintf(f, " %d/%d |", b[k].nodes_ok, b[k].nodes_n);

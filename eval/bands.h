@@ -4,14 +4,18 @@
  * into bands (1-8, 9-16, 17-32, 33-64, and 65+ when any), eval_bands
  * reports for the policy methods found in the spec:
  *
- *   greedy   the first policy method decoding greedily with no placement:
+ *   greedy   the first policy method decoding greedily with no placement
+ *            and no polish:
  *            mean and worst gap of its plan to the exact optimum (rows whose
  *            exact plan is proven optimal), and `no plan`: decodes without
  *            a plan where exact has one;
- *   bo16     the first policy method decoding by sampling, no placement:
- *            mean gap (the config names the sample count, 16 for the
- *            issue's best-of-16), each job's gap the mean over the
+ *   bo16     the first policy method decoding by sampling, no placement,
+ *            no polish: mean gap (the config names the sample count, 16
+ *            for the issue's best-of-16), each job's gap the mean over the
  *            spec's seeds (the samples are the seed's draw);
+ *   polish   the same for the first such method with polish (its kept
+ *            plan finished by segment moves, agent_decode_opts.polish);
+ *            its column is printed only when the spec has one;
  *   node     the first policy method placed by its node head's greedy
  *            placement alone (node_samples 0), against the first placed by
  *            `best` (the search placer): the share of jobs where the node
@@ -45,6 +49,8 @@ typedef struct {
     int no_plan;         /* greedy decodes without a plan where exact has one */
     int sample_n;
     double sample_mean;
+    int polish_n;        /* the first sampling method with polish, no placement */
+    double polish_mean;
     int node_n, node_ok; /* jobs compared; node head at least as good as best */
     int nodes_n, nodes_ok; /* the same with sampled placements (node_samples > 0) */
 } eval_band;

@@ -209,7 +209,7 @@ static void cell_policy(run_ctx *x, int mi, const eval_method *m, eval_row *r) {
     const model_cluster *cl = &x->inst[r->inst].run->cluster;
     agent_decode_opts o = {.decode = (agent_decode_kind)m->decode, .samples = m->samples,
                            .seed = r->seed, .placement = m->placer, .budget_ms = 0,
-                           .node_samples = m->node_samples};
+                           .node_samples = m->node_samples, .polish = m->polish};
     int place = m->placer != PLACER_PLACE_NONE;
     if (place && cl->n_nodes == 0) {
         set_note(r, "the cluster lists no nodes to place tasks on");

@@ -93,6 +93,7 @@ typedef struct {
     int decode;
     int samples;
     int node_samples;
+    int polish;
     char placement[MODEL_NAME_MAX];
     int points;
     double noise;
@@ -102,7 +103,8 @@ typedef struct {
 } method_in;
 
 enum { ME_METHOD, ME_NAME, ME_PLAN, ME_BUDGET, ME_EVALS, ME_CHECKPOINT, ME_DECODE, ME_SAMPLES,
-       ME_NODE_SAMPLES, ME_PLACEMENT, ME_POINTS, ME_NOISE, ME_TYPE, ME_MAX_PS, ME_TRUTH, N_ME };
+       ME_NODE_SAMPLES, ME_POLISH, ME_PLACEMENT, ME_POINTS, ME_NOISE, ME_TYPE, ME_MAX_PS, ME_TRUTH,
+       N_ME };
 static const cfg_field METHOD_FIELDS[N_ME] = {
     [ME_METHOD] = CFG_ROW_NAME("method", 1, method_in, method),
     [ME_NAME] = CFG_ROW_NAME("name", 0, method_in, name),
@@ -116,6 +118,7 @@ static const cfg_field METHOD_FIELDS[N_ME] = {
     [ME_SAMPLES] = CFG_ROW_INT("samples", 0, 16, CFG_B_GE, 1, CFG_B_NONE, 0, method_in, samples),
     [ME_NODE_SAMPLES] = CFG_ROW_INT("node_samples", 0, 0, CFG_B_GE, 0, CFG_B_LE, 64, method_in,
                                     node_samples),
+    [ME_POLISH] = CFG_ROW_BOOL("polish", 0, 0, method_in, polish),
     [ME_PLACEMENT] = CFG_ROW_NAME("placement", 0, method_in, placement),
     [ME_POINTS] = CFG_ROW_INT("points", 0, 6, CFG_B_GE, 4, CFG_B_NONE, 0, method_in, points),
     [ME_NOISE] = CFG_ROW_NUM("noise", UNITS_FRACTION, 0, 0.05, CFG_B_GE, 0, CFG_B_LT, 1, method_in,
@@ -544,6 +547,7 @@ static int load_method(spec_ctx *x, yaml_node_t *node, int i, const eval_spec *s
     m->decode = mi.decode;
     m->samples = mi.samples;
     m->node_samples = mi.node_samples;
+    m->polish = mi.polish;
     m->points = mi.points;
     m->noise = mi.noise;
     m->max_ps = mi.max_ps;
@@ -577,6 +581,10 @@ static int load_method(spec_ctx *x, yaml_node_t *node, int i, const eval_spec *s
             return FAIL(x, v[ME_NODE_SAMPLES], kp, "needs placement: policy (the node head "
                         "samples the placements)");
         }
+        if (m->polish && m->placer != PLACER_PLACE_NONE) {
+            snprintf(kp, sizeof kp, "%s.polish", path);
+            return FAIL(x, v[ME_POLISH], kp, "finishes plans only: needs placement none");
+        }
     }
     if (m->family == EVAL_FAM_FIT) {
         m->truth = PLACER_AGGREGATE;
@@ -595,6 +603,7 @@ static int load_method(spec_ctx *x, yaml_node_t *node, int i, const eval_spec *s
         if (m->decode == AGENT_DECODE_SAMPLE) snprintf(dec, sizeof dec, "-s%d", m->samples);
         if (m->node_samples > 0)
             snprintf(dec + strlen(dec), sizeof dec - strlen(dec), "-n%d", m->node_samples);
+        if (m->polish) snprintf(dec + strlen(dec), sizeof dec - strlen(dec), "-polish");
         int none = m->placer == PLACER_PLACE_NONE, nodes = m->placer == PLACER_PLACE_POLICY;
         snprintf(m->name, sizeof m->name, "policy%s%s%.20s", dec, none ? "" : "+",
                  none ? "" : nodes ? "nodes" : placer_placement_name(m->placer));

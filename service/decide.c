@@ -15,7 +15,7 @@
 /* ---- options ----------------------------------------------------------------- */
 
 static const char *const PLACE_OPTION_KEYS[] = {"decode", "samples", "node_samples", "seed",
-                                                "placement", "plan_method", "budget_ms"};
+                                                "placement", "plan_method", "budget_ms", "polish"};
 
 /* Names of placements accepted, for messages. */
 void decide_placement_names(char *buf, size_t len, int with_policy) {
@@ -54,7 +54,7 @@ int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, 
                       (int)(sizeof PLACE_OPTION_KEYS / sizeof *PLACE_OPTION_KEYS), err, errlen))
         return -1;
     const char *decode = NULL, *placement = NULL, *plan_method = NULL;
-    long long samples = -1, node_samples = 0, seed = 1, budget = 0;
+    long long samples = -1, node_samples = 0, seed = 1, budget = 0, polish = 0;
     if (rj_opt_string(options, "options", "decode", &decode, err, errlen) ||
         rj_opt_string(options, "options", "placement", &placement, err, errlen) ||
         rj_opt_string(options, "options", "plan_method", &plan_method, err, errlen) ||
@@ -62,7 +62,8 @@ int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, 
         rj_opt_int(options, "options", "node_samples", 0, DECIDE_MAX_NODE_SAMPLES, &node_samples,
                    err, errlen) ||
         rj_opt_int(options, "options", "seed", 0, 9007199254740991LL, &seed, err, errlen) ||
-        rj_opt_int(options, "options", "budget_ms", 0, max_budget_ms, &budget, err, errlen))
+        rj_opt_int(options, "options", "budget_ms", 0, max_budget_ms, &budget, err, errlen) ||
+        rj_opt_int(options, "options", "polish", 0, 1, &polish, err, errlen))
         return -1;
     if (decode) {
         if (!strcmp(decode, "greedy")) o->decode = AGENT_DECODE_GREEDY;
@@ -131,6 +132,12 @@ int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, 
         return -1;
     }
     o->node_samples = (int)node_samples;
+    if (polish && (!o->from_policy || o->placement != PLACER_PLACE_NONE)) {
+        snprintf(err, errlen, "options.polish: finishes the policy's plan only, with "
+                 "\"placement\": \"none\" (plan_method policy)");
+        return -1;
+    }
+    o->polish = (int)polish;
     return 0;
 }
 
@@ -292,7 +299,8 @@ int decide_run(const model_job *job, const model_cluster *cl, const decide_opts 
     long budget = o->budget_ms;
     if (o->cpu_ms > 0 && (budget <= 0 || budget > o->cpu_ms)) budget = o->cpu_ms;
     agent_decode_opts ao = {o->decode, o->samples, o->seed, o->placement, (int)budget,
-                            o->cancelled, o->cancel_ud, o->workers, o->ps, o->node_samples};
+                            o->cancelled, o->cancel_ud, o->workers, o->ps, o->node_samples,
+                            o->polish};
     /* The policy writes tasks while it decodes: its own bound sizes the
      * buffer. The solver path sizes it once the plan is known. */
     int cap = o->from_policy && pol ? agent_policy_task_cap(job, cl, &ao) : 0;

@@ -46,6 +46,8 @@ typedef struct {
     int node_samples;         /* placement policy: placements the node head samples
                                  for the plan kept besides its greedy one
                                  (agent_decode_opts.node_samples) */
+    int polish;               /* 1: the policy's plan finished by segment moves
+                                 (agent_decode_opts.polish; placement none only) */
     uint64_t seed;
     long budget_ms;           /* 0: none for the policy; solvers get the default */
     int fallback;             /* 1 (options naming neither decode nor a solver): a

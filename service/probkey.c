@@ -114,6 +114,7 @@ static void put_opts(kbuf *k, const decide_opts *o) {
     put_i(k, (int64_t)o->decode);
     put_i(k, o->samples);
     put_i(k, o->node_samples);
+    put_i(k, o->polish);
     put_i(k, (int64_t)o->seed);
     put_i(k, o->budget_ms);
     put_i(k, o->fallback);

@@ -11,8 +11,13 @@
  * uniform type per layer almost never gives fewer than L/2 stages, and
  * every extra stage costs transfers and units, so that baseline would be a
  * straw man.
+ *
+ * solve_polish (solve.h) is the local search that finishes a plan someone
+ * else found (the agent's search mode, a policy's sampled plans): hill
+ * climbing by segment moves to the first local optimum.
  */
 #include "solvers/search.h"
+#include "solvers/solve.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -386,4 +391,37 @@ done:
     free(cur);
     free(cand);
     return rc;
+}
+
+/* ---- polish ---------------------------------------------------------- */
+
+double solve_polish(const model_job *job, const model_cluster *cl, int *assign, double cost,
+                    model_plan *plan, int *trial, int (*stop)(void *ud), void *ud, long *evals) {
+    int L = job->n_layers, T = cl->n_types;
+    long n = 0;
+    for (int improved = 1; improved;) {
+        improved = 0;
+        for (int i = 0; i < L; i++) {
+            if (stop && stop(ud)) {
+                improved = 0;
+                break;
+            }
+            for (int j = i; j < L; j++)
+                for (int ty = 0; ty < T; ty++) {
+                    int same = 1;
+                    for (int l = i; l <= j && same; l++) same = assign[l] == ty;
+                    if (same) continue;
+                    memcpy(trial, assign, (size_t)L * sizeof *trial);
+                    for (int l = i; l <= j; l++) trial[l] = ty;
+                    n++;
+                    if (model_eval(job, cl, trial, plan) == 0 && plan->cost < cost * (1 - 1e-12)) {
+                        cost = plan->cost;
+                        memcpy(assign, trial, (size_t)L * sizeof *assign);
+                        improved = 1;
+                    }
+                }
+        }
+    }
+    if (evals) *evals = n;
+    return cost;
 }

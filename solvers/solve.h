@@ -103,4 +103,17 @@ int solve_run(const model_job *job, const model_cluster *cl, const solve_opts *o
 int solve_run_fixed(const model_job *job, const model_cluster *cl, const solve_opts *opts,
                     const int *fixed, solve_result *res);
 
+/* solve_polish improves a feasible plan assign[n_layers] of cost `cost` by
+ * segment moves -- every run of layers i..j given one type t, which covers
+ * the single-layer changes (i = j), the merging of neighbouring stages and
+ * the homogeneous plans (0..L-1) -- taking each move that lowers the cost
+ * by model_eval, until none does (a local optimum), or until stop(ud)
+ * (NULL: never; asked before each layer i of a pass) returns nonzero.
+ * O(L^2 T) model_eval calls per pass. Returns the final cost (assign
+ * updated: a plan at least as cheap, feasible); *evals (may be NULL)
+ * receives the model_eval calls made. plan is scratch for model_eval
+ * (room for the layers); trial is scratch of n_layers ints. */
+double solve_polish(const model_job *job, const model_cluster *cl, int *assign, double cost,
+                    model_plan *plan, int *trial, int (*stop)(void *ud), void *ud, long *evals);
+
 #endif

@@ -1067,7 +1067,7 @@ static void test_policy(void **state) {
     int *tasks = malloc((size_t)nt * sizeof *tasks);
     model_plan *plan = model_plan_create(3);
     agent_decode_result res = {.assign = assign, .task_node = tasks, .plan = plan};
-    agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, PLACER_PLACE_NONE, 0, NULL, NULL, 0, 0, 0};
+    agent_decode_opts o = {AGENT_DECODE_GREEDY, 1, 1, PLACER_PLACE_NONE, 0, NULL, NULL, 0, 0, 0, 0};
     assert_int_equal(agent_policy_decode(pol, job, cl, &o, &res, err, sizeof err), 0);
     assert_int_equal(res.samples_used, 1);
     double greedy = plan->cost;

@@ -311,6 +311,21 @@ static void test_place_with_policy(void **state) {
     free(body);
     assert_non_null(strstr(r.body, "options.node_samples: only when the policy's node head places"));
     sv_resp_free(&r);
+    body = tiny_body("{\"polish\": 1, \"placement\": \"zone\"}");
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 400);
+    free(body);
+    assert_non_null(strstr(r.body, "options.polish: finishes the policy's plan only"));
+    sv_resp_free(&r);
+    body = tiny_body("{\"polish\": 2}");
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 400);
+    free(body);
+    assert_non_null(strstr(r.body, "options.polish: expected a whole number from 0 to 1"));
+    sv_resp_free(&r);
+    body = tiny_body("{\"polish\": 1, \"placement\": \"none\", \"decode\": \"sample\", "
+                     "\"samples\": 4}");
+    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 200);
+    free(body);
+    sv_resp_free(&r);
     json_decref(o);
 
     /* Sampling: at most the plans asked for. With a time budget the answer
@@ -334,8 +349,9 @@ static void test_place_with_policy(void **state) {
     assert_true(sv_series(r.body, "strata_policy_load_duration_seconds") > 0);
     assert_true(sv_series(r.body, "strata_policy_loads_total{result=\"ok\"}") == 1);
     assert_true(sv_series(r.body, "strata_decode_memo_total{result=\"hit\"}") == 1);
-    /* misses: the first body and the node_samples one */
-    assert_true(sv_series(r.body, "strata_decode_memo_total{result=\"miss\"}") == 2);
+    /* misses: the first body, the node_samples one and the polish one
+     * (polish is part of the memo's key) */
+    assert_true(sv_series(r.body, "strata_decode_memo_total{result=\"miss\"}") == 3);
     sv_resp_free(&r);
     json_decref(ready);
     assert_int_equal(sv_stop(&p), 0);

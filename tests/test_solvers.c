@@ -194,6 +194,73 @@ static void test_exact_equals_brute_force(void **state) {
     solve_result_free(res);
 }
 
+/* ---- polish ------------------------------------------------------------ */
+
+/* stop_now is a polish stop callback that stops at once, counting calls. */
+static int stop_now(void *ud) {
+    (*(int *)ud)++;
+    return 1;
+}
+
+/* solve_polish, checked against the brute force and move by move: from
+ * each homogeneous plan that is feasible on the committed instances it
+ * returns a feasible plan whose cost model_eval confirms, never above its
+ * start nor below the optimum, and at which no segment move (layers i..j
+ * to one type, enumerated here) lowers the cost. It reaches the optimum on
+ * some of them (a local search does not always); a stop callback that
+ * says stop at once leaves the plan as it was. */
+static void test_polish(void **state) {
+    (void)state;
+    uint64_t x = 20240611;
+    int started = 0, optimal = 0, improved = 0;
+    model_plan *p = model_plan_create(RI_MAX_LAYERS);
+    int a[RI_MAX_LAYERS], t[RI_MAX_LAYERS], trial[RI_MAX_LAYERS];
+    for (int i = 0; i < N_SET; i++) {
+        int L, T;
+        set_size(i, &x, &L, &T);
+        ri_instance in;
+        ri_make(&in, L, T, 1000 + (uint64_t)i);
+        brute b;
+        brute_force(&in, &b);
+        for (int ty = 0; ty < T; ty++) {
+            for (int l = 0; l < L; l++) a[l] = ty;
+            if (model_eval(&in.job, &in.cl, a, p) != MODEL_FEASIBLE) continue;
+            double start = p->cost;
+            int calls = 0;
+            long evals = -1;
+            assert_true(solve_polish(&in.job, &in.cl, a, start, p, trial, stop_now, &calls, &evals) ==
+                        start);
+            assert_int_equal(calls, 1);
+            assert_int_equal(evals, 0);
+            for (int l = 0; l < L; l++) assert_int_equal(a[l], ty);
+            double c = solve_polish(&in.job, &in.cl, a, start, p, trial, NULL, NULL, &evals);
+            started++;
+            assert_true(evals >= (long)L * (L + 1) / 2 * (T - 1));
+            assert_int_equal(model_eval(&in.job, &in.cl, a, p), MODEL_FEASIBLE);
+            assert_true(p->cost == c);
+            assert_true(c <= start);
+            assert_true(c >= b.opt * (1 - 1e-9));
+            improved += c < start;
+            optimal += rel_close(c, b.opt, 1e-9);
+            for (int i0 = 0; i0 < L; i0++)
+                for (int j = i0; j < L; j++)
+                    for (int k = 0; k < T; k++) {
+                        memcpy(t, a, (size_t)L * sizeof *t);
+                        for (int l = i0; l <= j; l++) t[l] = k;
+                        if (model_eval(&in.job, &in.cl, t, p) == MODEL_FEASIBLE && p->cost < c * (1 - 1e-12))
+                            fail_msg("instance %d: layers %d..%d to type %d lower the polished cost "
+                                     "%.17g to %.17g", i, i0, j, k, c, p->cost);
+                    }
+        }
+    }
+    print_message("polish from %d feasible homogeneous plans: %d improved, %d reach the optimum\n",
+                  started, improved, optimal);
+    assert_true(started >= 30);
+    assert_true(improved >= 10);
+    assert_true(optimal >= started / 2);
+    model_plan_free(p);
+}
+
 /* ---- the fixture, by hand ---------------------------------------------- */
 
 /* The fixture (tests/fixture.h): cpu and gpu; layers emb, fc1, fc2.
@@ -521,6 +588,7 @@ static void test_cli_solve(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_equals_brute_force),
+        cmocka_unit_test(test_polish),
         cmocka_unit_test(test_baselines_on_fixture),
         cmocka_unit_test(test_same_seed_same_answer),
         cmocka_unit_test(test_exact_budget_bound),
