@@ -300,27 +300,21 @@ static void test_place_with_policy(void **state) {
     assert_string_equal(dn, cn);
     json_decref(cli);
     json_decref(ns);
-    body = tiny_body("{\"node_samples\": 65}");
-    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 400);
-    free(body);
-    assert_non_null(strstr(r.body, "options.node_samples: expected a whole number from 0 to 64, "
-                                   "got 65"));
-    sv_resp_free(&r);
-    body = tiny_body("{\"node_samples\": 4, \"placement\": \"zone\"}");
-    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 400);
-    free(body);
-    assert_non_null(strstr(r.body, "options.node_samples: only when the policy's node head places"));
-    sv_resp_free(&r);
-    body = tiny_body("{\"polish\": 1, \"placement\": \"zone\"}");
-    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 400);
-    free(body);
-    assert_non_null(strstr(r.body, "options.polish: finishes the policy's plan only"));
-    sv_resp_free(&r);
-    body = tiny_body("{\"polish\": 2}");
-    assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 400);
-    free(body);
-    assert_non_null(strstr(r.body, "options.polish: expected a whole number from 0 to 1"));
-    sv_resp_free(&r);
+    /* options refused, each with its message */
+    static const char *const bad[][2] = {
+        {"{\"node_samples\": 65}", "options.node_samples: expected a whole number from 0 to 64, got 65"},
+        {"{\"node_samples\": 4, \"placement\": \"zone\"}",
+         "options.node_samples: only when the policy's node head places"},
+        {"{\"polish\": 1, \"placement\": \"zone\"}", "options.polish: finishes the policy's plan only"},
+        {"{\"polish\": 2}", "options.polish: expected a whole number from 0 to 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        body = tiny_body(bad[i][0]);
+        assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 400);
+        free(body);
+        if (!strstr(r.body, bad[i][1])) fail_msg("options %s: got %s", bad[i][0], r.body);
+        sv_resp_free(&r);
+    }
     body = tiny_body("{\"polish\": 1, \"placement\": \"none\", \"decode\": \"sample\", "
                      "\"samples\": 4}");
     assert_int_equal(sv_http(p.port, "POST", "/v1/place", NULL, body, strlen(body), &r), 200);
