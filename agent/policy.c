@@ -250,6 +250,54 @@ static int polish_stops(void *ud) {
     return sampling_stops(c->opts, c->t0, c->res);
 }
 
+/* polish_kept improves the types of the plan kept (res->assign) by segment
+ * moves (solve_polish, stopped with the budget and the cancel callback)
+ * and, when that lowers the plan's cost, plays the polished plan once with
+ * every type forced and greedy nodes (placement as asked; fixed counts as
+ * the instance has them): *n = 1, the answer is episode 0 of ro, for the
+ * caller to keep if cheaper (the placed or counted cost may differ from
+ * the plan's). *n = 0 when polish changed nothing, when the polished plan
+ * cannot hold fixed counts, or when its run failed (the answer stays as it
+ * was). Returns 0, or -1 with a message (out of memory). */
+static int polish_kept(agent_rollout *ro, const nn_params *p, const agent_instance *in, int placement,
+                       const agent_decode_opts *opts, double t0, agent_decode_result *res, int *n,
+                       char *err, size_t errlen) {
+    const model_job *job = in->job;
+    int L = job->n_layers;
+    *n = 0;
+    model_plan *pl = model_plan_create(L);
+    int *a = malloc((size_t)L * sizeof *a), *trial = malloc((size_t)L * sizeof *trial);
+    int rc = 0;
+    if (!pl || !a || !trial) {
+        snprintf(err, errlen, "decode: out of memory");
+        rc = -1;
+    } else if (memcpy(a, res->assign, (size_t)L * sizeof *a), model_eval(job, in->cl, a, pl) == 0) {
+        double c0 = pl->cost;
+        polish_stop_ctx sc = {opts, t0, res};
+        double c = solve_polish(job, in->cl, a, c0, pl, trial, polish_stops, &sc, NULL);
+        /* fixed counts the polished plan cannot hold: not played (its
+         * forced types would be refused) */
+        int holds = c < c0 && (in->workers <= 0 && in->ps <= 0 ? 1
+                               : model_eval(job, in->cl, a, pl) == 0 &&
+                                     model_plan_set_counts(job, in->cl, pl, in->workers, in->ps) == 0);
+        if (holds) {
+            const int *forced[1] = {a};
+            int of[1] = {0};
+            agent_rollout_opts o = {.placement = placement, .greedy = 1, .penalty = 4.0,
+                                    .seed = opts->seed, .stream = 0x504f4c53ULL /* "POLS" */,
+                                    .ep_base = 0, .ep_total = 1, .record = 0, .forced = forced};
+            /* a run that fails leaves the answer as it was: polish only
+             * ever improves on it */
+            char e2[256];
+            if (agent_rollout_run(ro, p, in, 1, of, 1, &o, NULL, e2, sizeof e2) == 0) *n = 1;
+        }
+    }
+    model_plan_free(pl);
+    free(a);
+    free(trial);
+    return rc;
+}
+
 /* plan_none makes pl a plan that was not found, for reason (its why is
  * the caller's to write). */
 static void plan_none(model_plan *pl, int reason) {
@@ -301,11 +349,6 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                      "placer_method)", placement);
             return -1;
         }
-    }
-    if (opts->polish && (placement != PLACER_PLACE_NONE || opts->workers > 0 || opts->ps > 0)) {
-        snprintf(err, errlen, "decode: polish finishes plans only: not with a placement or fixed "
-                 "worker/ps counts");
-        return -1;
     }
     if (opts->workers < 0 || opts->ps < 0) {
         snprintf(err, errlen, "decode: workers and ps must be >= 0 (0: the plan's own), got %d "
@@ -452,6 +495,18 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             }
         } else
             reason = MODEL_ERR_CAPACITY;
+        if (st == 0 && found) res->unpolished = best;
+        if (st == 0 && found && opts->polish && !res->stopped) {
+            /* segment moves on the kept plan's types (by model_eval, within
+             * the budget), then the polished plan played again with its
+             * types forced -- the counts and the placement as every decode
+             * makes them -- and kept when its answer is cheaper */
+            int n = 0;
+            rc = polish_kept(ro, pol->p, &in, placement, opts, t0, res, &n, err, errlen);
+            for (int b = 0; rc == 0 && b < n; b++) KEEP_EPISODE(b);
+            res->polished = best < res->unpolished;
+            used += n;
+        }
         if (st == 0 && placement == PLACER_PLACE_POLICY && opts->node_samples > 0) {
             /* the node head places the kept plan again, sampling its nodes
              * (greedy's plan when no placement of any plan kept R: scratch
@@ -488,27 +543,6 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         return reason;
     }
     int st = model_eval(job, cl, res->assign, res->plan);
-    if (st == 0) res->unpolished = res->plan->cost;
-    if (st == 0 && opts->polish) {
-        /* segment moves to a local optimum, within the budget */
-        model_plan *pscratch = model_plan_create(job->n_layers);
-        int *trial = malloc((size_t)job->n_layers * sizeof *trial);
-        if (!pscratch || !trial) {
-            model_plan_free(pscratch);
-            free(trial);
-            snprintf(err, errlen, "decode: out of memory");
-            return -1;
-        }
-        polish_stop_ctx sc = {opts, t0, res};
-        double c = solve_polish(job, cl, res->assign, res->plan->cost, pscratch, trial, polish_stops, &sc,
-                                NULL);
-        model_plan_free(pscratch);
-        free(trial);
-        if (c < res->unpolished) {
-            res->polished = 1;
-            st = model_eval(job, cl, res->assign, res->plan);
-        }
-    }
     if (st == 0 && (opts->workers > 0 || opts->ps > 0))
         st = model_plan_set_counts(job, cl, res->plan, opts->workers, opts->ps);
     if (st == 0 && placement != PLACER_PLACE_NONE)

@@ -65,12 +65,14 @@ typedef struct {
                           node_samples more times, sampling its nodes, and
                           the cheapest placement is kept (never worse than
                           the node head's greedy one). 0: the one placement */
-    int polish;        /* 1: the kept plan is finished by segment moves to a
-                          local optimum (solve_polish, solvers/solve.h: up to
-                          L^2 T / 2 cost evaluations a pass), within budget_ms
-                          and the cancel callback: a plan at least as cheap.
-                          Plans only: refused with a placement or fixed
-                          worker/ps counts. 0: the decoded plan as it is */
+    int polish;        /* 1: the types of the plan kept are finished by
+                          segment moves to a local optimum of the plan's cost
+                          (solve_polish, solvers/solve.h: up to L^2 T / 2 cost
+                          evaluations a pass, within budget_ms and the cancel
+                          callback), and the polished plan, played once with
+                          its types forced (counts and placement as every
+                          decode makes them), replaces the answer when that
+                          is cheaper: never dearer. 0: the decoded plan */
 } agent_decode_opts;
 
 typedef struct {
@@ -91,9 +93,10 @@ typedef struct {
                          forced to a solver's feasible plan and the policy
                          decoded the rest (agent_decode_anchored) */
     int anchor_method; /* that solver, a solve_method (when anchored) */
-    int polished;     /* 1 when opts->polish lowered the kept plan's cost */
-    double unpolished; /* the kept plan's cost before polish (= the plan's
-                          when not polished) */
+    int polished;     /* 1 when opts->polish lowered the answer's cost */
+    double unpolished; /* the answer's cost before polish (placed, with the
+                          counts: as the decode compares plans), INFINITY
+                          when no plan was found */
 } agent_decode_result;
 
 /* agent_policy_load reads a checkpoint. Returns NULL with a message that

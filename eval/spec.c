@@ -154,6 +154,7 @@ static const struct {
     {ME_DECODE, 1u << EVAL_FAM_POLICY},
     {ME_SAMPLES, 1u << EVAL_FAM_POLICY},
     {ME_NODE_SAMPLES, 1u << EVAL_FAM_POLICY},
+    {ME_POLISH, 1u << EVAL_FAM_POLICY},
     {ME_PLACEMENT, 1u << EVAL_FAM_POLICY},
     {ME_POINTS, 1u << EVAL_FAM_FIT},
     {ME_NOISE, 1u << EVAL_FAM_FIT},
@@ -580,10 +581,6 @@ static int load_method(spec_ctx *x, yaml_node_t *node, int i, const eval_spec *s
             snprintf(kp, sizeof kp, "%s.node_samples", path);
             return FAIL(x, v[ME_NODE_SAMPLES], kp, "needs placement: policy (the node head "
                         "samples the placements)");
-        }
-        if (m->polish && m->placer != PLACER_PLACE_NONE) {
-            snprintf(kp, sizeof kp, "%s.polish", path);
-            return FAIL(x, v[ME_POLISH], kp, "finishes plans only: needs placement none");
         }
     }
     if (m->family == EVAL_FAM_FIT) {

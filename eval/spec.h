@@ -70,8 +70,8 @@ typedef struct {
     int node_samples; /* POLICY with placement policy: placements the node head
                          samples for the decoded plan besides its greedy one
                          (agent_decode_opts.node_samples; 0: none) */
-    int polish;       /* POLICY, placement none: the kept plan finished by segment
-                         moves (agent_decode_opts.polish) */
+    int polish;       /* POLICY: the kept plan finished by segment moves
+                         (agent_decode_opts.polish) */
     int points;       /* FIT: measured (workers, ps) points */
     double noise;     /* FIT: relative noise of a measurement, uniform +-noise */
     char type[MODEL_NAME_MAX]; /* FIT: type the job runs on ("" = homogeneous plan's) */

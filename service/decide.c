@@ -132,9 +132,9 @@ int decide_opts_parse(const json_t *options, int has_nodes, long max_budget_ms, 
         return -1;
     }
     o->node_samples = (int)node_samples;
-    if (polish && (!o->from_policy || o->placement != PLACER_PLACE_NONE)) {
-        snprintf(err, errlen, "options.polish: finishes the policy's plan only, with "
-                 "\"placement\": \"none\" (plan_method policy)");
+    if (polish && !o->from_policy) {
+        snprintf(err, errlen, "options.polish: finishes the policy's plan only (plan_method "
+                 "policy)");
         return -1;
     }
     o->polish = (int)polish;

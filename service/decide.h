@@ -47,7 +47,7 @@ typedef struct {
                                  for the plan kept besides its greedy one
                                  (agent_decode_opts.node_samples) */
     int polish;               /* 1: the policy's plan finished by segment moves
-                                 (agent_decode_opts.polish; placement none only) */
+                                 (agent_decode_opts.polish) */
     uint64_t seed;
     long budget_ms;           /* 0: none for the policy; solvers get the default */
     int fallback;             /* 1 (options naming neither decode nor a solver): a

@@ -315,10 +315,9 @@ static void test_config_errors(void **state) {
              "node head samples the placements)", (int)strlen(cl) + 50);
     expect_error("ev3b.yaml", text, want);
     snprintf(text, sizeof text, "instances:\n  - {cluster: %s, models: %s}\nmethods:\n"
-             "  - {method: policy, checkpoint: %s, placement: policy, polish: true}\n", cl, cl, cl);
-    snprintf(want, sizeof want, ":4:%d: methods[0].polish: finishes plans only: needs placement "
-             "none", (int)strlen(cl) + 63);
-    expect_error("ev3c.yaml", text, want);
+             "  - {method: genetic, polish: true}\n", cl, cl);
+    expect_error("ev3c.yaml", text,
+                 ":4:23: methods[0].polish: does not apply to method 'genetic' (a plan method)");
     snprintf(text, sizeof text, "instances:\n  - {models: /nowhere/*.yaml, cluster: %s}\n"
              "methods: [exact]\n", cl);
     expect_error("ev4.yaml", text, ":2:14: instances[0].models: '/nowhere/*.yaml' matches no file");
