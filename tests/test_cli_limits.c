@@ -30,6 +30,14 @@ static json_t *parse_out(void) {
     return o;
 }
 
+/* solve runs `strata solve ARGS` in $STRATA_SRC/DIR and returns its exit
+ * status (its output in harness_out). */
+static int solve(const char *dir, const char *args) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s/%s' && '%s' solve %s", harness_src(), dir, harness_bin(), args);
+    return harness_run(cmd);
+}
+
 /* 20,000 samples take seconds (about 0.18 ms each on the default job);
  * with --budget-ms 1 sampling stops after the batch of 64 in which the
  * millisecond runs out (the first, or on a fast machine the second: a
@@ -44,20 +52,16 @@ static void assert_stopped_count(long long n) {
 
 static void test_policy_budget(void **state) {
     (void)state;
-    char cmd[2048];
-    const char *src = harness_src(), *bin = harness_bin();
-    snprintf(cmd, sizeof cmd, "cd '%s/configs' && '%s' solve default.yaml --method policy "
-             "--policy ../checkpoints/general.h5 --samples 20000 --budget-ms 1 --json", src, bin);
-    assert_int_equal(harness_run(cmd), 0);
+    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../checkpoints/general.h5 "
+                                      "--samples 20000 --budget-ms 1 --json"), 0);
     json_t *o = parse_out();
     assert_true(json_is_true(json_object_get(o, "stopped")));
     assert_true(json_is_true(json_object_get(o, "found")));
     assert_stopped_count((long long)json_integer_value(json_object_get(o, "samples")));
     json_decref(o);
 
-    snprintf(cmd, sizeof cmd, "cd '%s/configs' && '%s' solve default.yaml --method policy "
-             "--policy ../checkpoints/general.h5 --samples 20000 --budget-ms 1", src, bin);
-    assert_int_equal(harness_run(cmd), 0);
+    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../checkpoints/general.h5 "
+                                      "--samples 20000 --budget-ms 1"), 0);
     const char *m = strstr(harness_out, "method: policy (sample, ");
     long long n = 0;
     int used = 0;
@@ -66,17 +70,15 @@ static void test_policy_budget(void **state) {
     assert_true(used > 0);
     assert_stopped_count(n);
 
-    snprintf(cmd, sizeof cmd, "cd '%s/configs' && '%s' solve default.yaml --method policy "
-             "--policy ../checkpoints/general.h5 --samples 100 --budget-ms 0 --json", src, bin);
-    assert_int_equal(harness_run(cmd), 0);
+    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../checkpoints/general.h5 "
+                                      "--samples 100 --budget-ms 0 --json"), 0);
     o = parse_out();
     assert_false(json_is_true(json_object_get(o, "stopped")));
     assert_int_equal(json_integer_value(json_object_get(o, "samples")), 100);
     json_decref(o);
 
-    snprintf(cmd, sizeof cmd, "cd '%s/configs' && '%s' solve default.yaml --method policy "
-             "--policy ../checkpoints/general.h5 --samples 1000001 2>&1", src, bin);
-    assert_int_equal(harness_run(cmd), 2);
+    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../checkpoints/general.h5 "
+                                      "--samples 1000001 2>&1"), 2);
     assert_non_null(strstr(harness_out, "--samples: expected a whole number from 1 to 1000000, "
                                         "got '1000001'"));
 }
@@ -88,11 +90,8 @@ static void test_policy_budget(void **state) {
  * (stopped true) and the answer is still a feasible plan. */
 static void test_policy_polish(void **state) {
     (void)state;
-    char cmd[2048];
-    const char *src = harness_src(), *bin = harness_bin();
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' solve tests/data/heldout/q8-143.yaml --method policy "
-             "--policy checkpoints/general.h5 --samples 16 --polish --budget-ms 0 --json", src, bin);
-    assert_int_equal(harness_run(cmd), 0);
+    assert_int_equal(solve(".", "tests/data/heldout/q8-143.yaml --method policy --policy "
+                                "checkpoints/general.h5 --samples 16 --polish --budget-ms 0 --json"), 0);
     json_t *o = parse_out();
     assert_true(json_is_true(json_object_get(o, "polished")));
     double before = json_real_value(json_object_get(o, "cost_before_polish"));
@@ -100,14 +99,12 @@ static void test_policy_polish(void **state) {
     if (before < 368.345 || before > 368.355 || cost < 348.275 || cost > 348.285)
         fail_msg("best of 16 $%.4f, polished $%.4f: want $368.35 and $348.28", before, cost);
     json_decref(o);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' solve tests/data/heldout/q8-143.yaml --method policy "
-             "--policy checkpoints/general.h5 --samples 16 --polish --budget-ms 0", src, bin);
-    assert_int_equal(harness_run(cmd), 0);
+    assert_int_equal(solve(".", "tests/data/heldout/q8-143.yaml --method policy --policy "
+                                "checkpoints/general.h5 --samples 16 --polish --budget-ms 0"), 0);
     assert_non_null(strstr(harness_out, "polish: segment moves took the policy's plan from $368.35 "
                                         "to $348.28"));
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' solve tests/data/heldout/q8-143.yaml --method policy "
-             "--policy checkpoints/general.h5 --samples 16 --polish --budget-ms 1 --json", src, bin);
-    assert_int_equal(harness_run(cmd), 0);
+    assert_int_equal(solve(".", "tests/data/heldout/q8-143.yaml --method policy --policy "
+                                "checkpoints/general.h5 --samples 16 --polish --budget-ms 1 --json"), 0);
     o = parse_out();
     assert_true(json_is_true(json_object_get(o, "stopped")));
     assert_true(json_is_true(json_object_get(o, "found")));
