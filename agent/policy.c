@@ -267,20 +267,21 @@ static int polish_kept(agent_rollout *ro, const nn_params *p, const agent_instan
     *n = 0;
     model_plan *pl = model_plan_create(L);
     int *a = malloc((size_t)L * sizeof *a), *trial = malloc((size_t)L * sizeof *trial);
-    int rc = 0;
     if (!pl || !a || !trial) {
+        model_plan_free(pl);
+        free(a);
+        free(trial);
         snprintf(err, errlen, "decode: out of memory");
-        rc = -1;
-    } else if (memcpy(a, res->assign, (size_t)L * sizeof *a), model_eval(job, in->cl, a, pl) == 0) {
+        return -1;
+    }
+    memcpy(a, res->assign, (size_t)L * sizeof *a);
+    if (model_eval(job, in->cl, a, pl) == 0) {
         double c0 = pl->cost;
         polish_stop_ctx sc = {opts, t0, res};
         double c = solve_polish(job, in->cl, a, c0, pl, trial, polish_stops, &sc, NULL);
-        /* fixed counts the polished plan cannot hold: not played (its
-         * forced types would be refused) */
-        int holds = c < c0 && (in->workers <= 0 && in->ps <= 0 ? 1
-                               : model_eval(job, in->cl, a, pl) == 0 &&
-                                     model_plan_set_counts(job, in->cl, pl, in->workers, in->ps) == 0);
-        if (holds) {
+        /* played only when it changed and holds the fixed counts (else
+         * its forced types would be refused) */
+        if (c < c0 && model_eval_counts(job, in->cl, a, in->workers, in->ps, pl) == 0) {
             const int *forced[1] = {a};
             int of[1] = {0};
             agent_rollout_opts o = {.placement = placement, .greedy = 1, .penalty = 4.0,
@@ -295,7 +296,7 @@ static int polish_kept(agent_rollout *ro, const nn_params *p, const agent_instan
     model_plan_free(pl);
     free(a);
     free(trial);
-    return rc;
+    return 0;
 }
 
 /* plan_none makes pl a plan that was not found, for reason (its why is
@@ -542,9 +543,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                                   : "");
         return reason;
     }
-    int st = model_eval(job, cl, res->assign, res->plan);
-    if (st == 0 && (opts->workers > 0 || opts->ps > 0))
-        st = model_plan_set_counts(job, cl, res->plan, opts->workers, opts->ps);
+    int st = model_eval_counts(job, cl, res->assign, opts->workers, opts->ps, res->plan);
     if (st == 0 && placement != PLACER_PLACE_NONE)
         st = place_eval(job, cl, res->plan, res->task_node, res->plan);
     return st;

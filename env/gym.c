@@ -604,9 +604,7 @@ static void type_step(gym_env *e, int t, gym_step_result *out) {
         return;
     }
     /* The last layer: score the plan. */
-    int rc = model_eval(job, e->cl, e->assign, e->plan);
-    if (rc == MODEL_FEASIBLE && (e->opts.workers > 0 || e->opts.ps > 0))
-        rc = model_plan_set_counts(job, e->cl, e->plan, e->opts.workers, e->opts.ps);
+    int rc = model_eval_counts(job, e->cl, e->assign, e->opts.workers, e->opts.ps, e->plan);
     e->plan_state = 1;
     if (rc != MODEL_FEASIBLE) {
         snprintf(e->why, sizeof e->why, "%s", e->plan->why);

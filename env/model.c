@@ -297,6 +297,14 @@ int model_plan_set_counts(const model_job *job, const model_cluster *cl, model_p
     return MODEL_FEASIBLE;
 }
 
+int model_eval_counts(const model_job *job, const model_cluster *cl, const int *assign,
+                      int workers, int ps, model_plan *plan) {
+    int rc = model_eval(job, cl, assign, plan);
+    if (rc == MODEL_FEASIBLE && (workers > 0 || ps > 0))
+        rc = model_plan_set_counts(job, cl, plan, workers, ps);
+    return rc;
+}
+
 int model_job_check(const model_job *job, int *bad_layer, char *err, size_t errlen) {
     int bad = -1, zero = 0;
     *bad_layer = -1;

@@ -240,6 +240,13 @@ int model_eval(const model_job *job, const model_cluster *cl,
 int model_plan_set_counts(const model_job *job, const model_cluster *cl, model_plan *plan,
                           int workers, int ps);
 
+/* model_eval_counts is model_eval of assign[] followed, when the plan is
+ * feasible and a count is fixed (workers or ps > 0), by
+ * model_plan_set_counts: a plan as a job with those replica counts runs
+ * it. Same returns as model_plan_set_counts (model_eval's when it fails). */
+int model_eval_counts(const model_job *job, const model_cluster *cl, const int *assign,
+                      int workers, int ps, model_plan *plan);
+
 /* model_job_check refuses a job the cost model cannot give finite figures
  * for. Every figure is bounded when loaded (1e-12 to 1e18, or 0), so the
  * one way to an infinite or NaN answer is a stage whose step time can be 0:
