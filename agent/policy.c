@@ -496,8 +496,10 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             }
         } else
             reason = MODEL_ERR_CAPACITY;
-        if (st == 0 && found) res->unpolished = best;
-        if (st == 0 && found && opts->polish && !res->stopped) {
+        /* the plan kept: greedy's, an anchored one or a sample's (also
+         * when greedy and the anchor found none) */
+        if (rc == 0 && found) res->unpolished = best;
+        if (rc == 0 && found && opts->polish && !res->stopped) {
             /* segment moves on the kept plan's types (by model_eval, within
              * the budget), then the polished plan played again with its
              * types forced -- the counts and the placement as every decode
