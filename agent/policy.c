@@ -569,6 +569,10 @@ size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
      * 16 bytes and a byte each) */
     size_t stages = K * T * T;
     bytes += (stages <= ((size_t)1 << 18) ? stages : 0) * 17;
+    /* its completions by stages (agent/rollout.c, la_dp_fill): per level,
+     * layer boundary and type three doubles and an int, and two ints per
+     * level and boundary */
+    bytes += (size_t)AGENT_LA_LEVELS * (T + 1) * (K * (3 * sizeof(double) + sizeof(int)) + 2 * sizeof(int));
     /* one environment per episode: its plan and its task table */
     size_t tasks = (size_t)agent_policy_task_cap(job, cl, opts);
     bytes += B * (T * 64 + tasks * 16 + Kn * 64);

@@ -54,6 +54,11 @@ struct agent_rollout {
     double *dp_h;        /* [G, M] the throughput a stage needs at each level */
     double *dp_lam;      /* [G, K] the shadow price of a unit of each type ($/h) */
     size_t cap_dpp, cap_dptr, cap_dpt, cap_dpl, cap_db1, cap_db2, cap_dph, cap_dlam;
+    uint64_t *dp_key;    /* [G] la_key of the instance whose completions slot g
+                            holds (0: none), so that a run on the same instances
+                            as the last (search mode, every step) skips la_dp_fill */
+    size_t cap_dkey;
+    int dp_T, dp_K, dp_n; /* the dp_* layout the keys hold for, and the slots keyed */
     /* TYPE trajectories */
     float *lf;     /* [T,G,FL] */
     int *len;      /* [G] */
@@ -170,6 +175,7 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->dp_b2);
     free(r->dp_h);
     free(r->dp_lam);
+    free(r->dp_key);
     free(r->la_rep);
     free(r->la_list);
     free(r->la_hash);
@@ -309,8 +315,8 @@ static la_stage la_get(agent_rollout *r, int g, const model_job *job, const mode
  * of stages on it that no count allows, and on a 63-layer job whose
  * cheapest path needs more units of a mid-priced GPU than exist, every
  * completion leaned on it until the units ran out.) */
-#define LA_DP_LEVELS 32
-#define LA_DP_RATIO 1.15
+#define LA_DP_LEVELS AGENT_LA_LEVELS
+#define LA_DP_RATIO AGENT_LA_RATIO
 #define LA_SHADOW_STEPS 16 /* subgradient steps on the shadow prices per instance */
 
 /* la_dp_next returns the type other than `prev` whose completion from layer i
@@ -456,6 +462,49 @@ static double la_dp_root(const agent_rollout *r, int g, const model_job *job, co
         la_dp_path(NULL, g, &v, job, cl, ps, 0, -1, used);
     }
     return best;
+}
+
+/* la_key returns a 64-bit digest (FNV-1a, never 0) of every figure of job
+ * and cl that la_dp_fill's results depend on: the stage figures
+ * (model_stage_fill: the job's batch, target, alpha, curve and shard, the
+ * layers', the types'), the samples and the unit counts. */
+static uint64_t la_key(const model_job *job, const model_cluster *cl) {
+    uint64_t h = 1469598103934665603ULL;
+#define LA_MIX(v)                                                                                \
+    do {                                                                                         \
+        double v_ = (double)(v);                                                                 \
+        unsigned char b_[sizeof v_];                                                             \
+        memcpy(b_, &v_, sizeof v_);                                                              \
+        for (size_t i_ = 0; i_ < sizeof v_; i_++) h = (h ^ b_[i_]) * 1099511628211ULL;          \
+    } while (0)
+    LA_MIX(job->n_layers);
+    LA_MIX(job->batch);
+    LA_MIX(job->samples);
+    LA_MIX(job->min_throughput);
+    LA_MIX(job->alpha);
+    LA_MIX(job->shard);
+    LA_MIX(job->curve.fitted);
+    for (int i = 0; i < 4; i++) LA_MIX(job->curve.th[i]);
+    for (int l = 0; l < job->n_layers; l++) {
+        const model_layer *y = &job->layers[l];
+        LA_MIX(y->flops);
+        LA_MIX(y->io);
+        LA_MIX(y->act);
+        LA_MIX(y->params);
+        LA_MIX(y->mem);
+    }
+    LA_MIX(cl->n_types);
+    for (int k = 0; k < cl->n_types; k++) {
+        const model_type *t = &cl->types[k];
+        LA_MIX(t->flops);
+        LA_MIX(t->io_bw);
+        LA_MIX(t->net_bw);
+        LA_MIX(t->mem);
+        LA_MIX(t->price);
+        LA_MIX(t->count);
+    }
+#undef LA_MIX
+    return h ? h : 1;
 }
 
 /* la_dp_fill computes instance g's completions by stages and their shadow
@@ -989,6 +1038,7 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         grow(&r->dp_b2, &r->cap_db2, (size_t)G * LA_DP_LEVELS * (T + 1), sizeof(int)) ||
         grow(&r->dp_h, &r->cap_dph, (size_t)G * LA_DP_LEVELS, sizeof(double)) ||
         grow(&r->dp_lam, &r->cap_dlam, (size_t)G * K, sizeof(double)) ||
+        grow(&r->dp_key, &r->cap_dkey, (size_t)G, sizeof(uint64_t)) ||
         grow(&r->la_rep, &r->cap_larep, (size_t)B, sizeof(int)) ||
         grow(&r->la_list, &r->cap_lalist, (size_t)B, sizeof(int)) ||
         grow(&r->la_hash, &r->cap_lah, (size_t)2 * B, sizeof(int)) ||
@@ -1035,6 +1085,13 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         memset(&r->last[b], 0, sizeof r->last[b]);
         r->n_tasks[b] = -1;
     }
+    /* the completions kept from the last run hold for the same layout */
+    if (r->dp_T != T || r->dp_K != K) {
+        r->dp_T = T;
+        r->dp_K = K;
+        r->dp_n = 0;
+    }
+    for (; r->dp_n < G; r->dp_n++) r->dp_key[r->dp_n] = 0;
     for (int g = 0; g < G; g++) {
         int L = inst[g].job->n_layers;
         double *ps = r->psum + (size_t)g * 4 * (T + 1);
@@ -1047,7 +1104,11 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
             ps[3 * (L + 1) + l + 1] = ps[3 * (L + 1) + l] + ly->mem;
         }
         r->len[g] = L;
-        la_dp_fill(r, g, inst[g].job, inst[g].cl);
+        uint64_t key = la_key(inst[g].job, inst[g].cl);
+        if (r->dp_key[g] != key) {
+            la_dp_fill(r, g, inst[g].job, inst[g].cl);
+            r->dp_key[g] = key;
+        }
         if (!first[g]) {
             free(first);
             snprintf(err, errlen, "rollout: instance %d has no episode", g);

@@ -238,6 +238,15 @@ agent_net_ws *agent_rollout_ws(agent_rollout *r);
  * diagnostics. */
 const double *agent_rollout_shadow_prices(const agent_rollout *r, int g);
 
+/* The throughput levels of features 4-6: level m admits the stages of
+ * throughput at least R x AGENT_LA_RATIO^m (level 0 every usable stage),
+ * m < AGENT_LA_LEVELS (the top one R x 76), and the cheapest
+ * completion found is within AGENT_LA_RATIO (15%) of the relaxation's
+ * optimum. (224 levels 1.02 apart were tried: docs/agent.md, "Finer
+ * levels".) */
+#define AGENT_LA_LEVELS 32
+#define AGENT_LA_RATIO 1.15
+
 /* The TYPE phase of the last run as played: per step t and episode b the
  * action (-1: none), the mask [K] and the policy's probabilities [K]
  * (row t * B + b); *K receives the padded candidate count, *T the steps. */

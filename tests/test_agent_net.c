@@ -254,10 +254,11 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
                 if (plan->stages[q].last >= t) cth[nc] = fmin(cth[nc], plan->stages[q].throughput);
             cfit[nc++] = model_eval(job, in->cl, a, plan) == 0;
         }
-        /* per level (rollout.c: R x 1.15^m, 32 levels, level 0 admits all),
-         * the least-priced completion, scored at its own throughput */
-        for (int m = 0; m < 32; m++) {
-            double h = m ? job->min_throughput * pow(1.15, m) : 0, pmin = INFINITY;
+        /* per level (R x AGENT_LA_RATIO^m, AGENT_LA_LEVELS of them, level 0
+         * admits all), the least-priced completion, scored at its own
+         * throughput */
+        for (int m = 0; m < AGENT_LA_LEVELS; m++) {
+            double h = m ? job->min_throughput * pow(AGENT_LA_RATIO, m) : 0, pmin = INFINITY;
             int at = -1;
             for (int c = 0; c < nc; c++) {
                 if (cth[c] < h) continue;
@@ -423,8 +424,8 @@ static int root_fits(const agent_instance *in, const double *lam) {
     nocount.types = big;
     for (int l = 0; l < L; l++) n *= 3;
     double best = INFINITY;
-    for (int m = 0; m < 32; m++) {
-        double h = m ? job->min_throughput * pow(1.15, m) : 0, pmin = INFINITY, cost = 0;
+    for (int m = 0; m < AGENT_LA_LEVELS; m++) {
+        double h = m ? job->min_throughput * pow(AGENT_LA_RATIO, m) : 0, pmin = INFINITY, cost = 0;
         int fit = 0, tie = 0;
         for (int c = 0; c < n; c++) {
             for (int l = 0, v = c; l < L; l++) a[l] = v % 3, v /= 3;
@@ -541,6 +542,38 @@ static void test_lookahead_random(void **state) {
         checked += check_episodes(ro, &ai, tt, 6);
     }
     assert_true(checked > 300);
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
+/* A rollout keeps the completions by stages of its last run's instances
+ * and computes them again only for an instance whose figures changed
+ * (search mode plays one instance every step). On one rollout, runs on
+ * the same job and cluster objects: again unchanged, then with one unit
+ * count, the target and one layer's FLOPs changed in place, each run's
+ * look-ahead checked against the brute force -- a table kept from before
+ * the change fails it (dropping the unit counts from the key does, on
+ * tight counts). */
+static void test_lookahead_kept(void **state) {
+    (void)state;
+    uint64_t x = 4242;
+    nn_params *p = make_params(&TINY, 2);
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    int checked = 0;
+    for (int rep = 0; rep < 30; rep++) {
+        inst in;
+        model_layer ls[6];
+        random_small(&in, ls, &x, 4, 3);
+        agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
+        for (int v = 0; v < 5; v++) {
+            if (v == 2) in.types[rep % 3].count = in.types[rep % 3].count > 1 ? 1 : 3;
+            if (v == 3) in.job.min_throughput *= 1.3;
+            if (v == 4) ls[rep % 4].flops *= 3;
+            agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)(rep * 5 + v), 6);
+            checked += check_episodes(ro, &ai, tt, 6);
+        }
+    }
+    assert_true(checked > 500);
     agent_rollout_free(ro);
     nn_params_free(p);
 }
@@ -1108,6 +1141,7 @@ int main(void) {
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_features_and_masks),
         cmocka_unit_test(test_lookahead_random),
+        cmocka_unit_test(test_lookahead_kept),
         cmocka_unit_test(test_shadow_prices),
         cmocka_unit_test(test_only_allowed),
         cmocka_unit_test(test_threads_do_not_matter),
