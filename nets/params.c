@@ -254,9 +254,10 @@ void nn_adam_step(nn_params *p, const nn_adam_cfg *cfg, int64_t t)
     float b1 = (float)cfg->beta1, b2 = (float)cfg->beta2, eps = (float)cfg->eps;
     float omb1 = (float)(1.0 - cfg->beta1), omb2 = (float)(1.0 - cfg->beta2);
     for (int i = 0; i < p->n; i++) {
-        float *w = nn_param(p, i);
-        const float *g = nn_grad(p, i);
-        float *m = p->m + p->off[i], *v = p->v + p->off[i];
+        /* four disjoint buffers: restrict lets the loop run in SIMD lanes */
+        float *restrict w = nn_param(p, i);
+        const float *restrict g = nn_grad(p, i);
+        float *restrict m = p->m + p->off[i], *restrict v = p->v + p->off[i];
         float decay = p->spec[i].no_decay ? 1.0f : (float)(1.0 - cfg->lr * cfg->weight_decay);
         for (size_t e = 0; e < p->size[i]; e++) {
             w[e] *= decay;
