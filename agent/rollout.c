@@ -54,7 +54,12 @@ struct agent_rollout {
     double *dp_h;        /* [G, M] the throughput a stage needs at each level */
     double *dp_lam;      /* [G, K] the shadow price of a unit of each type ($/h) */
     size_t cap_dpp, cap_dptr, cap_dpt, cap_dpl, cap_db1, cap_db2, cap_dph, cap_dlam;
-    uint64_t *dp_key;    /* [G] la_key of the instance whose completions slot g
+    uint64_t *env_tag;   /* [cap_b] env_tag of env[b] as created (0: none): a
+                            run whose episode b has the same tag resets env[b]
+                            instead of creating it again */
+    uint64_t *gkey;      /* [G] inst_key of this run's instances */
+    size_t cap_gkey;
+    uint64_t *dp_key;    /* [G] inst_key of the instance whose completions slot g
                             holds (0: none), so that a run on the same instances
                             as the last (search mode, every step) skips la_dp_fill */
     size_t cap_dkey;
@@ -176,6 +181,8 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->dp_h);
     free(r->dp_lam);
     free(r->dp_key);
+    free(r->gkey);
+    free(r->env_tag);
     free(r->la_rep);
     free(r->la_list);
     free(r->la_hash);
@@ -220,8 +227,12 @@ static int per_episode_alloc(agent_rollout *r, int B) {
     model_plan **pp = realloc(r->pplan, n * sizeof *pp);
     if (!pp) return -1;
     r->pplan = pp;
+    uint64_t *tag = realloc(r->env_tag, n * sizeof *tag);
+    if (!tag) return -1;
+    r->env_tag = tag;
     for (size_t b = old; b < n; b++) {
         r->env[b] = NULL;
+        r->env_tag[b] = 0;
         r->tasks[b] = NULL;
         r->pplan[b] = NULL;
     }
@@ -464,48 +475,87 @@ static double la_dp_root(const agent_rollout *r, int g, const model_job *job, co
     return best;
 }
 
-/* la_key returns a 64-bit digest (FNV-1a, never 0) of every figure of job
- * and cl that la_dp_fill's results depend on: the stage figures
- * (model_stage_fill: the job's batch, target, alpha, curve and shard, the
- * layers', the types'), the samples and the unit counts. */
-static uint64_t la_key(const model_job *job, const model_cluster *cl) {
-    uint64_t h = 1469598103934665603ULL;
-#define LA_MIX(v)                                                                                \
+/* FNV-1a over the bytes of v (as a double), into h. */
+#define KEY_MIX(h, v)                                                                            \
     do {                                                                                         \
         double v_ = (double)(v);                                                                 \
         unsigned char b_[sizeof v_];                                                             \
         memcpy(b_, &v_, sizeof v_);                                                              \
-        for (size_t i_ = 0; i_ < sizeof v_; i_++) h = (h ^ b_[i_]) * 1099511628211ULL;          \
+        for (size_t i_ = 0; i_ < sizeof v_; i_++) (h) = ((h) ^ b_[i_]) * 1099511628211ULL;      \
     } while (0)
-    LA_MIX(job->n_layers);
-    LA_MIX(job->batch);
-    LA_MIX(job->samples);
-    LA_MIX(job->min_throughput);
-    LA_MIX(job->alpha);
-    LA_MIX(job->shard);
-    LA_MIX(job->curve.fitted);
-    for (int i = 0; i < 4; i++) LA_MIX(job->curve.th[i]);
+
+/* inst_key returns a 64-bit digest (FNV-1a, never 0) of every figure of job
+ * and cl that an instance's environments (gym_create's checks, capacities
+ * and feature scales) and its look-ahead's completions (la_dp_fill) depend
+ * on: the job's target, samples, batch, alpha, curve and shard, every
+ * layer's figures, every type's figures and unit count, every node's, the
+ * zones' links. Names are not in it: both read them from job and cl. */
+static uint64_t inst_key(const model_job *job, const model_cluster *cl) {
+    uint64_t h = 1469598103934665603ULL;
+    KEY_MIX(h, job->n_layers);
+    KEY_MIX(h, job->batch);
+    KEY_MIX(h, job->samples);
+    KEY_MIX(h, job->min_throughput);
+    KEY_MIX(h, job->alpha);
+    KEY_MIX(h, job->shard);
+    KEY_MIX(h, job->curve.fitted);
+    for (int i = 0; i < 4; i++) KEY_MIX(h, job->curve.th[i]);
     for (int l = 0; l < job->n_layers; l++) {
         const model_layer *y = &job->layers[l];
-        LA_MIX(y->flops);
-        LA_MIX(y->io);
-        LA_MIX(y->act);
-        LA_MIX(y->params);
-        LA_MIX(y->mem);
+        KEY_MIX(h, y->flops);
+        KEY_MIX(h, y->io);
+        KEY_MIX(h, y->act);
+        KEY_MIX(h, y->params);
+        KEY_MIX(h, y->mem);
     }
-    LA_MIX(cl->n_types);
+    KEY_MIX(h, cl->n_types);
     for (int k = 0; k < cl->n_types; k++) {
         const model_type *t = &cl->types[k];
-        LA_MIX(t->flops);
-        LA_MIX(t->io_bw);
-        LA_MIX(t->net_bw);
-        LA_MIX(t->mem);
-        LA_MIX(t->price);
-        LA_MIX(t->count);
+        KEY_MIX(h, t->flops);
+        KEY_MIX(h, t->io_bw);
+        KEY_MIX(h, t->net_bw);
+        KEY_MIX(h, t->mem);
+        KEY_MIX(h, t->price);
+        KEY_MIX(h, t->count);
     }
-#undef LA_MIX
+    KEY_MIX(h, cl->n_nodes);
+    for (int i = 0; i < cl->n_nodes; i++) {
+        const model_node *nd = &cl->nodes[i];
+        KEY_MIX(h, nd->type);
+        KEY_MIX(h, nd->units);
+        KEY_MIX(h, nd->ps_slots);
+        KEY_MIX(h, nd->zone);
+        KEY_MIX(h, nd->bw);
+        KEY_MIX(h, nd->latency);
+        KEY_MIX(h, nd->loss);
+    }
+    KEY_MIX(h, cl->n_zones);
+    KEY_MIX(h, cl->inter_bw);
+    KEY_MIX(h, cl->inter_latency);
+    for (int i = 0; i < cl->n_zones * cl->n_zones; i++) {
+        KEY_MIX(h, cl->zone_bw ? cl->zone_bw[i] : -1.0);
+        KEY_MIX(h, cl->zone_lat ? cl->zone_lat[i] : -1.0);
+    }
     return h ? h : 1;
 }
+
+/* env_tag returns the digest of what gym_create made episode b's
+ * environment from: the instance (its key, and the job and cluster objects
+ * themselves, which the environment borrows) and the options. Never 0. */
+static uint64_t env_tag(uint64_t key, const agent_instance *in, const gym_opts *go) {
+    uint64_t h = key;
+    const void *objs[2] = {in->job, in->cl};
+    unsigned char b[sizeof objs];
+    memcpy(b, objs, sizeof objs);
+    for (size_t i = 0; i < sizeof b; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    KEY_MIX(h, go->ref_cost);
+    KEY_MIX(h, go->infeasible_reward);
+    KEY_MIX(h, go->plan_only);
+    KEY_MIX(h, go->workers);
+    KEY_MIX(h, go->ps);
+    return h ? h : 1;
+}
+#undef KEY_MIX
 
 /* la_dp_fill computes instance g's completions by stages and their shadow
  * prices: from lambda = 0, LA_SHADOW_STEPS subgradient steps on the whole
@@ -1016,7 +1066,6 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
     int T = r->T, K = r->K;
     size_t TB = (size_t)T * B;
     int KK = K > r->Kn ? K : r->Kn;
-    free_envs(r);
     if (per_episode_alloc(r, B) || grow(&r->lf, &r->cap_lf, (size_t)T * G * AGENT_FL, sizeof(float)) ||
         grow(&r->len, &r->cap_len, (size_t)G, sizeof(int)) ||
         grow(&r->glob, &r->cap_glob, TB * AGENT_FG, sizeof(float)) ||
@@ -1039,6 +1088,7 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         grow(&r->dp_h, &r->cap_dph, (size_t)G * LA_DP_LEVELS, sizeof(double)) ||
         grow(&r->dp_lam, &r->cap_dlam, (size_t)G * K, sizeof(double)) ||
         grow(&r->dp_key, &r->cap_dkey, (size_t)G, sizeof(uint64_t)) ||
+        grow(&r->gkey, &r->cap_gkey, (size_t)G, sizeof(uint64_t)) ||
         grow(&r->la_rep, &r->cap_larep, (size_t)B, sizeof(int)) ||
         grow(&r->la_list, &r->cap_lalist, (size_t)B, sizeof(int)) ||
         grow(&r->la_hash, &r->cap_lah, (size_t)2 * B, sizeof(int)) ||
@@ -1062,6 +1112,7 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    for (int g = 0; g < G; g++) r->gkey[g] = inst_key(inst[g].job, inst[g].cl);
     for (int b = 0; b < B; b++) {
         int g = inst_of[b];
         if (g < 0 || g >= G) {
@@ -1075,10 +1126,19 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         go.workers = in->workers;
         go.ps = in->ps;
         r->inst_of[b] = g;
-        r->env[b] = gym_create(in->job, in->cl, &go, err, errlen);
-        if (!r->env[b]) {
-            free(first);
-            return -1;
+        /* the environment of the last run, when it was made from the same
+         * instance and options, is reset rather than made again (search
+         * mode plays the same instance every step) */
+        uint64_t tag = env_tag(r->gkey[g], in, &go);
+        if (!r->env[b] || r->env_tag[b] != tag) {
+            gym_free(r->env[b]);
+            r->env_tag[b] = 0;
+            r->env[b] = gym_create(in->job, in->cl, &go, err, errlen);
+            if (!r->env[b]) {
+                free(first);
+                return -1;
+            }
+            r->env_tag[b] = tag;
         }
         gym_reset(r->env[b], o->seed ^ (uint64_t)(o->ep_base + b));
         memset(&r->ep[b], 0, sizeof r->ep[b]);
@@ -1104,7 +1164,7 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
             ps[3 * (L + 1) + l + 1] = ps[3 * (L + 1) + l] + ly->mem;
         }
         r->len[g] = L;
-        uint64_t key = la_key(inst[g].job, inst[g].cl);
+        uint64_t key = r->gkey[g];
         if (r->dp_key[g] != key) {
             la_dp_fill(r, g, inst[g].job, inst[g].cl);
             r->dp_key[g] = key;

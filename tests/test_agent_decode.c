@@ -242,8 +242,11 @@ static cfg_run *source_run(const char *rel) {
 }
 
 /* One loaded policy decoding a sequence of different jobs (its rollouts
- * reused from decode to decode, grown and shrunk) answers each as a
- * freshly loaded policy does. */
+ * reused from decode to decode, grown and shrunk, with the environments
+ * and look-ahead tables of the last decode kept when the instance is the
+ * same) answers each as a freshly loaded policy does: the job object is
+ * changed in place, its layers and its target alone too, and decoded
+ * again unchanged. */
 static void test_policy_reuse(void **state) {
     (void)state;
     char ckpt[1024], err[2048];
@@ -257,7 +260,8 @@ static void test_policy_reuse(void **state) {
     double R0 = job->min_throughput;
     /* layers, target scale, sampling */
     static const struct { int L; double r; int sample; } seq[] = {
-        {32, 1.0, 0}, {9, 2.0, 0}, {32, 1.0, 1}, {20, 0.5, 0}, {32, 1.0, 0}, {3, 1.0, 1}, {32, 3.0, 0}};
+        {32, 1.0, 0}, {32, 1.0, 0}, {32, 1.2, 0}, {9, 2.0, 0}, {32, 1.0, 1}, {32, 1.0, 1},
+        {20, 0.5, 0}, {32, 1.0, 0}, {3, 1.0, 1}, {32, 3.0, 0}};
     int *a1 = malloc((size_t)L0 * sizeof *a1), *a2 = malloc((size_t)L0 * sizeof *a2);
     int *t1 = malloc((size_t)cap * sizeof *t1), *t2 = malloc((size_t)cap * sizeof *t2);
     model_plan *p1 = model_plan_create(L0), *p2 = model_plan_create(L0);
