@@ -4,6 +4,7 @@
 #include "nets/params.h"
 
 #include <assert.h>
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,16 +233,11 @@ void nn_params_zero_grad(nn_params *p)
 
 double nn_clip_grad_norm(nn_params *p, double max_norm)
 {
-    double ss = 0;
-    for (int i = 0; i < p->n; i++) {
-        const float *g = nn_grad(p, i);
-        for (size_t e = 0; e < p->size[i]; e++) ss += (double)g[e] * g[e];
-    }
-    double norm = sqrt(ss);
-    if (max_norm > 0 && norm > max_norm) {
-        float coef = (float)(max_norm / (norm + 1e-6));
-        for (size_t e = 0; e < p->total; e++) p->grads[e] *= coef;
-    }
+    /* the gradients are one buffer (any gaps between tensors hold zeros):
+     * one dot product, accumulated in double */
+    double norm = sqrt(cblas_dsdot((blasint)p->total, p->grads, 1, p->grads, 1));
+    if (max_norm > 0 && norm > max_norm)
+        cblas_sscal((blasint)p->total, (float)(max_norm / (norm + 1e-6)), p->grads, 1);
     return norm;
 }
 
