@@ -15,6 +15,7 @@
 #include "agent/trainconf.h"
 #include "base/clock.h"
 #include "env/gym.h"
+#include "env/modelkey.h"
 #include "env/place.h"
 #include "nets/layers.h"
 #include "nets/rng.h"
@@ -57,9 +58,9 @@ struct agent_rollout {
     uint64_t *env_tag;   /* [cap_b] env_tag of env[b] as created (0: none): a
                             run whose episode b has the same tag resets env[b]
                             instead of creating it again */
-    uint64_t *gkey;      /* [G] inst_key of this run's instances */
+    uint64_t *gkey;      /* [G] mkey_digest of this run's instances */
     size_t cap_gkey;
-    uint64_t *dp_key;    /* [G] inst_key of the instance whose completions slot g
+    uint64_t *dp_key;    /* [G] mkey_digest of the instance whose completions slot g
                             holds (0: none), so that a run on the same instances
                             as the last (search mode, every step) skips la_dp_fill */
     size_t cap_dkey;
@@ -475,87 +476,20 @@ static double la_dp_root(const agent_rollout *r, int g, const model_job *job, co
     return best;
 }
 
-/* FNV-1a over the bytes of v (as a double), into h. */
-#define KEY_MIX(h, v)                                                                            \
-    do {                                                                                         \
-        double v_ = (double)(v);                                                                 \
-        unsigned char b_[sizeof v_];                                                             \
-        memcpy(b_, &v_, sizeof v_);                                                              \
-        for (size_t i_ = 0; i_ < sizeof v_; i_++) (h) = ((h) ^ b_[i_]) * 1099511628211ULL;      \
-    } while (0)
-
-/* inst_key returns a 64-bit digest (FNV-1a, never 0) of every figure of job
- * and cl that an instance's environments (gym_create's checks, capacities
- * and feature scales) and its look-ahead's completions (la_dp_fill) depend
- * on: the job's target, samples, batch, alpha, curve and shard, every
- * layer's figures, every type's figures and unit count, every node's, the
- * zones' links. Names are not in it: both read them from job and cl. */
-static uint64_t inst_key(const model_job *job, const model_cluster *cl) {
-    uint64_t h = 1469598103934665603ULL;
-    KEY_MIX(h, job->n_layers);
-    KEY_MIX(h, job->batch);
-    KEY_MIX(h, job->samples);
-    KEY_MIX(h, job->min_throughput);
-    KEY_MIX(h, job->alpha);
-    KEY_MIX(h, job->shard);
-    KEY_MIX(h, job->curve.fitted);
-    for (int i = 0; i < 4; i++) KEY_MIX(h, job->curve.th[i]);
-    for (int l = 0; l < job->n_layers; l++) {
-        const model_layer *y = &job->layers[l];
-        KEY_MIX(h, y->flops);
-        KEY_MIX(h, y->io);
-        KEY_MIX(h, y->act);
-        KEY_MIX(h, y->params);
-        KEY_MIX(h, y->mem);
-    }
-    KEY_MIX(h, cl->n_types);
-    for (int k = 0; k < cl->n_types; k++) {
-        const model_type *t = &cl->types[k];
-        KEY_MIX(h, t->flops);
-        KEY_MIX(h, t->io_bw);
-        KEY_MIX(h, t->net_bw);
-        KEY_MIX(h, t->mem);
-        KEY_MIX(h, t->price);
-        KEY_MIX(h, t->count);
-    }
-    KEY_MIX(h, cl->n_nodes);
-    for (int i = 0; i < cl->n_nodes; i++) {
-        const model_node *nd = &cl->nodes[i];
-        KEY_MIX(h, nd->type);
-        KEY_MIX(h, nd->units);
-        KEY_MIX(h, nd->ps_slots);
-        KEY_MIX(h, nd->zone);
-        KEY_MIX(h, nd->bw);
-        KEY_MIX(h, nd->latency);
-        KEY_MIX(h, nd->loss);
-    }
-    KEY_MIX(h, cl->n_zones);
-    KEY_MIX(h, cl->inter_bw);
-    KEY_MIX(h, cl->inter_latency);
-    for (int i = 0; i < cl->n_zones * cl->n_zones; i++) {
-        KEY_MIX(h, cl->zone_bw ? cl->zone_bw[i] : -1.0);
-        KEY_MIX(h, cl->zone_lat ? cl->zone_lat[i] : -1.0);
-    }
-    return h ? h : 1;
-}
-
-/* env_tag returns the digest of what gym_create made episode b's
- * environment from: the instance (its key, and the job and cluster objects
- * themselves, which the environment borrows) and the options. Never 0. */
+/* env_tag returns the digest of what gym_create made an episode's
+ * environment from: the instance (key, its mkey_digest, and the job and
+ * cluster objects themselves, which the environment borrows) and the
+ * options. Never 0. */
 static uint64_t env_tag(uint64_t key, const agent_instance *in, const gym_opts *go) {
-    uint64_t h = key;
     const void *objs[2] = {in->job, in->cl};
-    unsigned char b[sizeof objs];
-    memcpy(b, objs, sizeof objs);
-    for (size_t i = 0; i < sizeof b; i++) h = (h ^ b[i]) * 1099511628211ULL;
-    KEY_MIX(h, go->ref_cost);
-    KEY_MIX(h, go->infeasible_reward);
-    KEY_MIX(h, go->plan_only);
-    KEY_MIX(h, go->workers);
-    KEY_MIX(h, go->ps);
+    uint64_t h = mkey_fnv(key, objs, sizeof objs);
+    h = mkey_fnv(h, &go->ref_cost, sizeof go->ref_cost);
+    h = mkey_fnv(h, &go->infeasible_reward, sizeof go->infeasible_reward);
+    h = mkey_fnv(h, &go->plan_only, sizeof go->plan_only);
+    h = mkey_fnv(h, &go->workers, sizeof go->workers);
+    h = mkey_fnv(h, &go->ps, sizeof go->ps);
     return h ? h : 1;
 }
-#undef KEY_MIX
 
 /* la_dp_fill computes instance g's completions by stages and their shadow
  * prices: from lambda = 0, LA_SHADOW_STEPS subgradient steps on the whole
@@ -1112,7 +1046,7 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (int g = 0; g < G; g++) r->gkey[g] = inst_key(inst[g].job, inst[g].cl);
+    for (int g = 0; g < G; g++) r->gkey[g] = mkey_digest(inst[g].job, inst[g].cl);
     for (int b = 0; b < B; b++) {
         int g = inst_of[b];
         if (g < 0 || g >= G) {

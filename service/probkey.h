@@ -11,11 +11,10 @@
  * bytes are the same problem for decide_run; any difference in a figure
  * gives different bytes.
  *
- * Every field of model_job, model_layer, model_cluster, model_type,
- * model_node, model_zone, model_point, model_curve and decide_opts is
- * either written or named in probkey.c as not read by the decision; a
- * compile-time check of those structs' sizes fails the build when a field
- * is added, so that the key cannot silently miss it.
+ * The job's and the cluster's bytes are env/modelkey.h's; every field of
+ * decide_opts is either written or named in probkey.c as not read by the
+ * decision. A compile-time check of all those structs' sizes fails the
+ * build when a field is added, so that the key cannot silently miss it.
  */
 #ifndef STRATA_SERVICE_PROBKEY_H
 #define STRATA_SERVICE_PROBKEY_H
