@@ -7,6 +7,7 @@
  */
 #include "agent/rollout.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,7 +118,23 @@ struct agent_rollout {
     uint8_t *la_known;        /* [G,K,T,T]: 1 where la_memo holds the figures */
     size_t cap_lamemo, cap_laknown;
     int la_memo_on;           /* the memo serves this run */
-    int la_memo_off;          /* agent_rollout_set_memo(r, 0): never use it */
+    int la_memo_off;          /* agent_rollout_set_memo(r, 0): never use it (nor the tree) */
+    /* the look-ahead's features by prefix, kept between runs (la_tree_*):
+     * node n is a state (instance slot, decisions so far); nodes 0..G-1
+     * are the instances' empty prefixes */
+    int *lt_child;      /* [nodes, K] the node after each type (-1: none yet) */
+    float *lt_feat;     /* [nodes, K, AGENT_FX] its features, as lookahead wrote them */
+    uint8_t *lt_mask;   /* [nodes, K] the mask they were computed under */
+    uint8_t *lt_known;  /* [nodes] 1 once lt_feat holds them */
+    size_t cap_ltc, cap_ltf, cap_ltm, cap_ltk;
+    int lt_n;           /* nodes in use (0: the tree is empty) */
+    int lt_max;         /* nodes it may hold (LA_TREE_BYTES) */
+    int lt_T, lt_K, lt_G; /* the layout the nodes hold for */
+    uint64_t *lt_key;   /* [lt_G] gkey of the instance each root is for */
+    size_t cap_ltkey;
+    int *lt_cur;        /* [B] episode b's node at the current step (-1: off the tree) */
+    size_t cap_ltcur;
+    long lt_hits, lt_misses; /* representatives served by the tree, and computed */
     int failed;      /* a parallel call failed */
     char why[256];
 };
@@ -189,6 +206,12 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->la_hash);
     free(r->la_memo);
     free(r->la_known);
+    free(r->lt_child);
+    free(r->lt_feat);
+    free(r->lt_mask);
+    free(r->lt_known);
+    free(r->lt_key);
+    free(r->lt_cur);
     free(r->lf);
     free(r->len);
     free(r->glob);
@@ -720,6 +743,84 @@ static void la_fn(void *ctx, int i, int w) {
     r->la_sec[w & 63] += clock_now_s() - l0;
 }
 
+/* The look-ahead features by prefix, kept between runs (the lt_* fields
+ * of agent_rollout). Search mode plays the same instance every step, and
+ * once its policy concentrates nearly every state a step meets is one an
+ * earlier step met; so do a decode's runs on one job (the sampled batch,
+ * greedy's, the repairs, polish's replay). The features are a function of
+ * the instance and the state -- the decisions so far, and the mask they
+ * imply, which is compared rather than assumed -- so a state met again
+ * copies them from its node instead of running lookahead. The tree holds
+ * while the layout and every slot's instance digest (gkey) do; it is
+ * emptied when they change, or at the start of a run when it is full, and
+ * a run that fills it goes on computing off the tree. */
+#define LA_TREE_BYTES ((size_t)16 << 20)
+
+static size_t lt_node_bytes(int K) {
+    return (size_t)K * (sizeof(int) + AGENT_FX * sizeof(float) + 1) + 1;
+}
+
+/* lt_node adds a node: no children, features unknown. Returns its index,
+ * or -1 when the tree is full or memory ran out. */
+static int lt_node(agent_rollout *r) {
+    size_t K = (size_t)r->K, n = (size_t)r->lt_n + 1;
+    if (r->lt_n >= r->lt_max || grow(&r->lt_child, &r->cap_ltc, n * K, sizeof(int)) ||
+        grow(&r->lt_feat, &r->cap_ltf, n * K * AGENT_FX, sizeof(float)) ||
+        grow(&r->lt_mask, &r->cap_ltm, n * K, 1) || grow(&r->lt_known, &r->cap_ltk, n, 1))
+        return -1;
+    int v = r->lt_n++;
+    for (size_t k = 0; k < K; k++) r->lt_child[(size_t)v * K + k] = -1;
+    r->lt_known[v] = 0;
+    return v;
+}
+
+/* lt_begin puts every episode of the run at its instance's root (none
+ * when the memos are off), emptying the tree first unless it holds for
+ * this run's layout and instances and has room left. */
+static void lt_begin(agent_rollout *r) {
+    int G = r->G, same = r->lt_n > 0 && r->lt_n < r->lt_max && r->lt_T == r->T && r->lt_K == r->K &&
+                         r->lt_G == G;
+    for (int g = 0; same && g < G; g++) same = r->lt_key[g] == r->gkey[g];
+    if (!same && !r->la_memo_off) {
+        r->lt_n = 0;
+        r->lt_T = r->T;
+        r->lt_K = r->K;
+        r->lt_G = G;
+        size_t most = LA_TREE_BYTES / lt_node_bytes(r->K);
+        r->lt_max = most < INT_MAX ? (int)most : INT_MAX;
+        for (int g = 0; g < G; g++) {
+            r->lt_key[g] = r->gkey[g];
+            if (lt_node(r) != g) { /* no room for the roots: no tree */
+                r->lt_n = 0;
+                break;
+            }
+        }
+    }
+    int on = !r->la_memo_off && r->lt_n >= G;
+    for (int b = 0; b < r->B; b++) r->lt_cur[b] = on ? r->inst_of[b] : -1;
+}
+
+/* lt_advance moves every episode along the action it took at step t
+ * (action[t, b], -1: none, and the episode leaves the tree), adding the
+ * nodes not met before while there is room. */
+static void lt_advance(agent_rollout *r, int t) {
+    size_t K = (size_t)r->K, tb = (size_t)t * r->B;
+    for (int b = 0; b < r->B; b++) {
+        int v = r->lt_cur[b], a = r->action[tb + b];
+        if (v < 0) continue;
+        if (a < 0) {
+            r->lt_cur[b] = -1;
+            continue;
+        }
+        int c = r->lt_child[(size_t)v * K + a];
+        if (c < 0) {
+            c = lt_node(r);
+            if (c >= 0) r->lt_child[(size_t)v * K + a] = c;
+        }
+        r->lt_cur[b] = c;
+    }
+}
+
 /* la_share computes the look-ahead features of step r->t once per distinct
  * state and copies them to the other episodes in it: the features are a
  * function of the instance and the decisions so far (and the mask they
@@ -751,7 +852,35 @@ static void la_share(agent_rollout *r, agent_pool *pool) {
             }
         }
     }
-    agent_pool_for(pool, n, la_fn, r);
+    /* states met before copy their features from the tree; the others
+     * are computed, then kept there */
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int b = r->la_list[i], v = r->lt_cur[b];
+        size_t tb = (size_t)t * B + b;
+        if (v < 0 || !r->lt_known[v] || memcmp(r->lt_mask + (size_t)v * K, r->mask + tb * K, (size_t)K)) {
+            r->la_list[m++] = b;
+            continue;
+        }
+        float *dst = r->rows + tb * K * AGENT_FT;
+        for (int k = 0; k < K; k++)
+            memcpy(dst + (size_t)k * AGENT_FT + GYM_TYPE_FEATS, r->lt_feat + ((size_t)v * K + k) * AGENT_FX,
+                   AGENT_FX * sizeof *dst);
+    }
+    r->tm.la_kept += n - m;
+    r->tm.la_computed += m;
+    agent_pool_for(pool, m, la_fn, r);
+    for (int i = 0; i < m; i++) {
+        int b = r->la_list[i], v = r->lt_cur[b];
+        if (v < 0) continue;
+        size_t tb = (size_t)t * B + b;
+        const float *src = r->rows + tb * K * AGENT_FT;
+        for (int k = 0; k < K; k++)
+            memcpy(r->lt_feat + ((size_t)v * K + k) * AGENT_FX, src + (size_t)k * AGENT_FT + GYM_TYPE_FEATS,
+                   AGENT_FX * sizeof *src);
+        memcpy(r->lt_mask + (size_t)v * K, r->mask + tb * K, (size_t)K);
+        r->lt_known[v] = 1;
+    }
     for (int b = 0; b < B; b++) {
         int o = r->la_rep[b];
         if (o < 0 || o == b) continue;
@@ -1026,6 +1155,8 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         grow(&r->la_rep, &r->cap_larep, (size_t)B, sizeof(int)) ||
         grow(&r->la_list, &r->cap_lalist, (size_t)B, sizeof(int)) ||
         grow(&r->la_hash, &r->cap_lah, (size_t)2 * B, sizeof(int)) ||
+        grow(&r->lt_cur, &r->cap_ltcur, (size_t)B, sizeof(int)) ||
+        grow(&r->lt_key, &r->cap_ltkey, (size_t)G, sizeof(uint64_t)) ||
         grow(&r->demo_st, &r->cap_demost, (size_t)B, sizeof(int)) ||
         grow(&r->demo_act, &r->cap_demoact, (size_t)B, sizeof(int))) {
         snprintf(err, errlen, "out of memory for a rollout of %d episodes", B);
@@ -1147,6 +1278,7 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
                     !grow(&r->la_memo, &r->cap_lamemo, n_memo, sizeof *r->la_memo) &&
                     !grow(&r->la_known, &r->cap_laknown, n_memo, 1);
     if (r->la_memo_on) memset(r->la_known, 0, n_memo);
+    lt_begin(r);
     if (!r->policy && agent_net_encode(r->ws, p, r->lf, r->len, T, G, r->inst_of, B)) {
         snprintf(err, errlen, "out of memory in the encoder");
         return -1;
@@ -1195,6 +1327,7 @@ int agent_rollout_run(agent_rollout *r, const nn_params *p, const agent_instance
             }
         double a2 = clock_now_s();
         agent_pool_for(pool, B, type_act_fn, r);
+        lt_advance(r, t);
         double a3 = clock_now_s();
         r->tm.env += (a1 - a0) + (a3 - a2);
         r->tm.net += a2 - a1;

@@ -152,6 +152,9 @@ typedef struct {
     double net;       /* network passes and sampling (wall) */
     double lookahead; /* of env: computing the look-ahead features, in
                          thread-seconds divided by the threads that ran them */
+    long la_kept;     /* states whose look-ahead features an earlier step or
+                         run had computed (the prefix tree, rollout.c) */
+    long la_computed; /* states whose features were computed */
 } agent_rollout_times;
 
 agent_rollout *agent_rollout_create(const agent_net_dims *d);
@@ -220,9 +223,11 @@ void agent_rollout_set_policy(agent_rollout *r, agent_type_policy fn, void *ctx)
 
 /* agent_rollout_set_memo turns off (0) or on (1, the default) the memo of
  * the look-ahead's stage figures (used when the look-ahead runs on one
- * thread and the run's instances x types x layers^2 stay under 2^18):
- * off recomputes every stage, for the tests that check the memo changes
- * nothing. */
+ * thread and the run's instances x types x layers^2 stay under 2^18) and
+ * the tree of the look-ahead features of the states met so far (kept
+ * between runs on the same instances, up to 16 MiB): off recomputes every
+ * stage and every state's features, for the tests that check the memos
+ * change nothing. */
 void agent_rollout_set_memo(agent_rollout *r, int on);
 
 /* agent_rollout_ws returns the network workspace the rollout runs on

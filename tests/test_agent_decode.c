@@ -1,8 +1,9 @@
 /* test_agent_decode.c -- the decode's shortcuts change nothing, and its
  * extra candidates never make it worse.
  *
- * The rollout keeps the look-ahead's stage figures in a memo for the run
- * (agent_rollout_set_memo), and the policy reuses its rollouts across
+ * The rollout keeps the look-ahead's stage figures in a memo for the run,
+ * and the features of every state it met in a tree kept between runs on
+ * the same instances (agent_rollout_set_memo), and the policy reuses its rollouts across
  * decodes (agent/policy.c). Both are checked here against the straight
  * computation on the same instances: a rollout with the memo off, and a
  * freshly loaded policy per decode. Plans, task placements, every step's
@@ -136,6 +137,18 @@ static void test_memo_random(void **state) {
         assert_int_equal(agent_rollout_run(off, p, in, 2, of, 8, &o, NULL, err, sizeof err), 0);
         same_steps(on, off);
         same_episodes(on, off, L_of);
+        /* the same batch again, then with another seed: the tree of the
+         * states met serves them from the runs before, and nothing changes */
+        for (int k = 0; k < 2; k++) {
+            long kept = agent_rollout_timing(on)->la_kept;
+            o.seed += (uint64_t)k * 1000;
+            assert_int_equal(agent_rollout_run(on, p, in, 2, of, 8, &o, NULL, err, sizeof err), 0);
+            assert_int_equal(agent_rollout_run(off, p, in, 2, of, 8, &o, NULL, err, sizeof err), 0);
+            assert_true(agent_rollout_timing(on)->la_kept > kept);
+            assert_int_equal(agent_rollout_timing(off)->la_kept, 0);
+            same_steps(on, off);
+            same_episodes(on, off, L_of);
+        }
         free(as_on);
         free(as_off);
         free(x);
@@ -406,18 +419,23 @@ static void test_sampling_repairs(void **state) {
     int asked = 0;
     agent_decode_opts o = {.decode = AGENT_DECODE_SAMPLE, .samples = 16, .seed = 1,
                            .placement = PLACER_PLACE_NONE, .cancelled = gone, .cancel_ud = &asked};
+    agent_policy *cold = shipped_policy();
     for (int k = 0; k < 2; k++) {
-        if (k == 1) { /* the batch alone takes longer than 1 ms */
+        if (k == 1) { /* the batch alone takes longer than 1 ms on a policy that
+                         has decoded nothing yet: the look-ahead's completions
+                         and the features of the states met are computed
+                         afresh (pol has kept them from the decodes above) */
             o.cancelled = NULL;
             o.budget_ms = 1;
         }
-        assert_int_equal(agent_policy_decode(pol, job, &bare, &o, &rb2, err, sizeof err), 0);
+        assert_int_equal(agent_policy_decode(k ? cold : pol, job, &bare, &o, &rb2, err, sizeof err), 0);
         assert_true(rb2.stopped);
         assert_int_equal(rb2.cancelled, k == 0);
         assert_int_equal(rb2.samples_used, 15 + rg.samples_used);
         assert_true(b2->cost == g->cost);
     }
     assert_int_equal(asked, 1);
+    agent_policy_free(cold);
     free(a);
     free(a2);
     model_plan_free(g);
