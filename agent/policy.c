@@ -569,6 +569,10 @@ size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
      * 16 bytes and a byte each) */
     size_t stages = K * T * T;
     bytes += (stages <= ((size_t)1 << 18) ? stages : 0) * 17;
+    /* the features of the states the decode's runs meet (agent/rollout.c's
+     * tree): the sampled batch's, and up to 32 more passes of one episode
+     * (greedy's, the repairs', the anchored tries', polish's) */
+    bytes += agent_rollout_tree_bytes(TB + 32 * T + 1, (int)K);
     /* its completions by stages (agent/rollout.c, la_dp_fill): per level,
      * layer boundary and type three doubles and an int, and two ints per
      * level and boundary */

@@ -128,8 +128,8 @@ int agent_policy_task_cap(const model_job *job, const model_cluster *cl,
  * for job on cl with opts, before anything is allocated: the rollout
  * buffers of one batch of up to 64 episodes (T = layers steps of K = types
  * rows, and, when the node head places, up to max_tasks steps of n_nodes
- * rows) and the look-ahead's stage memo, with the doubling growth of
- * those buffers counted. An upper
+ * rows), the look-ahead's stage memo and the tree of the states' features,
+ * with the doubling growth of those buffers counted. An upper
  * estimate meant for admission control, not an exact figure. */
 size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
                                  const agent_decode_opts *opts);

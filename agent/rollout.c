@@ -760,6 +760,13 @@ static size_t lt_node_bytes(int K) {
     return (size_t)K * (sizeof(int) + AGENT_FX * sizeof(float) + 1) + 1;
 }
 
+size_t agent_rollout_tree_bytes(size_t states, int K) {
+    size_t nb = lt_node_bytes(K > 0 ? K : 1), most = LA_TREE_BYTES / nb;
+    size_t n = states < most ? states : most, cap = 16; /* grow() doubles from 16 */
+    while (cap < n) cap *= 2;
+    return cap * nb;
+}
+
 /* lt_node adds a node: no children, features unknown. Returns its index,
  * or -1 when the tree is full or memory ran out. */
 static int lt_node(agent_rollout *r) {

@@ -230,6 +230,12 @@ void agent_rollout_set_policy(agent_rollout *r, agent_type_policy fn, void *ctx)
  * change nothing. */
 void agent_rollout_set_memo(agent_rollout *r, int on);
 
+/* agent_rollout_tree_bytes bounds the bytes the tree of look-ahead
+ * features takes when runs on K types meet `states` distinct states (the
+ * tree's 16 MiB cap and its doubling growth counted), for memory
+ * estimates. */
+size_t agent_rollout_tree_bytes(size_t states, int K);
+
 /* agent_rollout_ws returns the network workspace the rollout runs on
  * (owned by r). After agent_rollout_run, and until the parameters change,
  * it holds the encoder's states of the run's instances: a training pass on
