@@ -134,7 +134,6 @@ struct agent_rollout {
     size_t cap_ltkey;
     int *lt_cur;        /* [B] episode b's node at the current step (-1: off the tree) */
     size_t cap_ltcur;
-    long lt_hits, lt_misses; /* representatives served by the tree, and computed */
     int failed;      /* a parallel call failed */
     char why[256];
 };
