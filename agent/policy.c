@@ -565,18 +565,11 @@ size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
     size_t bytes = TB * (AGENT_FG * f + K * AGENT_FT * f + AGENT_FT * f + K + sizeof(int) +
                          K * f + sizeof(int));
     bytes += T * AGENT_FL * f * 2 + B * (K > Kn ? K : Kn) * f;
-    /* the look-ahead's stage memo (agent/rollout.c: at most 2^18 stages of
-     * 16 bytes and a byte each) */
-    size_t stages = K * T * T;
-    bytes += (stages <= ((size_t)1 << 18) ? stages : 0) * 17;
-    /* the features of the states the decode's runs meet (agent/rollout.c's
-     * tree): the sampled batch's, and up to 32 more passes of one episode
-     * (greedy's, the repairs', the anchored tries', polish's) */
-    bytes += agent_rollout_tree_bytes(TB + 32 * T + 1, (int)K);
-    /* its completions by stages (agent/rollout.c, la_dp_fill): per level,
-     * layer boundary and type three doubles and an int, and two ints per
-     * level and boundary */
-    bytes += (size_t)AGENT_LA_LEVELS * (T + 1) * (K * (3 * sizeof(double) + sizeof(int)) + 2 * sizeof(int));
+    /* the look-ahead's memo, completions and tree (agent/rollout.c), the
+     * tree holding the states of the sampled batch and up to 32 more
+     * passes of one episode (greedy's, the repairs', the anchored tries',
+     * polish's) */
+    bytes += agent_rollout_lookahead_bytes((int)T, (int)K, TB + 32 * T + 1);
     /* one environment per episode: its plan and its task table */
     size_t tasks = (size_t)agent_policy_task_cap(job, cl, opts);
     bytes += B * (T * 64 + tasks * 16 + Kn * 64);

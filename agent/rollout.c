@@ -759,11 +759,27 @@ static size_t lt_node_bytes(int K) {
     return (size_t)K * (sizeof(int) + AGENT_FX * sizeof(float) + 1) + 1;
 }
 
-size_t agent_rollout_tree_bytes(size_t states, int K) {
-    size_t nb = lt_node_bytes(K > 0 ? K : 1), most = LA_TREE_BYTES / nb;
-    size_t n = states < most ? states : most, cap = 16; /* grow() doubles from 16 */
+size_t agent_rollout_lookahead_bytes(int T, int K, size_t states) {
+    size_t t = (size_t)(T > 0 ? T : 1), k = (size_t)(K > 0 ? K : 1);
+    /* the stage memo, when a run of one instance uses it */
+    size_t stages = k * t * t, bytes = (stages <= LA_MEMO_MAX ? stages : 0) * (sizeof(la_stage) + 1);
+    /* the completions by stages: per level, layer boundary and type
+     * dp_price, dp_true, dp_th and dp_last; per level and boundary dp_b1
+     * and dp_b2 */
+    bytes += (size_t)LA_DP_LEVELS * (t + 1) * (k * (3 * sizeof(double) + sizeof(int)) + 2 * sizeof(int));
+    /* the tree, grown by doubling from 16 nodes up to LA_TREE_BYTES */
+    size_t nb = lt_node_bytes((int)k), most = LA_TREE_BYTES / nb;
+    size_t n = states < most ? states : most, cap = 16;
     while (cap < n) cap *= 2;
-    return cap * nb;
+    return bytes + cap * nb;
+}
+
+/* la_copy_feats copies the AGENT_FX look-ahead features of K type rows
+ * from src to dst, whose rows start `ss` and `ds` floats apart (AGENT_FT
+ * in a step's rows, where they follow gym's GYM_TYPE_FEATS; AGENT_FX in
+ * the tree). */
+static void la_copy_feats(float *dst, size_t ds, const float *src, size_t ss, int K) {
+    for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * ds, src + (size_t)k * ss, AGENT_FX * sizeof *dst);
 }
 
 /* lt_node adds a node: no children, features unknown. Returns its index,
@@ -868,10 +884,8 @@ static void la_share(agent_rollout *r, agent_pool *pool) {
             r->la_list[m++] = b;
             continue;
         }
-        float *dst = r->rows + tb * K * AGENT_FT;
-        for (int k = 0; k < K; k++)
-            memcpy(dst + (size_t)k * AGENT_FT + GYM_TYPE_FEATS, r->lt_feat + ((size_t)v * K + k) * AGENT_FX,
-                   AGENT_FX * sizeof *dst);
+        la_copy_feats(r->rows + tb * K * AGENT_FT + GYM_TYPE_FEATS, AGENT_FT, r->lt_feat + (size_t)v * K * AGENT_FX,
+                      AGENT_FX, K);
     }
     r->tm.la_kept += n - m;
     r->tm.la_computed += m;
@@ -880,21 +894,16 @@ static void la_share(agent_rollout *r, agent_pool *pool) {
         int b = r->la_list[i], v = r->lt_cur[b];
         if (v < 0) continue;
         size_t tb = (size_t)t * B + b;
-        const float *src = r->rows + tb * K * AGENT_FT;
-        for (int k = 0; k < K; k++)
-            memcpy(r->lt_feat + ((size_t)v * K + k) * AGENT_FX, src + (size_t)k * AGENT_FT + GYM_TYPE_FEATS,
-                   AGENT_FX * sizeof *src);
+        la_copy_feats(r->lt_feat + (size_t)v * K * AGENT_FX, AGENT_FX, r->rows + tb * K * AGENT_FT + GYM_TYPE_FEATS,
+                      AGENT_FT, K);
         memcpy(r->lt_mask + (size_t)v * K, r->mask + tb * K, (size_t)K);
         r->lt_known[v] = 1;
     }
     for (int b = 0; b < B; b++) {
         int o = r->la_rep[b];
         if (o < 0 || o == b) continue;
-        float *dst = r->rows + ((size_t)t * B + b) * K * AGENT_FT;
-        const float *src = r->rows + ((size_t)t * B + o) * K * AGENT_FT;
-        for (int k = 0; k < K; k++)
-            memcpy(dst + (size_t)k * AGENT_FT + GYM_TYPE_FEATS, src + (size_t)k * AGENT_FT + GYM_TYPE_FEATS,
-                   AGENT_FX * sizeof *dst);
+        la_copy_feats(r->rows + ((size_t)t * B + b) * K * AGENT_FT + GYM_TYPE_FEATS, AGENT_FT,
+                      r->rows + ((size_t)t * B + o) * K * AGENT_FT + GYM_TYPE_FEATS, AGENT_FT, K);
     }
 }
 

@@ -230,11 +230,12 @@ void agent_rollout_set_policy(agent_rollout *r, agent_type_policy fn, void *ctx)
  * change nothing. */
 void agent_rollout_set_memo(agent_rollout *r, int on);
 
-/* agent_rollout_tree_bytes bounds the bytes the tree of look-ahead
- * features takes when runs on K types meet `states` distinct states (the
- * tree's 16 MiB cap and its doubling growth counted), for memory
- * estimates. */
-size_t agent_rollout_tree_bytes(size_t states, int K);
+/* agent_rollout_lookahead_bytes bounds the bytes the look-ahead keeps for
+ * runs on one instance of T layers and K types that meet `states`
+ * distinct states: the stage memo (when it is used), the completions by
+ * stages and the tree of the states' features (its 16 MiB cap and its
+ * doubling growth counted), for memory estimates. */
+size_t agent_rollout_lookahead_bytes(int T, int K, size_t states);
 
 /* agent_rollout_ws returns the network workspace the rollout runs on
  * (owned by r). After agent_rollout_run, and until the parameters change,
