@@ -158,8 +158,8 @@ int agent_policy_task_cap(const model_job *job, const model_cluster *cl,
  * plan) when no solver found one, with *no_anchor 2 after exact's proof
  * that none exists, 1 when the budget ran out first (else 0). */
 static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_instance *in,
-                           int placement, long budget_ms, int *assign, int *runs, int *k, int *method,
-                           int *no_anchor, char *err, size_t errlen) {
+                           int placement, long budget_ms, int *assign, int *anchor, int *runs, int *k,
+                           int *method, int *no_anchor, char *err, size_t errlen) {
     *runs = 0;
     *no_anchor = 0;
     solve_result *sr = solve_result_create(in->job->n_layers);
@@ -178,6 +178,7 @@ static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_in
     }
     if (st == 0) {
         *method = (int)so.method;
+        memcpy(anchor, sr->assign, (size_t)in->job->n_layers * sizeof *anchor);
         st = agent_decode_anchored(ro, p, in, placement, 4.0, sr->assign, ANCHOR_RUNS, assign, runs,
                                    k, err, errlen);
     } else {
@@ -220,6 +221,42 @@ static int place_again(agent_rollout *ro, const nn_params *p, const agent_instan
     }
     free(fp);
     free(of);
+    return rc;
+}
+
+/* sample_after draws min(n, chunk) plans in one batch, their first k
+ * layers anchor's and the rest sampled from the policy (seed, a stream of
+ * their own); a plan that dead-ends is not repaired. The episodes are left
+ * in ro (*got of them) for the caller to keep from. Returns 0, or -1 with
+ * a message. */
+static int sample_after(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                        int placement, uint64_t seed, const int *anchor, int k, int n, int chunk,
+                        int *got, char *err, size_t errlen) {
+    int L = in->job->n_layers, B = n < chunk ? n : chunk, rc = 0;
+    *got = 0;
+    int *fixed = malloc((size_t)L * sizeof *fixed), *of = calloc((size_t)B, sizeof *of);
+    const int **fp = malloc((size_t)B * sizeof *fp);
+    if (!fixed || !of || !fp) {
+        snprintf(err, errlen, "decode: out of memory");
+        rc = -1;
+    } else {
+        for (int i = 0; i < L; i++) fixed[i] = i < k ? anchor[i] : -1;
+        for (int b = 0; b < B; b++) fp[b] = fixed;
+        agent_rollout_opts o = {.placement = placement,
+                                .greedy = 0,
+                                .penalty = 4.0,
+                                .seed = seed,
+                                .stream = 0x414e4348ULL /* "ANCH" */,
+                                .ep_base = 0,
+                                .ep_total = B,
+                                .record = 0,
+                                .forced = (const int *const *)fp};
+        rc = agent_rollout_run(ro, p, in, 1, of, B, &o, NULL, err, errlen) ? -1 : 0;
+        if (rc == 0) *got = B;
+    }
+    free(fixed);
+    free(of);
+    free(fp);
     return rc;
 }
 
@@ -385,7 +422,8 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     res->stopped = res->cancelled = 0;
     res->anchored = res->anchor_method = res->polished = 0;
     res->unpolished = INFINITY;
-    int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0, no_anchor = 0;
+    int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0, no_anchor = 0, n_failed = 0;
+    int greedy_kept = 0; /* greedy's answer was anchored, and kept as it came */
     /* KEEP_EPISODE(b) copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \
     do {                                                                                         \
@@ -401,6 +439,17 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                 const int *tn_ = agent_rollout_tasks(ro, (b), &n_);                              \
                 if (tn_) memcpy(res->task_node, tn_, (size_t)n_ * sizeof(int));                  \
             }                                                                                    \
+        }                                                                                        \
+    } while (0)
+    /* KEEP_ANCHORED(b): KEEP_EPISODE for a plan whose first k layers are
+     * the anchor's, which says so when it gives the answer */
+#define KEEP_ANCHORED(b)                                                                         \
+    do {                                                                                         \
+        double before_ = best;                                                                   \
+        KEEP_EPISODE(b);                                                                         \
+        if (best < before_ && k > 0) {                                                           \
+            res->anchored = k;                                                                   \
+            res->anchor_method = method;                                                         \
         }                                                                                        \
     } while (0)
     /* sampling: samples - 1 sampled plans, then the greedy one (so that
@@ -456,6 +505,8 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                     rc = -1;
                 else if (st == 0)
                     KEEP_EPISODE(0);
+                else
+                    n_failed++;
             }
             if (rc || res->stopped) break;
             if (base + B < n_sampled && sampling_stops(opts, t0, res)) break;
@@ -480,21 +531,35 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                 left = opts->budget_ms - (long)((clock_now_s() - t0) * 1e3);
                 if (left < 1) left = 1;
             }
-            st = anchored_decode(ro, pol->p, &in, placement, left, scratch, &runs, &k, &method,
-                                 &no_anchor, err, errlen);
+            int *anchor = malloc((size_t)job->n_layers * sizeof *anchor);
+            st = anchor ? anchored_decode(ro, pol->p, &in, placement, left, scratch, anchor, &runs, &k,
+                                          &method, &no_anchor, err, errlen)
+                        : -1;
+            if (!anchor) snprintf(err, errlen, "decode: out of memory");
             used += runs;
+            if (st == 0) {
+                /* greedy's anchored plan, then the samples that found no
+                 * plan drawn again after the same anchor (with placement,
+                 * the node head placing each); both keep the anchor's
+                 * figures when they give the answer */
+                KEEP_ANCHORED(0);
+                if (k < job->n_layers && n_failed > 0 && !sampling_stops(opts, t0, res)) {
+                    int n = 0;
+                    rc = sample_after(ro, pol->p, &in, placement, opts->seed, anchor, k, n_failed, chunk, &n,
+                                      err, errlen);
+                    for (int b = 0; rc == 0 && b < n; b++) KEEP_ANCHORED(b);
+                    used += n;
+                }
+            }
+            free(anchor);
+            greedy_kept = 1;
         }
         if (!scratch) snprintf(err, errlen, "decode: out of memory");
         if (st < 0) {
             rc = -1;
-        } else if (st == 0) {
-            double before = best;
+        } else if (st == 0 && !greedy_kept) {
             KEEP_EPISODE(0);
-            if (best < before && k > 0) { /* the anchored plan is the one kept */
-                res->anchored = k;
-                res->anchor_method = method;
-            }
-        } else
+        } else if (st != 0)
             reason = MODEL_ERR_CAPACITY;
         /* the plan kept: greedy's, an anchored one or a sample's (also
          * when greedy and the anchor found none) */
@@ -524,6 +589,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     free(scratch);
     free(played);
     free(n_played);
+#undef KEEP_ANCHORED
 #undef KEEP_EPISODE
     give_rollout(pol, ro, rc == 0 && agent_policy_decode_bytes(job, cl, opts) <= POLICY_KEEP_BYTES);
     free(of);
