@@ -23,6 +23,7 @@ typedef struct {
     double flops[2], io[2], act[2], params[2], mem[2];
     int same;
     double jitter;
+    double period[2]; /* 0: off; else the role repeats a block of p drawn layers */
 } gen_role;
 
 typedef struct {
@@ -104,7 +105,7 @@ static const cfg_field FAMILY[N_F] = {
     [F_ROLES] = CFG_ROW_NODE("roles", CFG_FT_ANY, 1),
 };
 
-enum { R_NAME, R_COUNT, R_FLOPS, R_IO, R_ACT, R_PARAMS, R_MEM, R_SAME, R_JITTER, N_R };
+enum { R_NAME, R_COUNT, R_FLOPS, R_IO, R_ACT, R_PARAMS, R_MEM, R_SAME, R_JITTER, R_PERIOD, N_R };
 static const cfg_field ROLE[N_R] = {
     [R_NAME] = CFG_ROW_NAME("name", 1, gen_role, name),
     [R_COUNT] = CFG_ROW_RANGE("count", UNITS_COUNT, 0, 1, CFG_B_GE, 0, CFG_B_LE, GEN_MAX_LAYERS,
@@ -119,6 +120,8 @@ static const cfg_field ROLE[N_R] = {
     [R_SAME] = CFG_ROW_BOOL("same", 0, 0, gen_role, same),
     [R_JITTER] = CFG_ROW_NUM("jitter", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 0.9, gen_role,
                              jitter),
+    [R_PERIOD] = CFG_ROW_RANGE("period", UNITS_COUNT, 0, 0, CFG_B_GE, 0, CFG_B_LE, GEN_MAX_LAYERS,
+                               gen_role, period),
 };
 
 enum { C_TYPES, C_COUNT, C_ZONES, C_NODES, C_BAD, C_IBW, C_ILAT, C_POOL, C_TIGHT, C_TLOAD,
@@ -390,10 +393,22 @@ int agent_gen_draw(const agent_gen *g, uint64_t seed, uint64_t index, int attemp
             base.params = draw(&r, ro->params);
             base.mem = draw(&r, ro->mem);
         }
+        /* a periodic role draws its first p layers and repeats them, each
+         * figure varied by the jitter (no draw at all without a period, so
+         * that a spec without one draws what it always drew) */
+        int period = ro->period[1] >= 1 ? draw_int(&r, ro->period) : 0;
         for (int i = 0; i < counts[k]; i++, l++) {
             model_layer *ly = &out->layers[l];
             snprintf(ly->name, sizeof ly->name, "%.40s%d", ro->name, i);
-            if (ro->same) {
+            if (period >= 1 && i >= period) {
+                const model_layer *src = &out->layers[l - period];
+                double j = ro->jitter;
+                ly->flops = src->flops * (1 + j * (2 * u01(&r) - 1));
+                ly->io = src->io * (1 + j * (2 * u01(&r) - 1));
+                ly->act = src->act * (1 + j * (2 * u01(&r) - 1));
+                ly->params = src->params * (1 + j * (2 * u01(&r) - 1));
+                ly->mem = src->mem * (1 + j * (2 * u01(&r) - 1));
+            } else if (ro->same) {
                 double j = ro->jitter;
                 ly->flops = base.flops * (1 + j * (2 * u01(&r) - 1));
                 ly->io = base.io * (1 + j * (2 * u01(&r) - 1));

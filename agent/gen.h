@@ -43,8 +43,12 @@
  * Each layer figure (flops, io, act, params, mem) is a range: drawn
  * log-uniformly when its low end is > 0, uniformly from 0 otherwise; a
  * role with `same: true` draws its figures once and varies each layer by a
- * factor in [1 - jitter, 1 + jitter]. A role's `count` may be 0 (optional
- * layers). Draws come from the counter RNG of nets/rng keyed by (seed,
+ * factor in [1 - jitter, 1 + jitter]. A role with `period: [lo, hi]`
+ * draws p in that range and repeats a block of its first p layers: layer
+ * i >= p is layer i - p with each figure varied by the jitter (a job built
+ * of a repeated block of different layers; no draw when absent or 0, so a
+ * spec without it draws what it always drew). A role's `count` may be 0
+ * (optional layers). Draws come from the counter RNG of nets/rng keyed by (seed,
  * index, attempt): an instance is a pure function of them.
  *
  * Ownership: agent_gen_load returns a spec freed by agent_gen_free;

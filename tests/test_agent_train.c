@@ -344,6 +344,70 @@ static void test_generator(void **state) {
     agent_gen_free(g);
 }
 
+/* A role with a period repeats a block of its first p layers, each repeat
+ * varied by the jitter; without one (or with period 0) the spec draws what
+ * it drew before periods existed. */
+static const char *GEN_PERIOD =
+    "families:\n"
+    "  - name: blocks\n"
+    "    batch: 64\n"
+    "    units: [1, 6]\n"
+    "    roles:\n"
+    "      - {name: blk, count: [7, 12], %s jitter: 0.05, flops: [1MFLOP, 100GFLOP], act: [1KB, 1MB], params: [1MB, 20MB], mem: [100MB, 2GB]}\n"
+    "cluster:\n"
+    "  types: [2, 3]\n"
+    "  count: [2, 8]\n"
+    GEN_POOL;
+
+static agent_gen *gen_with(const char *role_keys, const char *file) {
+    char text[8192], p[1200], err[2048];
+    snprintf(text, sizeof text, GEN_PERIOD, role_keys);
+    afx_write_file(tmp, file, text);
+    path_in(p, sizeof p, file);
+    agent_gen *g = agent_gen_load(p, err, sizeof err);
+    if (!g) fail_msg("%s", err);
+    return g;
+}
+
+static void test_generator_period(void **state) {
+    (void)state;
+    agent_gen *per = gen_with("period: 3,", "gen-period.yaml");
+    agent_gen *none = gen_with("", "gen-none.yaml"), *zero = gen_with("period: 0,", "gen-zero.yaml");
+    agent_gen_inst a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    for (int idx = 0; idx < 50; idx++) {
+        assert_int_equal(agent_gen_draw(per, 4, (uint64_t)idx, 0, &a), 0);
+        int L = a.job.n_layers;
+        assert_true(L >= 7 && L <= 12);
+        /* the first three are drawn apart (1 MFLOP to 100 GFLOP), every
+         * later layer is the one three before it, within 5% */
+        assert_true(a.layers[0].flops != a.layers[1].flops && a.layers[1].flops != a.layers[2].flops);
+        for (int i = 3; i < L; i++) {
+            double r = a.layers[i].flops / a.layers[i - 3].flops, m = a.layers[i].mem / a.layers[i - 3].mem;
+            if (r < 0.95 || r > 1.05 || m < 0.95 || m > 1.05)
+                fail_msg("instance %d layer %d: flops x%.4f, mem x%.4f the layer 3 before", idx, i, r, m);
+        }
+        assert_int_equal(agent_gen_draw(none, 4, (uint64_t)idx, 0, &a), 0);
+        assert_int_equal(agent_gen_draw(zero, 4, (uint64_t)idx, 0, &b), 0);
+        assert_int_equal(a.job.n_layers, b.job.n_layers);
+        assert_memory_equal(a.layers, b.layers, (size_t)a.job.n_layers * sizeof *a.layers);
+    }
+    agent_gen_inst_clear(&a);
+    agent_gen_inst_clear(&b);
+    agent_gen_free(per);
+    agent_gen_free(none);
+    agent_gen_free(zero);
+    expect_gen_error("families:\n  - {name: a, batch: 8, units: 2, roles: [{name: r, period: -1, flops: 1, act: 1, params: 1, mem: 1}]}\ncluster: {}\n",
+                     "families[0].roles[0].period");
+    /* the shipped spec that draws them loads */
+    char p[1200], err[2048];
+    snprintf(p, sizeof p, "%s/configs/train/gen-wide-blocks.yaml", src);
+    agent_gen *g = agent_gen_load(p, err, sizeof err);
+    if (!g) fail_msg("%s", err);
+    agent_gen_free(g);
+}
+
 /* ---------------------------------------------------------------------------
  * Absurd figures: the config walker's magnitude guard and bounds
  * ------------------------------------------------------------------------ */
@@ -1136,6 +1200,7 @@ int main(void) {
         cmocka_unit_test(test_trainconf),
         cmocka_unit_test(test_trainconf_defaults),
         cmocka_unit_test(test_generator),
+        cmocka_unit_test(test_generator_period),
         cmocka_unit_test(test_absurd_figures),
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_resume_exact),
