@@ -189,6 +189,38 @@ static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_in
     return st;
 }
 
+/* sample_forced samples B episodes in one batch, every one taking the
+ * TYPE actions forced[n_layers] (an entry < 0 left to the policy), the
+ * rest sampled (seed, stream), placement as in agent_rollout_opts; the
+ * episodes are left in ro for the caller to keep from. Returns 0, or -1
+ * with a message. */
+static int sample_forced(agent_rollout *ro, const nn_params *p, const agent_instance *in,
+                         int placement, const int *forced, int B, uint64_t seed, uint64_t stream,
+                         char *err, size_t errlen) {
+    const int **fp = malloc((size_t)B * sizeof *fp);
+    int *of = calloc((size_t)B, sizeof *of);
+    int rc = 0;
+    if (!fp || !of) {
+        snprintf(err, errlen, "decode: out of memory");
+        rc = -1;
+    } else {
+        for (int b = 0; b < B; b++) fp[b] = forced;
+        agent_rollout_opts o = {.placement = placement,
+                                .greedy = 0,
+                                .penalty = 4.0,
+                                .seed = seed,
+                                .stream = stream,
+                                .ep_base = 0,
+                                .ep_total = B,
+                                .record = 0,
+                                .forced = (const int *const *)fp};
+        rc = agent_rollout_run(ro, p, in, 1, of, B, &o, NULL, err, errlen) ? -1 : 0;
+    }
+    free(fp);
+    free(of);
+    return rc;
+}
+
 /* place_again plays the plan `assign` (every TYPE action forced) count
  * times in one batch (count <= DECODE_CHUNK), the node head sampling the
  * NODE decisions (seed, a stream of their own), and leaves the episodes in
@@ -197,30 +229,10 @@ static int anchored_decode(agent_rollout *ro, const nn_params *p, const agent_in
 static int place_again(agent_rollout *ro, const nn_params *p, const agent_instance *in,
                        const int *assign, int count, uint64_t seed, int *n, char *err,
                        size_t errlen) {
-    int B = count;
-    const int **fp = malloc((size_t)B * sizeof *fp);
-    int *of = calloc((size_t)B, sizeof *of);
-    int rc = 0;
     *n = 0;
-    if (!fp || !of) {
-        snprintf(err, errlen, "decode: out of memory");
-        rc = -1;
-    } else {
-        for (int b = 0; b < B; b++) fp[b] = assign;
-        agent_rollout_opts o = {.placement = PLACER_PLACE_POLICY,
-                                .greedy = 0,
-                                .penalty = 4.0,
-                                .seed = seed,
-                                .stream = 0x4e4f4445ULL /* "NODE" */,
-                                .ep_base = 0,
-                                .ep_total = B,
-                                .record = 0,
-                                .forced = (const int *const *)fp};
-        rc = agent_rollout_run(ro, p, in, 1, of, B, &o, NULL, err, errlen) ? -1 : 0;
-        if (rc == 0) *n = B;
-    }
-    free(fp);
-    free(of);
+    int rc = sample_forced(ro, p, in, PLACER_PLACE_POLICY, assign, count, seed, 0x4e4f4445ULL /* "NODE" */,
+                           err, errlen);
+    if (rc == 0) *n = count;
     return rc;
 }
 
@@ -232,31 +244,17 @@ static int place_again(agent_rollout *ro, const nn_params *p, const agent_instan
 static int sample_after(agent_rollout *ro, const nn_params *p, const agent_instance *in,
                         int placement, uint64_t seed, const int *anchor, int k, int n, int chunk,
                         int *got, char *err, size_t errlen) {
-    int L = in->job->n_layers, B = n < chunk ? n : chunk, rc = 0;
+    int L = in->job->n_layers, B = n < chunk ? n : chunk;
     *got = 0;
-    int *fixed = malloc((size_t)L * sizeof *fixed), *of = calloc((size_t)B, sizeof *of);
-    const int **fp = malloc((size_t)B * sizeof *fp);
-    if (!fixed || !of || !fp) {
+    int *fixed = malloc((size_t)L * sizeof *fixed);
+    if (!fixed) {
         snprintf(err, errlen, "decode: out of memory");
-        rc = -1;
-    } else {
-        for (int i = 0; i < L; i++) fixed[i] = i < k ? anchor[i] : -1;
-        for (int b = 0; b < B; b++) fp[b] = fixed;
-        agent_rollout_opts o = {.placement = placement,
-                                .greedy = 0,
-                                .penalty = 4.0,
-                                .seed = seed,
-                                .stream = 0x414e4348ULL /* "ANCH" */,
-                                .ep_base = 0,
-                                .ep_total = B,
-                                .record = 0,
-                                .forced = (const int *const *)fp};
-        rc = agent_rollout_run(ro, p, in, 1, of, B, &o, NULL, err, errlen) ? -1 : 0;
-        if (rc == 0) *got = B;
+        return -1;
     }
+    for (int i = 0; i < L; i++) fixed[i] = i < k ? anchor[i] : -1;
+    int rc = sample_forced(ro, p, in, placement, fixed, B, seed, 0x414e4348ULL /* "ANCH" */, err, errlen);
+    if (rc == 0) *got = B;
     free(fixed);
-    free(of);
-    free(fp);
     return rc;
 }
 

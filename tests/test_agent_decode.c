@@ -381,6 +381,41 @@ static int gone(void *ud) {
     return 1;
 }
 
+/* A held-out job of the tree decoded by the shipped policy, plans only:
+ * the policy, the run, its cluster without nodes and the buffers of
+ * three answers (a and a2 for the assignments, g, b and b2 for plans). */
+typedef struct {
+    agent_policy *pol;
+    cfg_run *run;
+    model_cluster bare;
+    int *a, *a2;
+    model_plan *g, *b, *b2;
+} heldout_case;
+
+static void heldout_open(heldout_case *c, const char *rel) {
+    c->pol = shipped_policy();
+    c->run = source_run(rel);
+    c->bare = c->run->cluster;
+    c->bare.n_nodes = 0;
+    int L = c->run->jobs[0].n_layers;
+    c->a = malloc((size_t)L * sizeof *c->a);
+    c->a2 = malloc((size_t)L * sizeof *c->a2);
+    c->g = model_plan_create(L);
+    c->b = model_plan_create(L);
+    c->b2 = model_plan_create(L);
+    assert_true(c->a && c->a2 && c->g && c->b && c->b2);
+}
+
+static void heldout_close(heldout_case *c) {
+    free(c->a);
+    free(c->a2);
+    model_plan_free(c->g);
+    model_plan_free(c->b);
+    model_plan_free(c->b2);
+    cfg_free(c->run);
+    agent_policy_free(c->pol);
+}
+
 /* Sampled plans that dead-end are repaired from their own decisions
  * (agent_decode_repair), not dropped: on tests/data/heldout/q8-143.yaml
  * (tight capacity) every plan the shipped policy samples dead-ends, and
@@ -391,15 +426,13 @@ static int gone(void *ud) {
 static void test_sampling_repairs(void **state) {
     (void)state;
     char err[2048];
-    agent_policy *pol = shipped_policy();
-    cfg_run *run = source_run("tests/data/heldout/q8-143.yaml");
-    const model_job *job = &run->jobs[0];
-    model_cluster bare = run->cluster; /* plans only */
-    bare.n_nodes = 0;
-    int L = job->n_layers;
-    int *a = malloc((size_t)L * sizeof *a), *a2 = malloc((size_t)L * sizeof *a2);
-    model_plan *g = model_plan_create(L), *b = model_plan_create(L), *b2 = model_plan_create(L);
-    assert_true(a && a2 && g && b && b2);
+    heldout_case c;
+    heldout_open(&c, "tests/data/heldout/q8-143.yaml");
+    agent_policy *pol = c.pol;
+    const model_job *job = &c.run->jobs[0];
+    model_cluster bare = c.bare;
+    int L = job->n_layers, *a = c.a, *a2 = c.a2;
+    model_plan *g = c.g, *b = c.b, *b2 = c.b2;
     agent_decode_result rg = {.assign = a, .plan = g}, rb = {.assign = a, .plan = b};
     agent_decode_result rb2 = {.assign = a2, .plan = b2};
     assert_int_equal(decode_opts(pol, job, &bare, 1, 0, 1, &rg, err, sizeof err), 0);
@@ -436,13 +469,7 @@ static void test_sampling_repairs(void **state) {
     }
     assert_int_equal(asked, 1);
     agent_policy_free(cold);
-    free(a);
-    free(a2);
-    model_plan_free(g);
-    model_plan_free(b);
-    model_plan_free(b2);
-    cfg_free(run);
-    agent_policy_free(pol);
+    heldout_close(&c);
 }
 
 /* When greedy's decode needs the anchor, the samples that found no plan
@@ -456,15 +483,13 @@ static void test_sampling_repairs(void **state) {
 static void test_samples_after_anchor(void **state) {
     (void)state;
     char err[2048];
-    agent_policy *pol = shipped_policy();
-    cfg_run *run = source_run("tests/data/heldout/q8-191.yaml");
-    const model_job *job = &run->jobs[0];
-    model_cluster bare = run->cluster; /* plans only */
-    bare.n_nodes = 0;
-    int L = job->n_layers;
-    int *a = malloc((size_t)L * sizeof *a), *a2 = malloc((size_t)L * sizeof *a2);
-    model_plan *g = model_plan_create(L), *b = model_plan_create(L), *b2 = model_plan_create(L);
-    assert_true(a && a2 && g && b && b2);
+    heldout_case c;
+    heldout_open(&c, "tests/data/heldout/q8-191.yaml");
+    agent_policy *pol = c.pol;
+    const model_job *job = &c.run->jobs[0];
+    model_cluster bare = c.bare;
+    int L = job->n_layers, *a = c.a, *a2 = c.a2;
+    model_plan *g = c.g, *b = c.b, *b2 = c.b2;
     agent_decode_result rg = {.assign = a, .plan = g}, rb = {.assign = a, .plan = b};
     agent_decode_result rb2 = {.assign = a2, .plan = b2};
     assert_int_equal(decode_opts(pol, job, &bare, 1, 0, 1, &rg, err, sizeof err), 0);
@@ -485,13 +510,7 @@ static void test_samples_after_anchor(void **state) {
     model_plan_free(check);
     assert_memory_equal(a, a2, (size_t)L * sizeof *a);
     assert_int_equal(rb.samples_used, rb2.samples_used);
-    free(a);
-    free(a2);
-    model_plan_free(g);
-    model_plan_free(b);
-    model_plan_free(b2);
-    cfg_free(run);
-    agent_policy_free(pol);
+    heldout_close(&c);
 }
 
 /* leaves_after_20 is a cancel callback whose client stays for 20 calls
