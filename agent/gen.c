@@ -400,21 +400,18 @@ int agent_gen_draw(const agent_gen *g, uint64_t seed, uint64_t index, int attemp
         for (int i = 0; i < counts[k]; i++, l++) {
             model_layer *ly = &out->layers[l];
             snprintf(ly->name, sizeof ly->name, "%.40s%d", ro->name, i);
-            if (period >= 1 && i >= period) {
-                const model_layer *src = &out->layers[l - period];
+            /* a repeat of the layer one period back, or of the role's
+             * figures drawn once; each figure varied by the jitter */
+            const model_layer *src = period >= 1 && i >= period ? &out->layers[l - period]
+                                     : ro->same                 ? &base
+                                                                : NULL;
+            if (src) {
                 double j = ro->jitter;
                 ly->flops = src->flops * (1 + j * (2 * u01(&r) - 1));
                 ly->io = src->io * (1 + j * (2 * u01(&r) - 1));
                 ly->act = src->act * (1 + j * (2 * u01(&r) - 1));
                 ly->params = src->params * (1 + j * (2 * u01(&r) - 1));
                 ly->mem = src->mem * (1 + j * (2 * u01(&r) - 1));
-            } else if (ro->same) {
-                double j = ro->jitter;
-                ly->flops = base.flops * (1 + j * (2 * u01(&r) - 1));
-                ly->io = base.io * (1 + j * (2 * u01(&r) - 1));
-                ly->act = base.act * (1 + j * (2 * u01(&r) - 1));
-                ly->params = base.params * (1 + j * (2 * u01(&r) - 1));
-                ly->mem = base.mem * (1 + j * (2 * u01(&r) - 1));
             } else {
                 ly->flops = draw(&r, ro->flops);
                 ly->io = draw(&r, ro->io);

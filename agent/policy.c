@@ -421,7 +421,6 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     res->anchored = res->anchor_method = res->polished = 0;
     res->unpolished = INFINITY;
     int found = 0, used = 0, reason = MODEL_ERR_CAPACITY, rc = 0, no_anchor = 0, n_failed = 0;
-    int greedy_kept = 0; /* greedy's answer was anchored, and kept as it came */
     /* KEEP_EPISODE(b) copies episode b of ro into res when it is the best so far */
 #define KEEP_EPISODE(b)                                                                          \
     do {                                                                                         \
@@ -445,7 +444,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     do {                                                                                         \
         double before_ = best;                                                                   \
         KEEP_EPISODE(b);                                                                         \
-        if (best < before_ && k > 0) {                                                           \
+        if (best < before_) {                                                                    \
             res->anchored = k;                                                                   \
             res->anchor_method = method;                                                         \
         }                                                                                        \
@@ -520,7 +519,9 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                                                err, errlen)
                          : -1;
         used += runs;
-        if (st == 1 && scratch) {
+        if (st == 0)
+            KEEP_EPISODE(0);
+        else if (st == 1 && scratch) {
             /* a dead end the backtracking did not get out of: anchor the
              * decode on a solver's feasible plan, if one exists */
             /* within what is left of the caller's budget, if it has one */
@@ -550,14 +551,11 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                 }
             }
             free(anchor);
-            greedy_kept = 1;
         }
         if (!scratch) snprintf(err, errlen, "decode: out of memory");
-        if (st < 0) {
+        if (st < 0)
             rc = -1;
-        } else if (st == 0 && !greedy_kept) {
-            KEEP_EPISODE(0);
-        } else if (st != 0)
+        else if (st != 0)
             reason = MODEL_ERR_CAPACITY;
         /* the plan kept: greedy's, an anchored one or a sample's (also
          * when greedy and the anchor found none) */
