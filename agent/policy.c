@@ -35,6 +35,10 @@
 #define ANCHOR_RUNS 8         /* backtracking passes per anchored prefix */
 #define REPAIR_RUNS 8         /* backtracking passes per sampled plan that dead-ends
                                  (q8: 8 repair as many as 64 do) */
+#define FLIP_SHARE 4          /* best of N: N / FLIP_SHARE of the candidates are
+                                 greedy's plan with one decision flipped (see
+                                 flip_greedy; 4 chosen on held-out draws 10 and 12,
+                                 docs/agent.md) */
 #define POLICY_IDLE 8   /* rollouts kept for the next decodes */
 #define POLICY_KEEP_BYTES ((size_t)16 << 20) /* ... when their decode took less (estimate) */
 
@@ -334,6 +338,91 @@ static int polish_kept(agent_rollout *ro, const nn_params *p, const agent_instan
     return 0;
 }
 
+/* flip_greedy decodes up to n plans that leave the policy's most likely
+ * path -- greedy's first pass, up to its dead end if it has one -- at one
+ * decision each. With replay 0, episode 0 of ro must be that pass (a greedy
+ * decode that did not backtrack leaves it there); with 1 it is played again
+ * first (one pass, counted in *got). The path's decisions are ranked by the
+ * probability of their most likely other allowed type, highest first (ties:
+ * the earlier decision); the plan for decision j takes the path's first j
+ * types, that other type at j and the policy's most likely types after it
+ * (one greedy batch). The most likely single-discrepancy plans, then: where
+ * the policy hesitates, the other branch is tried whole. The episodes are
+ * left in ro (*n_flips of them, fewer than n when fewer decisions have an
+ * alternative) for the caller to keep from; *got is the passes made.
+ * Returns 0, or -1 with a message. */
+static int flip_greedy(agent_rollout *ro, const nn_params *p, const agent_instance *in, int placement,
+                       int replay, int n, int *n_flips, int *got, char *err, size_t errlen) {
+    int L = in->job->n_layers, T, K;
+    const int *action;
+    const uint8_t *mask;
+    const float *probs;
+    *got = *n_flips = 0;
+    if (replay) {
+        int zero = 0;
+        agent_rollout_opts o = {.placement = placement, .greedy = 1, .penalty = 4.0, .ep_total = 1};
+        if (agent_rollout_run(ro, p, in, 1, &zero, 1, &o, NULL, err, errlen)) return -1;
+        *got = 1;
+    }
+    agent_rollout_type_steps(ro, &T, &K, &action, &mask, &probs);
+    int *base = malloc((size_t)L * sizeof *base), *alt = malloc((size_t)L * sizeof *alt);
+    float *p2 = malloc((size_t)L * sizeof *p2);
+    int *fx = malloc((size_t)n * L * sizeof *fx);
+    const int **fp = malloc((size_t)n * sizeof *fp);
+    int *of = calloc((size_t)n, sizeof *of);
+    int rc = 0;
+    if (!base || !alt || !p2 || !fx || !fp || !of) {
+        snprintf(err, errlen, "decode: out of memory");
+        rc = -1;
+        goto done;
+    }
+    int played = agent_decode_played(ro, 0, base); /* B = 1: row j is decision j */
+    for (int j = 0; j < L; j++) {
+        alt[j] = -1;
+        p2[j] = -1;
+        for (int k = 0; j < played && k < K; k++) {
+            float pk = probs[(size_t)j * K + k];
+            if (mask[(size_t)j * K + k] && k != base[j] && pk > p2[j]) {
+                p2[j] = pk;
+                alt[j] = k;
+            }
+        }
+    }
+    int m = 0;
+    for (; m < n; m++) {
+        int bj = -1;
+        for (int j = 0; j < played; j++)
+            if (alt[j] >= 0 && (bj < 0 || p2[j] > p2[bj])) bj = j;
+        if (bj < 0) break;
+        int *f = fx + (size_t)m * L;
+        for (int j = 0; j < L; j++) f[j] = j < bj ? base[j] : j == bj ? alt[bj] : -1;
+        fp[m] = f;
+        alt[bj] = -1;
+    }
+    if (m > 0) {
+        agent_rollout_opts o = {.placement = placement,
+                                .greedy = 1,
+                                .penalty = 4.0,
+                                .ep_base = 0,
+                                .ep_total = m,
+                                .record = 0,
+                                .forced = (const int *const *)fp};
+        rc = agent_rollout_run(ro, p, in, 1, of, m, &o, NULL, err, errlen) ? -1 : 0;
+        if (rc == 0) {
+            *n_flips = m;
+            *got += m;
+        }
+    }
+done:
+    free(base);
+    free(alt);
+    free(p2);
+    free(fx);
+    free(fp);
+    free(of);
+    return rc;
+}
+
 /* plan_none makes pl a plan that was not found, for reason (its why is
  * the caller's to write). */
 static void plan_none(model_plan *pl, int reason) {
@@ -449,25 +538,81 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             res->anchor_method = method;                                                         \
         }                                                                                        \
     } while (0)
-    /* sampling: samples - 1 sampled plans, then the greedy one (so that
-     * sampling is never worse than greedy, and `samples` plans are decoded:
-     * in more passes than that only when a decode backtracks out of a dead
-     * end). A sample that dead-ends backtracks from its own decisions
-     * (agent_decode_repair, REPAIR_RUNS passes), so it is a plan too. */
+    /* greedy first, backtracking out of dead ends: the answer of a greedy
+     * decode; with sampling one candidate (so sampling is never worse than
+     * greedy) and the plan the flips branch from. Then, when sampling,
+     * samples / FLIP_SHARE plans that leave greedy's at one decision each
+     * (flip_greedy) and the rest sampled, so that `samples` plans are
+     * decoded -- in more passes only when a decode backtracks out of a dead
+     * end (then the flips need greedy's first pass played again). A sample
+     * or flip that dead-ends backtracks from its own decisions
+     * (agent_decode_repair, REPAIR_RUNS passes), so it is a plan too; when
+     * greedy finds no plan, the anchored decode follows. */
     int n_sampled = opts->decode == AGENT_DECODE_SAMPLE ? samples - 1 : 0;
-    int *played = NULL, *n_played = NULL, *scratch = NULL;
+    int *played = NULL, *n_played = NULL, *fixed = NULL;
+    int *scratch = malloc((size_t)job->n_layers * sizeof *scratch); /* greedy's plan */
     if (n_sampled > 0) {
         played = malloc((size_t)chunk * job->n_layers * sizeof *played);
         n_played = malloc((size_t)chunk * sizeof *n_played);
-        scratch = malloc((size_t)job->n_layers * sizeof *scratch);
-        if (!played || !n_played || !scratch) {
-            snprintf(err, errlen, "decode: out of memory");
-            rc = -1;
-        }
+        fixed = malloc((size_t)job->n_layers * sizeof *fixed); /* a repair's plan */
     }
-    if (n_sampled > 0 && rc == 0) {
+    if (!scratch || (n_sampled > 0 && (!played || !n_played || !fixed))) {
+        snprintf(err, errlen, "decode: out of memory");
+        rc = -1;
+    }
+    int st = 1, k = 0, method = 0, g_runs = 0;
+    if (rc == 0) {
+        int runs = 0;
+        st = agent_decode_greedy(ro, pol->p, &in, placement, 4.0, DECODE_RUNS, scratch, &runs, err, errlen);
+        g_runs = runs;
+        used += runs;
+        if (st < 0) rc = -1;
+        if (st == 0) KEEP_EPISODE(0);
+    }
+    /* REPAIR_DEAD(n_dead) repairs the first n_dead episodes whose actions
+     * are in played / n_played, one by one (each run replaces ro's
+     * episodes, hence the copies), keeping each plan found; the budget is
+     * checked before each, a repair that finds none counts in n_failed */
+#define REPAIR_DEAD(n_dead)                                                                      \
+    for (int i_ = 0; i_ < (n_dead) && rc == 0; i_++) {                                           \
+        if (sampling_stops(opts, t0, res)) break;                                                \
+        int runs_ = 0;                                                                           \
+        int st_ = agent_decode_repair(ro, pol->p, &in, placement, 4.0,                           \
+                                      played + (size_t)i_ * job->n_layers, n_played[i_],         \
+                                      REPAIR_RUNS, fixed, &runs_, err, errlen);                  \
+        if (runs_ > 1) used += runs_ - 1; /* its first pass is the plan's, counted already */   \
+        if (st_ < 0)                                                                             \
+            rc = -1;                                                                             \
+        else if (st_ == 0)                                                                       \
+            KEEP_EPISODE(0);                                                                     \
+        else                                                                                     \
+            n_failed++;                                                                          \
+    }
+    /* RECORD_DEAD(b) copies episode b's actions into played when it dead-ended */
+#define RECORD_DEAD(b)                                                                           \
+    do {                                                                                         \
+        if (agent_rollout_episode(ro, (b))->dead_end) {                                          \
+            n_played[n_dead] = agent_decode_played(ro, (b), played + (size_t)n_dead * job->n_layers); \
+            n_dead++;                                                                            \
+        }                                                                                        \
+    } while (0)
+    if (rc == 0 && n_sampled > 0 && samples / FLIP_SHARE > 0) {
+        int want = samples / FLIP_SHARE < n_sampled ? samples / FLIP_SHARE : n_sampled;
+        int n = 0, got = 0, n_dead = 0;
+        if (want > chunk) want = chunk;
+        /* greedy's first pass is episode 0 unless greedy backtracked */
+        rc = flip_greedy(ro, pol->p, &in, placement, g_runs > 1, want, &n, &got, err, errlen);
+        for (int b = 0; rc == 0 && b < n; b++) {
+            KEEP_EPISODE(b);
+            RECORD_DEAD(b);
+        }
+        used += got;
+        n_sampled -= n;
+        REPAIR_DEAD(n_dead);
+    }
+    if (n_sampled > 0 && rc == 0 && !res->stopped) {
         for (int base = 0; base < n_sampled; base += chunk) {
-            int B = n_sampled - base < chunk ? n_sampled - base : chunk;
+            int B = n_sampled - base < chunk ? n_sampled - base : chunk, n_dead = 0;
             agent_rollout_opts o = {.placement = placement,
                                     .greedy = 0,
                                     .penalty = 4.0,
@@ -481,50 +626,24 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                 rc = -1;
                 break;
             }
-            int n_dead = 0;
             for (int b = 0; b < B; b++) {
                 KEEP_EPISODE(b);
-                if (agent_rollout_episode(ro, b)->dead_end) {
-                    n_played[n_dead] = agent_decode_played(ro, b, played + (size_t)n_dead * job->n_layers);
-                    n_dead++;
-                }
+                RECORD_DEAD(b);
             }
             used += B;
-            /* the samples that dead-ended, repaired one by one (each run
-             * replaces ro's episodes, hence the copies of their actions) */
-            for (int i = 0; i < n_dead && rc == 0; i++) {
-                if (sampling_stops(opts, t0, res)) break;
-                int runs = 0;
-                int st = agent_decode_repair(ro, pol->p, &in, placement, 4.0, played + (size_t)i * job->n_layers,
-                                             n_played[i], REPAIR_RUNS, scratch, &runs, err, errlen);
-                if (runs > 1) used += runs - 1; /* its replay is the sample, counted above */
-                if (st < 0)
-                    rc = -1;
-                else if (st == 0)
-                    KEEP_EPISODE(0);
-                else
-                    n_failed++;
-            }
+            REPAIR_DEAD(n_dead);
             if (rc || res->stopped) break;
             if (base + B < n_sampled && sampling_stops(opts, t0, res)) break;
         }
     }
+#undef RECORD_DEAD
+#undef REPAIR_DEAD
     if (rc == 0) {
-        /* greedy, backtracking out of dead ends; with sampling, the greedy
-         * plan -- decoded exactly as greedy decoding does, backtracking
-         * and all -- is one more candidate, so sampling is never worse */
-        int runs = 0, k = 0, method = 0;
-        if (!scratch) scratch = malloc((size_t)job->n_layers * sizeof *scratch);
-        int st = scratch ? agent_decode_greedy(ro, pol->p, &in, placement, 4.0, DECODE_RUNS, scratch, &runs,
-                                               err, errlen)
-                         : -1;
-        used += runs;
-        if (st == 0)
-            KEEP_EPISODE(0);
-        else if (st == 1 && scratch) {
-            /* a dead end the backtracking did not get out of: anchor the
-             * decode on a solver's feasible plan, if one exists */
-            /* within what is left of the caller's budget, if it has one */
+        int runs = 0;
+        if (st == 1) {
+            /* a dead end greedy's backtracking did not get out of: anchor
+             * the decode on a solver's feasible plan, if one exists, within
+             * what is left of the caller's budget, if it has one */
             long left = 0;
             if (opts->budget_ms > 0) {
                 left = opts->budget_ms - (long)((clock_now_s() - t0) * 1e3);
@@ -552,7 +671,6 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
             }
             free(anchor);
         }
-        if (!scratch) snprintf(err, errlen, "decode: out of memory");
         if (st < 0)
             rc = -1;
         else if (st != 0)
@@ -583,6 +701,7 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         }
     }
     free(scratch);
+    free(fixed);
     free(played);
     free(n_played);
 #undef KEEP_ANCHORED
@@ -607,10 +726,10 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
                                   : "");
         return reason;
     }
-    int st = model_eval_counts(job, cl, res->assign, opts->workers, opts->ps, res->plan);
-    if (st == 0 && placement != PLACER_PLACE_NONE)
-        st = place_eval(job, cl, res->plan, res->task_node, res->plan);
-    return st;
+    int ev = model_eval_counts(job, cl, res->assign, opts->workers, opts->ps, res->plan);
+    if (ev == 0 && placement != PLACER_PLACE_NONE)
+        ev = place_eval(job, cl, res->plan, res->task_node, res->plan);
+    return ev;
 }
 
 size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
