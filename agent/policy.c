@@ -35,10 +35,10 @@
 #define ANCHOR_RUNS 8         /* backtracking passes per anchored prefix */
 #define REPAIR_RUNS 8         /* backtracking passes per sampled plan that dead-ends
                                  (q8: 8 repair as many as 64 do) */
-#define FLIP_SHARE 4          /* best of N: N / FLIP_SHARE of the candidates are
-                                 greedy's plan with one decision flipped (see
-                                 flip_greedy; 4 chosen on held-out draws 10 and 12,
-                                 docs/agent.md) */
+#define FLIP_SHARE 4          /* best of N: each round of flips takes N / FLIP_SHARE
+                                 of the candidates (flip_path; chosen on held-out
+                                 draws 10 and 12, docs/agent.md) */
+#define FLIP_ROUNDS 2         /* greedy's plan flipped, then the best flip's */
 #define POLICY_IDLE 8   /* rollouts kept for the next decodes */
 #define POLICY_KEEP_BYTES ((size_t)16 << 20) /* ... when their decode took less (estimate) */
 
@@ -338,51 +338,96 @@ static int polish_kept(agent_rollout *ro, const nn_params *p, const agent_instan
     return 0;
 }
 
-/* flip_greedy decodes up to n plans that leave the policy's most likely
- * path -- greedy's first pass, up to its dead end if it has one -- at one
- * decision each. With replay 0, episode 0 of ro must be that pass (a greedy
- * decode that did not backtrack leaves it there); with 1 it is played again
- * first (one pass, counted in *got). The path's decisions are ranked by the
- * probability of their most likely other allowed type, highest first (ties:
- * the earlier decision); the plan for decision j takes the path's first j
- * types, that other type at j and the policy's most likely types after it
- * (one greedy batch). The most likely single-discrepancy plans, then: where
- * the policy hesitates, the other branch is tried whole. The episodes are
- * left in ro (*n_flips of them, fewer than n when fewer decisions have an
- * alternative) for the caller to keep from; *got is the passes made.
- * Returns 0, or -1 with a message. */
-static int flip_greedy(agent_rollout *ro, const nn_params *p, const agent_instance *in, int placement,
-                       int replay, int n, int *n_flips, int *got, char *err, size_t errlen) {
-    int L = in->job->n_layers, T, K;
+/* A path the flips branch from: a decode's types, up to its dead end if
+ * it has one, and at each decision the mask and the policy's
+ * probabilities as it was played. */
+typedef struct {
+    int n;          /* decisions played */
+    int K;          /* candidates per decision (padded) */
+    int *type;      /* [L] */
+    float *prob;    /* [L, K] */
+    uint8_t *mask;  /* [L, K] */
+} flip_route;
+
+/* route_create makes room for the paths of a job of L layers on K
+ * candidates; NULL when out of memory. route_free accepts NULL. */
+static flip_route *route_create(int L, int K) {
+    flip_route *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->K = K;
+    r->type = malloc((size_t)L * sizeof *r->type);
+    r->prob = malloc((size_t)L * K * sizeof *r->prob);
+    r->mask = malloc((size_t)L * K);
+    if (!r->type || !r->prob || !r->mask) {
+        free(r->type);
+        free(r->prob);
+        free(r->mask);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void route_free(flip_route *r) {
+    if (!r) return;
+    free(r->type);
+    free(r->prob);
+    free(r->mask);
+    free(r);
+}
+
+/* route_take copies episode b of the last run of ro (B episodes) into r. */
+static void route_take(flip_route *r, const agent_rollout *ro, int b, int B) {
+    int T, K;
     const int *action;
     const uint8_t *mask;
     const float *probs;
-    *got = *n_flips = 0;
-    if (replay) {
-        int zero = 0;
-        agent_rollout_opts o = {.placement = placement, .greedy = 1, .penalty = 4.0, .ep_total = 1};
-        if (agent_rollout_run(ro, p, in, 1, &zero, 1, &o, NULL, err, errlen)) return -1;
-        *got = 1;
-    }
     agent_rollout_type_steps(ro, &T, &K, &action, &mask, &probs);
-    int *base = malloc((size_t)L * sizeof *base), *alt = malloc((size_t)L * sizeof *alt);
+    r->n = agent_decode_played(ro, b, r->type);
+    for (int j = 0; j < r->n; j++) {
+        size_t row = ((size_t)j * B + b) * K;
+        for (int k = 0; k < r->K; k++) {
+            r->prob[(size_t)j * r->K + k] = k < K ? probs[row + k] : 0;
+            r->mask[(size_t)j * r->K + k] = k < K ? mask[row + k] : 0;
+        }
+    }
+}
+
+/* flip_path decodes up to n plans that leave the path at one decision
+ * each, among its decisions from `from` on, ranked by the probability of
+ * their most likely other allowed type, highest first (ties: the earlier
+ * decision); the plan for decision j takes the path's first j types, that
+ * other type at j and the policy's most likely types after it (one greedy
+ * batch). The most likely single-discrepancy plans, then: where the policy
+ * hesitates, the other branch is tried whole. The episodes are left in ro
+ * (*n_flips of them, fewer than n when fewer decisions have an alternative)
+ * for the caller to keep from. The cheapest feasible flip's path goes to
+ * best (may be path), the decision it flipped to *best_j and its cost to
+ * *best_cost (-1 and INFINITY when no flip is feasible; best unchanged).
+ * Returns 0, or -1 with a message. */
+static int flip_path(agent_rollout *ro, const nn_params *p, const agent_instance *in, int placement,
+                     const flip_route *path, int from, int n, int *n_flips, flip_route *best,
+                     int *best_j, double *best_cost, char *err, size_t errlen) {
+    int L = in->job->n_layers, K = path->K;
+    *n_flips = 0;
+    *best_j = -1;
+    *best_cost = INFINITY;
+    int *alt = malloc((size_t)L * sizeof *alt), *fx = malloc((size_t)n * L * sizeof *fx);
+    int *at = malloc((size_t)n * sizeof *at), *of = calloc((size_t)n, sizeof *of);
     float *p2 = malloc((size_t)L * sizeof *p2);
-    int *fx = malloc((size_t)n * L * sizeof *fx);
     const int **fp = malloc((size_t)n * sizeof *fp);
-    int *of = calloc((size_t)n, sizeof *of);
     int rc = 0;
-    if (!base || !alt || !p2 || !fx || !fp || !of) {
+    if (!alt || !fx || !at || !of || !p2 || !fp) {
         snprintf(err, errlen, "decode: out of memory");
         rc = -1;
         goto done;
     }
-    int played = agent_decode_played(ro, 0, base); /* B = 1: row j is decision j */
     for (int j = 0; j < L; j++) {
         alt[j] = -1;
         p2[j] = -1;
-        for (int k = 0; j < played && k < K; k++) {
-            float pk = probs[(size_t)j * K + k];
-            if (mask[(size_t)j * K + k] && k != base[j] && pk > p2[j]) {
+        for (int k = 0; j >= from && j < path->n && k < K; k++) {
+            float pk = path->prob[(size_t)j * K + k];
+            if (path->mask[(size_t)j * K + k] && k != path->type[j] && pk > p2[j]) {
                 p2[j] = pk;
                 alt[j] = k;
             }
@@ -391,12 +436,13 @@ static int flip_greedy(agent_rollout *ro, const nn_params *p, const agent_instan
     int m = 0;
     for (; m < n; m++) {
         int bj = -1;
-        for (int j = 0; j < played; j++)
+        for (int j = from; j < path->n; j++)
             if (alt[j] >= 0 && (bj < 0 || p2[j] > p2[bj])) bj = j;
         if (bj < 0) break;
         int *f = fx + (size_t)m * L;
-        for (int j = 0; j < L; j++) f[j] = j < bj ? base[j] : j == bj ? alt[bj] : -1;
+        for (int j = 0; j < L; j++) f[j] = j < bj ? path->type[j] : j == bj ? alt[bj] : -1;
         fp[m] = f;
+        at[m] = bj;
         alt[bj] = -1;
     }
     if (m > 0) {
@@ -408,18 +454,27 @@ static int flip_greedy(agent_rollout *ro, const nn_params *p, const agent_instan
                                 .record = 0,
                                 .forced = (const int *const *)fp};
         rc = agent_rollout_run(ro, p, in, 1, of, m, &o, NULL, err, errlen) ? -1 : 0;
-        if (rc == 0) {
-            *n_flips = m;
-            *got += m;
+        int kept = -1;
+        for (int b = 0; rc == 0 && b < m; b++) {
+            double c = agent_rollout_episode(ro, b)->cost;
+            if (isfinite(c) && c < *best_cost) {
+                *best_cost = c;
+                kept = b;
+            }
         }
+        if (kept >= 0) {
+            *best_j = at[kept];
+            route_take(best, ro, kept, m);
+        }
+        if (rc == 0) *n_flips = m;
     }
 done:
-    free(base);
     free(alt);
-    free(p2);
     free(fx);
-    free(fp);
+    free(at);
     free(of);
+    free(p2);
+    free(fp);
     return rc;
 }
 
@@ -542,9 +597,10 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
      * decode; with sampling one candidate (so sampling is never worse than
      * greedy) and the plan the flips branch from. Then, when sampling,
      * samples / FLIP_SHARE plans that leave greedy's at one decision each
-     * (flip_greedy) and the rest sampled, so that `samples` plans are
-     * decoded -- in more passes only when a decode backtracks out of a dead
-     * end (then the flips need greedy's first pass played again). A sample
+     * (flip_path) and, when the cheapest of them beats greedy, as many that
+     * leave that one's after its flip; the rest sampled, so that `samples`
+     * plans are decoded -- in more passes only when a decode backtracks out
+     * of a dead end. A sample
      * or flip that dead-ends backtracks from its own decisions
      * (agent_decode_repair, REPAIR_RUNS passes), so it is a plan too; when
      * greedy finds no plan, the anchored decode follows. */
@@ -597,18 +653,43 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
         }                                                                                        \
     } while (0)
     if (rc == 0 && n_sampled > 0 && samples / FLIP_SHARE > 0) {
-        int want = samples / FLIP_SHARE < n_sampled ? samples / FLIP_SHARE : n_sampled;
-        int n = 0, got = 0, n_dead = 0;
-        if (want > chunk) want = chunk;
-        /* greedy's first pass is episode 0 unless greedy backtracked */
-        rc = flip_greedy(ro, pol->p, &in, placement, g_runs > 1, want, &n, &got, err, errlen);
-        for (int b = 0; rc == 0 && b < n; b++) {
-            KEEP_EPISODE(b);
-            RECORD_DEAD(b);
+        /* FLIP_ROUNDS rounds: greedy's first pass flipped, then the path
+         * of the cheapest flip so far flipped after its own flip, while
+         * that flip beats the plan it left. Greedy's first pass is episode
+         * 0 unless greedy backtracked; then it is played again (a plan
+         * decoded and counted already, played for its probabilities) */
+        int T, K, zero = 0, j = -1;
+        const int *action_;
+        const uint8_t *mask_;
+        const float *probs_;
+        agent_rollout_type_steps(ro, &T, &K, &action_, &mask_, &probs_);
+        flip_route *path = route_create(job->n_layers, K);
+        if (!path) {
+            snprintf(err, errlen, "decode: out of memory");
+            rc = -1;
+        } else if (g_runs > 1) {
+            agent_rollout_opts o = {.placement = placement, .greedy = 1, .penalty = 4.0, .ep_total = 1};
+            rc = agent_rollout_run(ro, pol->p, &in, 1, &zero, 1, &o, NULL, err, errlen) ? -1 : 0;
         }
-        used += got;
-        n_sampled -= n;
-        REPAIR_DEAD(n_dead);
+        if (rc == 0) route_take(path, ro, 0, 1);
+        double path_cost = st == 0 ? best : INFINITY, flip_cost = INFINITY;
+        for (int round = 0; rc == 0 && round < FLIP_ROUNDS && !res->stopped; round++) {
+            int want = samples / FLIP_SHARE < n_sampled ? samples / FLIP_SHARE : n_sampled;
+            if (want > chunk) want = chunk;
+            if (want <= 0 || (round > 0 && !(flip_cost < path_cost))) break;
+            if (round > 0) path_cost = flip_cost;
+            int n = 0, n_dead = 0;
+            rc = flip_path(ro, pol->p, &in, placement, path, round ? j + 1 : 0, want, &n, path, &j,
+                           &flip_cost, err, errlen);
+            for (int b = 0; rc == 0 && b < n; b++) {
+                KEEP_EPISODE(b);
+                RECORD_DEAD(b);
+            }
+            used += n;
+            n_sampled -= n;
+            REPAIR_DEAD(n_dead);
+        }
+        route_free(path);
     }
     if (n_sampled > 0 && rc == 0 && !res->stopped) {
         for (int base = 0; base < n_sampled; base += chunk) {
