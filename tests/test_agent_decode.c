@@ -15,10 +15,12 @@
  *  - the shipped policy on the daemon benchmark's 32-layer job over 64
  *    nodes (bench/wrk/place.yaml), the node head placing its tasks.
  * Then the decode's candidates: best of N holds greedy's plan decoded as
- * greedy does (never dearer than greedy), repairs the samples that
- * dead-end instead of dropping them, and node_samples places the
- * plan again by sampling the node head (never dearer than its greedy
- * placement, and a way out when that one misses R).
+ * greedy does (never dearer than greedy), flips of greedy's plan,
+ * repairs the samples that dead-end instead of dropping them, and
+ * node_samples places the plan again by sampling the node head (never
+ * dearer than its greedy placement, and a way out when that one misses
+ * R). Those run on q8's held-out jobs with a frozen copy of an earlier
+ * shipped policy (tests/data/policy/general-27769.h5, see frozen_policy).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -244,6 +246,21 @@ static agent_policy *shipped_policy(void) {
     return pol;
 }
 
+/* frozen_policy loads tests/data/policy/general-27769.h5: the general
+ * policy shipped until issue #15's nineteenth session (step 27,769), kept
+ * for the tests of the decode on q8's held-out jobs, whose figures and
+ * premises (a greedy decode that backtracks, samples that all dead-end, an
+ * anchored one) are that policy's, so that shipping a newly trained policy
+ * does not move them. */
+static agent_policy *frozen_policy(void) {
+    const char *src = getenv("STRATA_SRC");
+    char ckpt[1024], err[2048];
+    snprintf(ckpt, sizeof ckpt, "%s/tests/data/policy/general-27769.h5", src ? src : ".");
+    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
+    if (!pol) fail_msg("%s", err);
+    return pol;
+}
+
 /* source_run loads the run file at `rel` in the source tree. */
 static cfg_run *source_run(const char *rel) {
     const char *src = getenv("STRATA_SRC");
@@ -327,14 +344,14 @@ static int decode_opts(const agent_policy *pol, const model_job *job, const mode
 
 /* Sampling keeps greedy's plan among its candidates, decoded as greedy
  * decoding does (backtracking out of dead ends), so best of N never costs
- * more than greedy: the shipped policy on tests/data/heldout/q8-192.yaml,
+ * more than greedy: the frozen policy on tests/data/heldout/q8-192.yaml,
  * whose greedy decode backtracks to a plan its 15 samples all miss (before,
  * best of N gave its greedy candidate one pass and returned a dearer
  * sample), and on random instances. */
 static void test_sampling_keeps_greedy(void **state) {
     (void)state;
     char err[2048];
-    agent_policy *pol = shipped_policy();
+    agent_policy *pol = frozen_policy();
     cfg_run *run = source_run("tests/data/heldout/q8-192.yaml");
     int *a = malloc(RI_MAX_LAYERS * sizeof *a);
     model_plan *g = model_plan_create(RI_MAX_LAYERS), *b = model_plan_create(RI_MAX_LAYERS);
@@ -381,7 +398,7 @@ static int gone(void *ud) {
     return 1;
 }
 
-/* A held-out job of the tree decoded by the shipped policy, plans only:
+/* A held-out job of the tree decoded by the frozen policy, plans only:
  * the policy, the run, its cluster without nodes and the buffers of
  * three answers (a and a2 for the assignments, g, b and b2 for plans). */
 typedef struct {
@@ -393,7 +410,7 @@ typedef struct {
 } heldout_case;
 
 static void heldout_open(heldout_case *c, const char *rel) {
-    c->pol = shipped_policy();
+    c->pol = frozen_policy();
     c->run = source_run(rel);
     c->bare = c->run->cluster;
     c->bare.n_nodes = 0;
@@ -458,7 +475,7 @@ static void test_flips(void **state) {
 
 /* Sampled plans that dead-end are repaired from their own decisions
  * (agent_decode_repair), not dropped: on tests/data/heldout/q8-143.yaml
- * (tight capacity) every plan the shipped policy samples dead-ends, and
+ * (tight capacity) every plan the frozen policy samples dead-ends, and
  * best of 16 used to return greedy's backtracked plan ($386.10, 20.7%
  * above the optimum); with the repairs it returns a cheaper one, in more
  * passes than 16. The same seed gives the same plan. The cancel callback
@@ -494,7 +511,7 @@ static void test_sampling_repairs(void **state) {
     int asked = 0;
     agent_decode_opts o = {.decode = AGENT_DECODE_SAMPLE, .samples = 16, .seed = 1,
                            .placement = PLACER_PLACE_NONE, .cancelled = gone, .cancel_ud = &asked};
-    agent_policy *cold = shipped_policy();
+    agent_policy *cold = frozen_policy();
     for (int k = 0; k < 2; k++) {
         if (k == 1) { /* the batch alone takes longer than 1 ms on a policy that
                          has decoded nothing yet: the look-ahead's completions
@@ -516,7 +533,7 @@ static void test_sampling_repairs(void **state) {
 
 /* When greedy's decode needs the anchor, the samples that found no plan
  * are drawn again after the same anchor: on tests/data/heldout/q8-191.yaml
- * every plan the shipped policy decodes dead-ends -- greedy's, the 15
+ * every plan the frozen policy decodes dead-ends -- greedy's, the 15
  * samples and their repairs -- and greedy's answer takes exact's first 38
  * layers ($673.16, 10.5% above the optimum). Best of 16 used to return
  * that plan too; with the 15 samples drawn again after those 38 layers it
@@ -572,7 +589,7 @@ static int leaves_after_20(void *ud) {
 static void test_sampling_polish(void **state) {
     (void)state;
     char err[2048];
-    agent_policy *pol = shipped_policy();
+    agent_policy *pol = frozen_policy();
     cfg_run *run = source_run("tests/data/heldout/q8-143.yaml");
     const model_job *job = &run->jobs[0];
     model_cluster bare = run->cluster;
@@ -661,14 +678,14 @@ static void test_sampling_polish(void **state) {
 
 /* node_samples: the node head samples more placements of the plan it
  * decoded and keeps the cheapest. On tests/data/heldout/q8-5.yaml the
- * greedy placement of the shipped policy's greedy plan misses R; 15
+ * greedy placement of the frozen policy's greedy plan misses R; 15
  * sampled ones find one that keeps it, on the same plan, the same for the
  * same seed. On the daemon benchmark's job the sampled answer costs at
  * most greedy's. Out-of-range counts are refused with a message. */
 static void test_node_samples(void **state) {
     (void)state;
     char err[2048];
-    agent_policy *pol = shipped_policy();
+    agent_policy *pol = frozen_policy();
     for (int f = 0; f < 2; f++) {
         cfg_run *run = source_run(f ? "bench/wrk/place.yaml" : "tests/data/heldout/q8-5.yaml");
         const model_job *job = &run->jobs[0];

@@ -38,7 +38,8 @@ static int solve(const char *dir, const char *args) {
     return harness_run(cmd);
 }
 
-/* 20,000 samples take seconds (about 0.18 ms each on the default job);
+/* 20,000 samples of the frozen policy (tests/data/policy/general-27769.h5,
+ * as in test_agent_decode) take seconds (about 0.18 ms each on the default job);
  * with --budget-ms 1 the greedy plan is decoded, then its flips -- 11,
  * one per layer of the default job (each of its decisions has another
  * allowed type), and 6 more after the decision of the cheapest of them,
@@ -56,7 +57,7 @@ static void assert_stopped_count(long long n) {
 
 static void test_policy_budget(void **state) {
     (void)state;
-    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../checkpoints/general.h5 "
+    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../tests/data/policy/general-27769.h5 "
                                       "--samples 20000 --budget-ms 1 --json"), 0);
     json_t *o = parse_out();
     assert_true(json_is_true(json_object_get(o, "stopped")));
@@ -64,7 +65,7 @@ static void test_policy_budget(void **state) {
     assert_stopped_count((long long)json_integer_value(json_object_get(o, "samples")));
     json_decref(o);
 
-    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../checkpoints/general.h5 "
+    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../tests/data/policy/general-27769.h5 "
                                       "--samples 20000 --budget-ms 1"), 0);
     const char *m = strstr(harness_out, "method: policy (sample, ");
     long long n = 0;
@@ -74,28 +75,29 @@ static void test_policy_budget(void **state) {
     assert_true(used > 0);
     assert_stopped_count(n);
 
-    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../checkpoints/general.h5 "
+    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../tests/data/policy/general-27769.h5 "
                                       "--samples 100 --budget-ms 0 --json"), 0);
     o = parse_out();
     assert_false(json_is_true(json_object_get(o, "stopped")));
     assert_int_equal(json_integer_value(json_object_get(o, "samples")), 100);
     json_decref(o);
 
-    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../checkpoints/general.h5 "
+    assert_int_equal(solve("configs", "default.yaml --method policy --policy ../tests/data/policy/general-27769.h5 "
                                       "--samples 1000001 2>&1"), 2);
     assert_non_null(strstr(harness_out, "--samples: expected a whole number from 1 to 1000000, "
                                         "got '1000001'"));
 }
 
 /* --polish finishes the plan kept by segment moves, as a user runs it: on
- * q8's heldout-143 best of 16 keeps $377.54 and polish takes it to
+ * q8's heldout-143 the frozen policy's (tests/data/policy/general-27769.h5,
+ * as in test_agent_decode) best of 16 keeps $377.54 and polish takes it to
  * $344.97 (the JSON says polished, and the cost before); the text says
  * so in a line. With --budget-ms 1 the polish stops with the sampling
  * (stopped true) and the answer is still a feasible plan. */
 static void test_policy_polish(void **state) {
     (void)state;
     assert_int_equal(solve(".", "tests/data/heldout/q8-143.yaml --method policy --policy "
-                                "checkpoints/general.h5 --samples 16 --polish --budget-ms 0 --json"), 0);
+                                "tests/data/policy/general-27769.h5 --samples 16 --polish --budget-ms 0 --json"), 0);
     json_t *o = parse_out();
     assert_true(json_is_true(json_object_get(o, "polished")));
     double before = json_real_value(json_object_get(o, "cost_before_polish"));
@@ -104,11 +106,11 @@ static void test_policy_polish(void **state) {
         fail_msg("best of 16 $%.4f, polished $%.4f: want $377.54 and $344.97", before, cost);
     json_decref(o);
     assert_int_equal(solve(".", "tests/data/heldout/q8-143.yaml --method policy --policy "
-                                "checkpoints/general.h5 --samples 16 --polish --budget-ms 0"), 0);
+                                "tests/data/policy/general-27769.h5 --samples 16 --polish --budget-ms 0"), 0);
     assert_non_null(strstr(harness_out, "polish: segment moves took the policy's plan from $377.54 "
                                         "to $344.97"));
     assert_int_equal(solve(".", "tests/data/heldout/q8-143.yaml --method policy --policy "
-                                "checkpoints/general.h5 --samples 16 --polish --budget-ms 1 --json"), 0);
+                                "tests/data/policy/general-27769.h5 --samples 16 --polish --budget-ms 1 --json"), 0);
     o = parse_out();
     assert_true(json_is_true(json_object_get(o, "stopped")));
     assert_true(json_is_true(json_object_get(o, "found")));
