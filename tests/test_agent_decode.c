@@ -236,14 +236,19 @@ static int decode_once(const agent_policy *pol, const model_job *job, const mode
     return st;
 }
 
-/* shipped_policy loads checkpoints/general.h5 of the source tree. */
-static agent_policy *shipped_policy(void) {
+/* source_policy loads the checkpoint at `rel` in the source tree. */
+static agent_policy *source_policy(const char *rel) {
     const char *src = getenv("STRATA_SRC");
     char ckpt[1024], err[2048];
-    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/general.h5", src ? src : ".");
+    snprintf(ckpt, sizeof ckpt, "%s/%s", src ? src : ".", rel);
     agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
     if (!pol) fail_msg("%s", err);
     return pol;
+}
+
+/* shipped_policy loads checkpoints/general.h5. */
+static agent_policy *shipped_policy(void) {
+    return source_policy("checkpoints/general.h5");
 }
 
 /* frozen_policy loads tests/data/policy/general-27769.h5: the general
@@ -253,12 +258,7 @@ static agent_policy *shipped_policy(void) {
  * anchored one) are that policy's, so that shipping a newly trained policy
  * does not move them. */
 static agent_policy *frozen_policy(void) {
-    const char *src = getenv("STRATA_SRC");
-    char ckpt[1024], err[2048];
-    snprintf(ckpt, sizeof ckpt, "%s/tests/data/policy/general-27769.h5", src ? src : ".");
-    agent_policy *pol = agent_policy_load(ckpt, err, sizeof err);
-    if (!pol) fail_msg("%s", err);
-    return pol;
+    return source_policy("tests/data/policy/general-27769.h5");
 }
 
 /* source_run loads the run file at `rel` in the source tree. */
