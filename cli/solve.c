@@ -32,8 +32,9 @@ static void solve_usage(FILE *f) {
                "[--job NAME] [--json]\n  methods:");
     for (int m = 0; m < SOLVE_N_METHODS; m++) fprintf(f, " %s", solve_method_name((solve_method)m));
     fprintf(f, " policy (default exact)\n  --method policy --policy CKPT [--samples N] [--polish]: decode a "
-               "trained policy, greedy or the best of N samples\n    (N <= 1000000; sampling stops when "
-               "--budget-ms is spent); --polish finishes the plan by segment moves\n  several jobs (objective: jct): --method sequential|smd "
+               "trained policy, greedy or the best of N plans\n    (greedy's, N/4 flips of it, up to N/4 flips of the best flip, the rest sampled; "
+               "N <= 1000000;\n    sampling stops when --budget-ms is spent); --polish finishes the plan by segment "
+               "moves\n  several jobs (objective: jct): --method sequential|smd "
                "[--plan-method M]\n  --budget-ms: wall-clock budget, default %ld (0: none)\n"
                "  --evals: evaluation budget of random/genetic/anneal, default %ld\n",
             SOLVE_DEFAULT_BUDGET_MS, SOLVE_DEFAULT_EVALS);
