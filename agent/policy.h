@@ -37,7 +37,10 @@ typedef enum {
 
 typedef struct {
     agent_decode_kind decode;
-    int samples;       /* plans sampled when decode == SAMPLE (>= 1) */
+    int samples;       /* plans decoded when decode == SAMPLE (>= 1): greedy's,
+                          samples / 4 that flip one of its decisions (and as
+                          many that flip the best of those, when it beats
+                          greedy), the rest sampled; the cheapest is kept */
     uint64_t seed;     /* sampling seed: same seed, same plan */
     int placement;     /* a placer_placement (solvers/placers.h): PLACER_PLACE_NONE
                           plans only; PLACER_PLACE_POLICY also places the tasks
