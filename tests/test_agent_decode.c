@@ -433,6 +433,26 @@ static void heldout_close(heldout_case *c) {
     agent_policy_free(c->pol);
 }
 
+/* heldout_best_of_16 decodes c's job greedily (into rg: c->a, c->g) and
+ * best of 16 twice with seed 1 (rb: c->a, c->b; rb2: c->a2, c->b2), so
+ * that c->a ends with best of 16's plan; it prints both and checks that
+ * the same seed gives the same plan in as many passes. */
+static void heldout_best_of_16(heldout_case *c, const char *name, agent_decode_result *rg,
+                               agent_decode_result *rb, agent_decode_result *rb2) {
+    char err[2048];
+    const model_job *job = &c->run->jobs[0];
+    *rg = (agent_decode_result){.assign = c->a, .plan = c->g};
+    *rb = (agent_decode_result){.assign = c->a, .plan = c->b};
+    *rb2 = (agent_decode_result){.assign = c->a2, .plan = c->b2};
+    assert_int_equal(decode_opts(c->pol, job, &c->bare, 1, 0, 1, rg, err, sizeof err), 0);
+    assert_int_equal(decode_opts(c->pol, job, &c->bare, 16, 0, 1, rb, err, sizeof err), 0);
+    assert_int_equal(decode_opts(c->pol, job, &c->bare, 16, 0, 1, rb2, err, sizeof err), 0);
+    print_message("%s: greedy $%.2f in %d passes, best of 16 $%.2f in %d passes\n", name, c->g->cost,
+                  rg->samples_used, c->b->cost, rb->samples_used);
+    assert_memory_equal(c->a, c->a2, (size_t)job->n_layers * sizeof *c->a);
+    assert_int_equal(rb->samples_used, rb2->samples_used);
+}
+
 /* Best of N decodes N / 4 of its candidates as greedy's plan with one
  * decision flipped -- the decisions where the policy hesitates most, each
  * completed greedily -- and, when the cheapest of those beats greedy, N / 4
@@ -488,20 +508,11 @@ static void test_sampling_repairs(void **state) {
     agent_policy *pol = c.pol;
     const model_job *job = &c.run->jobs[0];
     model_cluster bare = c.bare;
-    int L = job->n_layers, *a = c.a, *a2 = c.a2;
-    model_plan *g = c.g, *b = c.b, *b2 = c.b2;
-    agent_decode_result rg = {.assign = a, .plan = g}, rb = {.assign = a, .plan = b};
-    agent_decode_result rb2 = {.assign = a2, .plan = b2};
-    assert_int_equal(decode_opts(pol, job, &bare, 1, 0, 1, &rg, err, sizeof err), 0);
+    agent_decode_result rg, rb, rb2;
+    heldout_best_of_16(&c, "q8-143", &rg, &rb, &rb2);
     assert_true(rg.samples_used > 1); /* greedy backtracked */
-    assert_int_equal(decode_opts(pol, job, &bare, 16, 0, 1, &rb, err, sizeof err), 0);
-    assert_int_equal(decode_opts(pol, job, &bare, 16, 0, 1, &rb2, err, sizeof err), 0);
-    print_message("q8-143: greedy $%.2f in %d passes, best of 16 $%.2f in %d passes\n", g->cost,
-                  rg.samples_used, b->cost, rb.samples_used);
-    assert_true(b->cost < g->cost * 0.99);
+    assert_true(c.b->cost < c.g->cost * 0.99);
     assert_true(rb.samples_used > 16 + rg.samples_used);
-    assert_memory_equal(a, a2, (size_t)L * sizeof *a);
-    assert_int_equal(rb.samples_used, rb2.samples_used);
     /* the repairs ask the caller first: a client that has left (asked
      * once, before the first repair: the flips are one batch, and all 4
      * dead-end here) or a spent budget stops them; greedy's passes and
@@ -524,7 +535,7 @@ static void test_sampling_repairs(void **state) {
         assert_true(rb2.stopped);
         assert_int_equal(rb2.cancelled, k == 0);
         assert_int_equal(rb2.samples_used, rg.samples_used + 4);
-        assert_true(b2->cost == g->cost);
+        assert_true(c.b2->cost == c.g->cost);
     }
     assert_int_equal(asked, 1);
     agent_policy_free(cold);
@@ -541,34 +552,22 @@ static void test_sampling_repairs(void **state) {
  * 15 more passes. The same seed gives the same plan. */
 static void test_samples_after_anchor(void **state) {
     (void)state;
-    char err[2048];
     heldout_case c;
     heldout_open(&c, "tests/data/heldout/q8-191.yaml");
-    agent_policy *pol = c.pol;
     const model_job *job = &c.run->jobs[0];
-    model_cluster bare = c.bare;
-    int L = job->n_layers, *a = c.a, *a2 = c.a2;
-    model_plan *g = c.g, *b = c.b, *b2 = c.b2;
-    agent_decode_result rg = {.assign = a, .plan = g}, rb = {.assign = a, .plan = b};
-    agent_decode_result rb2 = {.assign = a2, .plan = b2};
-    assert_int_equal(decode_opts(pol, job, &bare, 1, 0, 1, &rg, err, sizeof err), 0);
+    agent_decode_result rg, rb, rb2;
+    heldout_best_of_16(&c, "q8-191", &rg, &rb, &rb2);
     assert_int_equal(rg.anchored, 38);
     assert_int_equal(rg.anchor_method, SOLVE_EXACT);
-    assert_int_equal(decode_opts(pol, job, &bare, 16, 0, 1, &rb, err, sizeof err), 0);
-    assert_int_equal(decode_opts(pol, job, &bare, 16, 0, 1, &rb2, err, sizeof err), 0);
-    print_message("q8-191: greedy $%.2f in %d passes, best of 16 $%.2f in %d passes\n", g->cost,
-                  rg.samples_used, b->cost, rb.samples_used);
-    if (fabs(g->cost - 673.16) > 0.005 || fabs(b->cost - 645.24) > 0.005)
-        fail_msg("greedy $%.4f, best of 16 $%.4f: want $673.16 and $645.24", g->cost, b->cost);
+    if (fabs(c.g->cost - 673.16) > 0.005 || fabs(c.b->cost - 645.24) > 0.005)
+        fail_msg("greedy $%.4f, best of 16 $%.4f: want $673.16 and $645.24", c.g->cost, c.b->cost);
     assert_int_equal(rb.anchored, 38);
     assert_int_equal(rb.anchor_method, SOLVE_EXACT);
     assert_true(rb.samples_used >= rg.samples_used + 30); /* 15 samples (and repairs), 15 again */
-    model_plan *check = model_plan_create(L);
-    assert_int_equal(model_eval(job, &bare, a, check), MODEL_FEASIBLE);
-    assert_true(check->cost == b->cost);
+    model_plan *check = model_plan_create(job->n_layers);
+    assert_int_equal(model_eval(job, &c.bare, c.a, check), MODEL_FEASIBLE);
+    assert_true(check->cost == c.b->cost);
     model_plan_free(check);
-    assert_memory_equal(a, a2, (size_t)L * sizeof *a);
-    assert_int_equal(rb.samples_used, rb2.samples_used);
     heldout_close(&c);
 }
 
