@@ -425,7 +425,9 @@ static int flip_path(agent_rollout *ro, const nn_params *p, const agent_instance
     for (int j = 0; j < L; j++) {
         alt[j] = -1;
         p2[j] = -1;
-        for (int k = 0; j >= from && j < path->n && k < K; k++) {
+    }
+    for (int j = from; j < path->n; j++) {
+        for (int k = 0; k < K; k++) {
             float pk = path->prob[(size_t)j * K + k];
             if (path->mask[(size_t)j * K + k] && k != path->type[j] && pk > p2[j]) {
                 p2[j] = pk;
@@ -600,10 +602,9 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
      * (flip_path) and, when the cheapest of them beats greedy, as many that
      * leave that one's after its flip; the rest sampled, so that `samples`
      * plans are decoded -- in more passes only when a decode backtracks out
-     * of a dead end. A sample
-     * or flip that dead-ends backtracks from its own decisions
-     * (agent_decode_repair, REPAIR_RUNS passes), so it is a plan too; when
-     * greedy finds no plan, the anchored decode follows. */
+     * of a dead end. A sample or flip that dead-ends backtracks from its
+     * own decisions (agent_decode_repair, REPAIR_RUNS passes), so it is a
+     * plan too; when greedy finds no plan, the anchored decode follows. */
     int n_sampled = opts->decode == AGENT_DECODE_SAMPLE ? samples - 1 : 0;
     int *played = NULL, *n_played = NULL, *fixed = NULL;
     int *scratch = malloc((size_t)job->n_layers * sizeof *scratch); /* greedy's plan */
@@ -618,10 +619,8 @@ int agent_policy_decode(const agent_policy *pol, const model_job *job, const mod
     }
     int st = 1, k = 0, method = 0, g_runs = 0;
     if (rc == 0) {
-        int runs = 0;
-        st = agent_decode_greedy(ro, pol->p, &in, placement, 4.0, DECODE_RUNS, scratch, &runs, err, errlen);
-        g_runs = runs;
-        used += runs;
+        st = agent_decode_greedy(ro, pol->p, &in, placement, 4.0, DECODE_RUNS, scratch, &g_runs, err, errlen);
+        used += g_runs;
         if (st < 0) rc = -1;
         if (st == 0) KEEP_EPISODE(0);
     }
