@@ -62,8 +62,9 @@ typedef struct {
 #define TR_OUTCOME_DOUBLES ((int)(sizeof(tr_outcome) / sizeof(double)))
 _Static_assert(sizeof(tr_outcome) == 7 * sizeof(double), "tr_outcome is doubles only");
 
-/* The exact solver's budget for a drawn instance and for a DAgger
- * completion (wide-family jobs of 40+ layers can take seconds). */
+/* The exact solver's budget for a loaded instance (a shipped eval job, search
+ * mode's problem); drawn instances and DAgger completions have the config's
+ * draw_budget (wide-family jobs of 40+ layers can take seconds). */
 #define TR_EXACT_BUDGET_MS 5000
 
 /* The DAgger episode of one local instance in a step (tc->dagger > 0). */
@@ -159,16 +160,17 @@ static void inst_clear(tr_inst *in) {
     memset(in, 0, sizeof *in);
 }
 
-/* solve_costs fills in->exact and in->ai.ref_cost. Returns 0, or 1 when no
- * feasible plan exists, none was found or the exact solver refused the
- * instance (no reference to train against), -1 when out of memory. */
-static int solve_costs(tr_inst *in, int reference) {
+/* solve_costs fills in->exact and in->ai.ref_cost, the exact solver given
+ * budget_ms of wall clock. Returns 0, or 1 when no feasible plan exists, none
+ * was found or the exact solver refused the instance (no reference to train
+ * against), -1 when out of memory. */
+static int solve_costs(tr_inst *in, int reference, long budget_ms) {
     const model_job *job = in->ai.job;
     solve_result *res = solve_result_create(job->n_layers);
     if (!res) return -1;
     solve_opts o;
     solve_opts_default(&o);
-    o.budget_ms = TR_EXACT_BUDGET_MS;
+    o.budget_ms = budget_ms;
     int st = solve_run(job, in->ai.cl, &o, res);
     if (st != 0) {
         /* SOLVE_ERROR here is the exact solver refusing the instance (too
@@ -224,7 +226,7 @@ static int load_inst(tr_inst *in, const char *path, int reference, char *err, si
     in->ai.job = &in->run->jobs[0];
     in->ai.cl = &in->run->cluster;
     snprintf(in->name, sizeof in->name, "%s", path);
-    int st = solve_costs(in, reference);
+    int st = solve_costs(in, reference, TR_EXACT_BUDGET_MS);
     if (st) {
         snprintf(err, errlen, "%s: %s", path, st > 0 ? "no feasible plan exists" : "out of memory");
         return -1;
@@ -232,14 +234,22 @@ static int load_inst(tr_inst *in, const char *path, int reference, char *err, si
     return 0;
 }
 
-/* draw_inst draws generated instance `index` until it has a feasible plan. */
-static int draw_inst(const agent_gen *g, uint64_t seed, uint64_t index, int reference, tr_inst *in) {
+/* draw_budget_ms is the config's draw_budget in ms, at least 1. */
+static long draw_budget_ms(const agent_trainconf *tc) {
+    long ms = lround(1e3 * tc->draw_budget);
+    return ms > 0 ? ms : 1;
+}
+
+/* draw_inst draws generated instance `index` until it has a feasible plan
+ * that the exact solver finds within budget_ms. */
+static int draw_inst(const agent_gen *g, uint64_t seed, uint64_t index, int reference, long budget_ms,
+                     tr_inst *in) {
     inst_clear(in);
     for (int attempt = 0; attempt < 100; attempt++) {
         if (agent_gen_draw(g, seed, index, attempt, &in->gi)) return -1;
         in->ai.job = &in->gi.job;
         in->ai.cl = &in->gi.cl;
-        int st = solve_costs(in, reference);
+        int st = solve_costs(in, reference, budget_ms);
         if (st < 0) return -1;
         if (st == 0) {
             snprintf(in->name, sizeof in->name, "%s", in->gi.job.name);
@@ -260,7 +270,8 @@ typedef struct {
 static void draw_fn(void *ctx, int i, int w) {
     (void)w;
     draw_ctx *c = ctx;
-    if (draw_inst(c->gen, (uint64_t)c->t->tc->seed, c->base + (uint64_t)i, c->t->tc->reference,
+    const agent_trainconf *tc = c->t->tc;
+    if (draw_inst(c->gen, (uint64_t)tc->seed, c->base + (uint64_t)i, tc->reference, draw_budget_ms(tc),
                   &c->arr[i]))
         c->failed = 1;
 }
@@ -448,7 +459,7 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
         t->problem.ai.job = job;
         t->problem.ai.cl = cl;
         snprintf(t->problem.name, sizeof t->problem.name, "%s", job->name);
-        int st = solve_costs(&t->problem, tc->reference);
+        int st = solve_costs(&t->problem, tc->reference, TR_EXACT_BUDGET_MS);
         if (st) {
             snprintf(err, errlen, "job %s: %s", job->name, st > 0 ? "no feasible plan exists" : "out of memory");
             goto fail;
@@ -686,7 +697,7 @@ typedef struct {
 
 /* dag_solve_fn completes the greedy plan of the k-th greedy episode's
  * instance from its cut: the cheapest plan that keeps the policy's types
- * before the cut (solve_run_fixed, TR_EXACT_BUDGET_MS). No completion
+ * before the cut (solve_run_fixed, within draw_budget). No completion
  * (none feasible, none found in time, too many candidates): no episode. */
 static void dag_solve_fn(void *ctx, int k, int w) {
     (void)w;
@@ -704,7 +715,7 @@ static void dag_solve_fn(void *ctx, int k, int w) {
     for (int l = 0; l < L; l++) dg->plan[l] = l < dg->cut ? dg->greedy[l] : -1;
     solve_opts o;
     solve_opts_default(&o);
-    o.budget_ms = TR_EXACT_BUDGET_MS;
+    o.budget_ms = draw_budget_ms(t->tc);
     int rc = solve_run_fixed(ai->job, ai->cl, &o, dg->plan, res);
     if (rc == 0) memcpy(dg->plan, res->assign, (size_t)L * sizeof *dg->plan);
     else dg->cut = -1;

@@ -32,7 +32,8 @@ typedef struct {
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
         ckpt_every, polish, freeze_plan, reuse, average_every, average_after;
     double seconds, lr, lr_final, weight_decay, grad_clip, entropy, entropy_final,
-        baseline_decay, risk, penalty, clip, imitation, node_imitation, dagger, node_dagger;
+        baseline_decay, risk, penalty, clip, imitation, node_imitation, dagger, node_dagger,
+        draw_budget;
 } tc_in;
 
 enum {
@@ -40,7 +41,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, K_NODE_HEAD_FROM, K_VALID_GEN, K_AVG_EVERY, K_AVG_AFTER, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, K_NODE_HEAD_FROM, K_VALID_GEN, K_AVG_EVERY, K_AVG_AFTER, K_DRAW_BUDGET, N_K
 };
 
 #define BY_MODE_DEF 0 /* the row's default is unused: see BY_MODE */
@@ -117,6 +118,8 @@ static const cfg_field FIELDS[N_K] = {
     [K_AVG_EVERY] = CFG_ROW_INT("average_every", 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, average_every),
     [K_AVG_AFTER] = CFG_ROW_INT("average_after", 0, 0, CFG_B_GE, 0, CFG_B_NONE, 0, tc_in, average_after),
     [K_REUSE] = CFG_ROW_INT("reuse", 0, 1, CFG_B_GE, 1, CFG_B_LE, 1000, tc_in, reuse),
+    [K_DRAW_BUDGET] = CFG_ROW_NUM("draw_budget", UNITS_SECONDS, 0, 5, CFG_B_GE, 0.001, CFG_B_LE, 3600,
+                                  tc_in, draw_budget),
     [K_NODE_IMITATION] = CFG_ROW_NUM("node_imitation", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6,
                                      tc_in, node_imitation),
     [K_DAGGER] = CFG_ROW_NUM("dagger", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1e6, tc_in, dagger),
@@ -207,6 +210,7 @@ static void from_in(agent_trainconf *tc, const tc_in *in) {
     tc->ckpt_every = in->ckpt_every;
     snprintf(tc->out, sizeof tc->out, "%s", in->out);
     tc->reuse = in->reuse;
+    tc->draw_budget = in->draw_budget;
     tc->polish = in->polish;
     tc->average_every = in->average_every;
     tc->average_after = in->average_after;

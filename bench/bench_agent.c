@@ -4,6 +4,7 @@
  *                                              $STRATA_SRC or "..")
  *   bench_agent general CKPT [N] [SRC]
  *   bench_agent decode CKPT CONFIG [REPS]
+ *   bench_agent draws SPEC [N] [BUDGET_MS]
  *
  * search  Search mode (`strata train --search`) on every shipped model with
  *         at most 16 layers, on both shipped clusters: trains from scratch
@@ -26,6 +27,13 @@
  *         REPS times (default 200) on one thread, and the GEMMs of one
  *         decode grouped by shape. bench/wrk/place.yaml is the daemon
  *         benchmark's job and cluster.
+ * draws   What drawing a general-mode instance costs: N (default 300) draws
+ *         of the generator spec SPEC (seed 1), each drawn again until the
+ *         exact solver, with a budget of BUDGET_MS (default 5000, the
+ *         trainer's default `draw_budget`), gives it a plan, as the trainer
+ *         does; prints the time per instance by size band, the
+ *         share of it in draws thrown away, and how often the budget
+ *         stopped the solver (the plan then is not proven optimal).
  */
 #include <math.h>
 #include <stdio.h>
@@ -422,6 +430,76 @@ static int bench_decode(const char *ckpt, const char *config, int reps) {
     return rc;
 }
 
+/* bench_draws times N instances of a generator spec as the trainer draws
+ * them (agent/train.c: draw_inst, solve_costs' exact solve). Returns 0, or 1
+ * when the spec does not load. */
+static int bench_draws(const char *spec, int n, long budget_ms) {
+    char err[2048];
+    agent_gen *gen = agent_gen_load(spec, err, sizeof err);
+    if (!gen) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    static const int band_hi[] = {8, 16, 32, 64, 1 << 30};
+    enum { NB = 5 };
+    double *t = calloc((size_t)n, sizeof *t), band_t[NB] = {0}, total = 0, wasted = 0;
+    int band_n[NB] = {0}, stopped = 0, redrawn = 0;
+    agent_gen_inst in;
+    memset(&in, 0, sizeof in);
+    solve_result *res = solve_result_create(4096);
+    for (int i = 0; i < n && t && res; i++) {
+        int L = 0;
+        for (int attempt = 0; attempt < 100; attempt++) {
+            if (agent_gen_draw(gen, 1, (uint64_t)i, attempt, &in)) break;
+            solve_opts o;
+            solve_opts_default(&o);
+            o.budget_ms = budget_ms;
+            double t0 = clock_now_s();
+            int st = solve_run(&in.job, &in.cl, &o, res);
+            double dt = clock_now_s() - t0;
+            t[i] += dt;
+            L = in.job.n_layers;
+            if (st == 0) {
+                stopped += res->stopped;
+                break;
+            }
+            wasted += dt;
+            redrawn++;
+        }
+        int b = 0;
+        while (L > band_hi[b]) b++;
+        band_t[b] += t[i];
+        band_n[b]++;
+        total += t[i];
+    }
+    if (!t || !res) {
+        fprintf(stderr, "out of memory\n");
+        free(t);
+        solve_result_free(res);
+        agent_gen_free(gen);
+        return 1;
+    }
+    printf("%d instances of %s (seed 1), exact solver with a %ld ms budget: %.1f s, %.1f ms each\n", n,
+           spec, budget_ms, total, 1e3 * total / n);
+    for (int b = 0; b < NB - 1; b++)
+        if (band_n[b])
+            printf("  %2d-%-2d layers: %4d instances, %7.1f ms each, %5.1f%% of the time\n",
+                   b ? band_hi[b - 1] + 1 : 1, band_hi[b], band_n[b], 1e3 * band_t[b] / band_n[b],
+                   100 * band_t[b] / total);
+    qsort(t, (size_t)n, sizeof *t, cmp_d);
+    double top = 0;
+    for (int i = n - 1; i >= n - (n + 19) / 20; i--) top += t[i];
+    printf("  median %.1f ms, p90 %.1f ms, max %.1f ms; the slowest 5%% take %.1f%% of the time\n",
+           1e3 * t[n / 2], 1e3 * t[(int)(0.9 * (n - 1))], 1e3 * t[n - 1], 100 * top / total);
+    printf("  draws thrown away: %d (%.1f%% of the time); plans not proven (budget): %d\n", redrawn,
+           100 * wasted / total, stopped);
+    free(t);
+    solve_result_free(res);
+    agent_gen_inst_clear(&in);
+    agent_gen_free(gen);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *what = argc > 1 ? argv[1] : "all";
     if (!strcmp(what, "decode")) {
@@ -430,6 +508,15 @@ int main(int argc, char **argv) {
             return 2;
         }
         return bench_decode(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : 200);
+    }
+    if (!strcmp(what, "draws")) {
+        if (argc < 3) {
+            fprintf(stderr, "usage: bench_agent draws SPEC [N] [BUDGET_MS]\n");
+            return 2;
+        }
+        int n = argc > 3 ? atoi(argv[3]) : 300;
+        long budget = argc > 4 ? atol(argv[4]) : 5000;
+        return bench_draws(argv[2], n > 0 ? n : 300, budget > 0 ? budget : 5000);
     }
     if (!strcmp(what, "general")) {
         if (argc < 3) {

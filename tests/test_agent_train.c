@@ -127,6 +127,7 @@ static const char *GENERAL =
     "placement: policy\n"
     "imitation: 0.5\n"
     "node_imitation: 0.25\n"
+    "draw_budget: 250ms\n"
     "threads: 2\n";
 
 static int setup(void **state) {
@@ -174,6 +175,9 @@ static void test_trainconf(void **state) {
                       "bad.yaml:3:17: node_imitation: demonstrates the node head: needs placement: policy");
     expect_conf_error("mode: general\ngenerator: g.yaml\nplacement: policy\nnode_imitation: -1\n",
                       "bad.yaml:4:17: node_imitation: must be >= 0 and <= 1e+06, got \"-1\"");
+    expect_conf_error("mode: general\ngenerator: g.yaml\ndraw_budget: 0s\n",
+                      "bad.yaml:3:14: draw_budget: must be >= 0.001 and <= 3600");
+    expect_conf_error("mode: general\ngenerator: g.yaml\ndraw_budget: soon\n", "bad.yaml:3:14: draw_budget:");
     expect_conf_error("mode: general\ngenerator: g.yaml\ndagger: -1\n",
                       "bad.yaml:3:9: dagger: must be >= 0 and <= 1e+06, got \"-1\"");
     expect_conf_error("mode: general\ngenerator: g.yaml\nnode_dagger: 1\n",
@@ -197,6 +201,7 @@ static void test_trainconf(void **state) {
     assert_true(tc->node_imitation == 0.25);
     assert_int_equal(tc->placement, PLACER_PLACE_POLICY);
     assert_true(tc->lr == 1e-3); /* general default */
+    assert_true(tc->draw_budget == 0.25);
     agent_trainconf_free(tc);
 }
 
@@ -256,6 +261,8 @@ static void test_trainconf_defaults(void **state) {
         SAME_INT(ckpt_every);
         assert_string_equal(got->out, want->out);
         SAME_INT(reuse);
+        SAME_NUM(draw_budget);
+        assert_true(want->draw_budget == 5); /* a draw's exact solve: 5 s, as before the key */
         SAME_INT(polish);
 #undef SAME_INT
 #undef SAME_NUM
