@@ -103,8 +103,8 @@ typedef struct {
     double draw_budget;  /* general: the exact solver's wall-clock budget, seconds, on a
                             drawn instance and on a DAgger completion (default 5): a draw
                             it stops without a plan is drawn again, a completion it stops
-                            teaches nothing that step. Nearly all of a draw's time is
-                            the slowest 2% of draws (bench_agent draws) */
+                            teaches nothing that step. The slowest 5% of draws take
+                            about 96% of the drawing time (bench_agent draws) */
     int polish;          /* search: 1 (default) = local search (segment moves) around a
                             step's best sample when it beats every earlier one */
     int average_every;   /* > 0: every N steps the weights join a running mean written as
