@@ -19,7 +19,8 @@ Usage:
 
 Each argument is one draw: two output folders of `strata eval --out`.
 A job that either run left without a plan (or without a row of the
-method) is skipped, and counted.
+method) is skipped, and counted; two runs whose exact costs differ on a
+job are not the same draw, an error.
 """
 import argparse
 import collections
@@ -60,7 +61,7 @@ def load(folder, method):
         gaps[r["instance"]].append((float(r["cost"]) / exact[r["instance"]] - 1) * 100)
     if not any(r["method"] == method for r in rows):
         sys.exit("paired_bands: %s: no rows of method '%s'" % (path, method))
-    return {k: sum(v) / len(v) for k, v in gaps.items() if k not in bad}, layers, seen
+    return {k: sum(v) / len(v) for k, v in gaps.items() if k not in bad}, layers, seen, exact
 
 
 def main():
@@ -70,16 +71,28 @@ def main():
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
+    if a.resamples < 1:
+        sys.exit("paired_bands: --resamples %d: want at least 1" % a.resamples)
     pairs = []
     for d in a.draws:
         if d.count(":") != 1:
             sys.exit("paired_bands: '%s': want BASE_DIR:CAND_DIR" % d)
         pairs.append(tuple(d.split(":")))
     rng = random.Random(a.seed)
+    by_method = []
+    for method in a.methods.split(","):
+        loaded = []
+        for b, c in pairs:
+            (gb, lb, sb, eb), (gc, lc, sc, ec) = load(b, method), load(c, method)
+            for k in set(eb) & set(ec):
+                if abs(eb[k] - ec[k]) > 1e-9 * max(1.0, abs(eb[k])) or lb[k] != lc[k]:
+                    sys.exit("paired_bands: %s and %s: %s differs (exact $%g against $%g): not the same draw"
+                             % (b, c, k, eb[k], ec[k]))
+            loaded.append(((gb, lb, sb), (gc, lc, sc)))
+        by_method.append((method, loaded))
     print("| band | method | jobs | candidate - base (points) | 95% interval | per draw |")
     print("|---|---|---:|---:|---|---|")
-    for method in a.methods.split(","):
-        loaded = [(load(b, method), load(c, method)) for b, c in pairs]
+    for method, loaded in by_method:
         for lo, hi in BANDS:
             diffs, skipped = [], 0
             for (gb, lb, sb), (gc, _, sc) in loaded:

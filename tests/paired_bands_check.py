@@ -8,7 +8,8 @@ differences are worked out here: draw 1 has jobs of 10 and 12 layers
 printed means and per-draw means, that identical runs give 0 with the
 interval [0, 0], that a seed's rows count as the job's mean, that a job
 the candidate leaves without a plan is skipped and counted, and that a
-missing file or column is an error naming it.
+missing file or column, or two runs of different draws, is an error
+naming it.
 
 Usage: paired_bands_check.py TMPDIR
 """
@@ -94,6 +95,10 @@ def main():
     rc, out, err = run(tmp + "/b1:" + tmp + "/bad")
     if rc == 0 or "no column 'feasible'" not in err:
         sys.exit("FAIL: missing column: rc %d, %r" % (rc, err))
+    write(tmp + "/other", [exact("j1", 10, 90), g("j1", 10, 99)])
+    rc, out, err = run(tmp + "/b1:" + tmp + "/other")
+    if rc == 0 or "j1 differs" not in err or "not the same draw" not in err:
+        sys.exit("FAIL: another draw: rc %d, %r" % (rc, err))
     print("paired_bands_check: ok")
 
 
