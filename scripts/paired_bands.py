@@ -32,11 +32,9 @@ import sys
 BANDS = ((1, 8), (9, 16), (17, 32), (33, 64))
 
 
-def load(folder, method):
-    """Per instance: the method's gap in percent (mean over its seeds), the
-    layer count, and the instances with rows of the method; instances
-    without an exact plan or with an infeasible row of the method get no
-    gap."""
+def read(folder):
+    """A run's rows: the layer count and exact's cost per instance (those
+    with an exact plan), and the rows themselves."""
     path = os.path.join(folder, "results.csv")
     try:
         with open(path, newline="") as f:
@@ -46,22 +44,30 @@ def load(folder, method):
     for col in ("instance", "layers", "method", "feasible", "cost"):
         if rows and col not in rows[0]:
             sys.exit("paired_bands: %s: no column '%s'" % (path, col))
+    layers = {r["instance"]: int(r["layers"]) for r in rows}
     exact = {r["instance"]: float(r["cost"]) for r in rows
              if r["method"] == "exact" and r["feasible"] == "1"}
-    gaps, layers, bad, seen = collections.defaultdict(list), {}, set(), set()
-    for r in rows:
-        layers[r["instance"]] = int(r["layers"])
-        if r["method"] == method:
-            seen.add(r["instance"])
-        if r["method"] != method or r["instance"] not in exact:
+    return {"path": path, "rows": rows, "layers": layers, "exact": exact}
+
+
+def gaps(run, method):
+    """Per instance: the method's gap in percent (mean over its seeds), and
+    the instances with rows of the method; instances without an exact plan
+    or with an infeasible row of the method get no gap."""
+    exact, g, bad, seen = run["exact"], collections.defaultdict(list), set(), set()
+    for r in run["rows"]:
+        if r["method"] != method:
+            continue
+        seen.add(r["instance"])
+        if r["instance"] not in exact:
             continue
         if r["feasible"] != "1":
             bad.add(r["instance"])
             continue
-        gaps[r["instance"]].append((float(r["cost"]) / exact[r["instance"]] - 1) * 100)
-    if not any(r["method"] == method for r in rows):
-        sys.exit("paired_bands: %s: no rows of method '%s'" % (path, method))
-    return {k: sum(v) / len(v) for k, v in gaps.items() if k not in bad}, layers, seen, exact
+        g[r["instance"]].append((float(r["cost"]) / exact[r["instance"]] - 1) * 100)
+    if not seen:
+        sys.exit("paired_bands: %s: no rows of method '%s'" % (run["path"], method))
+    return {k: sum(v) / len(v) for k, v in g.items() if k not in bad}, seen
 
 
 def main():
@@ -79,23 +85,23 @@ def main():
             sys.exit("paired_bands: '%s': want BASE_DIR:CAND_DIR" % d)
         pairs.append(tuple(d.split(":")))
     rng = random.Random(a.seed)
-    by_method = []
-    for method in a.methods.split(","):
-        loaded = []
-        for b, c in pairs:
-            (gb, lb, sb, eb), (gc, lc, sc, ec) = load(b, method), load(c, method)
-            for k in set(eb) & set(ec):
-                if abs(eb[k] - ec[k]) > 1e-9 * max(1.0, abs(eb[k])) or lb[k] != lc[k]:
-                    sys.exit("paired_bands: %s and %s: %s differs (exact $%g against $%g): not the same draw"
-                             % (b, c, k, eb[k], ec[k]))
-            loaded.append(((gb, lb, sb), (gc, lc, sc)))
-        by_method.append((method, loaded))
+    runs = []
+    for b, c in pairs:
+        rb, rc = read(b), read(c)
+        for k in set(rb["exact"]) & set(rc["exact"]):
+            eb, ec = rb["exact"][k], rc["exact"][k]
+            if abs(eb - ec) > 1e-9 * max(1.0, abs(eb)) or rb["layers"][k] != rc["layers"][k]:
+                sys.exit("paired_bands: %s and %s: %s differs (exact $%g against $%g): not the same draw"
+                         % (b, c, k, eb, ec))
+        runs.append((rb, rc))
+    by_method = [(m, [(gaps(rb, m), gaps(rc, m), rb["layers"]) for rb, rc in runs])
+                 for m in a.methods.split(",")]
     print("| band | method | jobs | candidate - base (points) | 95% interval | per draw |")
     print("|---|---|---:|---:|---|---|")
     for method, loaded in by_method:
         for lo, hi in BANDS:
             diffs, skipped = [], 0
-            for (gb, lb, sb), (gc, _, sc) in loaded:
+            for (gb, sb), (gc, sc), lb in loaded:
                 keys = [k for k in lb if lo <= lb[k] <= hi and (k in sb or k in sc)]
                 d = [gc[k] - gb[k] for k in keys if k in gb and k in gc]
                 skipped += len(keys) - len(d)
