@@ -8,8 +8,8 @@ differences are worked out here: draw 1 has jobs of 10 and 12 layers
 printed means and per-draw means, that identical runs give 0 with the
 interval [0, 0], that a seed's rows count as the job's mean, that a job
 the candidate leaves without a plan is skipped and counted, and that a
-missing file or column, or two runs of different draws, is an error
-naming it.
+missing file or column, two runs of different draws, a method without
+rows or no resamples is an error naming it.
 
 Usage: paired_bands_check.py TMPDIR
 """
@@ -99,6 +99,12 @@ def main():
     rc, out, err = run(tmp + "/b1:" + tmp + "/other")
     if rc == 0 or "j1 differs" not in err or "not the same draw" not in err:
         sys.exit("FAIL: another draw: rc %d, %r" % (rc, err))
+    rc, out, err = run(tmp + "/b1:" + tmp + "/c1", "--methods", "best-of-8")
+    if rc == 0 or "no rows of method 'best-of-8'" not in err:
+        sys.exit("FAIL: unknown method: rc %d, %r" % (rc, err))
+    rc, out, err = run(tmp + "/b1:" + tmp + "/c1", "--resamples", "0")
+    if rc == 0 or "--resamples 0" not in err:
+        sys.exit("FAIL: no resamples: rc %d, %r" % (rc, err))
     print("paired_bands_check: ok")
 
 
