@@ -220,7 +220,7 @@ typedef struct {
     /* shared steps: the representatives' states, rows and probabilities */           \
     X(uh) X(uc) X(urows) X(uprobs)                                                      \
     /* training episodes that have a decision, packed [T,Bs,*] */                       \
-    X(k_glob) X(k_rows) X(k_prev) X(k_adv)
+    X(k_glob) X(k_rows) X(k_prev) X(k_adv) X(k_target)
 
 struct agent_net_ws {
     agent_net_dims d;
@@ -394,13 +394,23 @@ static void scorer_backward(agent_net_ws *ws, nn_params *p, const scorer_ix *ix,
                       nn_param(p, ix->w_row), NK, ix->F, D);
 }
 
+/* soft_row returns decision n's soft target row (target [N,K]), or NULL
+ * when it has none (no targets, or the row's first entry is negative). */
+static const float *soft_row(const float *target, int n, int K) {
+    const float *q = target ? target + (size_t)n * K : NULL;
+    return q && q[0] >= 0.0f ? q : NULL;
+}
+
 /* softmax_loss: the masked softmax of logits[N*K] (which must not be
  * ws->dlogits), the policy-gradient loss with entropy bonus, and its
- * gradient with respect to the logits, written into ws->dlogits. Adds the
- * sums to *st. Returns 0, or -1 when an action is out of range or masked. */
+ * gradient with respect to the logits, written into ws->dlogits. A
+ * decision with a soft target (target[N,K] or NULL, see agent_type_traj)
+ * is taught -adv sum_k q_k logp_k over its allowed types instead of
+ * -adv logp[action]. Adds the sums to *st. Returns 0, or -1 when an action
+ * is out of range or masked. */
 static int softmax_loss(agent_net_ws *ws, int N, int K, const float *logits, const uint8_t *mask,
-                        const int *action, const float *adv, float beta, float scale,
-                        agent_loss_stats *st) {
+                        const int *action, const float *adv, const float *target, float beta,
+                        float scale, agent_loss_stats *st) {
     float *probs = ws->probs.p, *logp = ws->logp.p, *ent = ws->ent.p;
     nn_softmax_forward(probs, logp, ent, logits, mask, N, K);
     double pg = 0, en = 0;
@@ -409,7 +419,13 @@ static int softmax_loss(agent_net_ws *ws, int N, int K, const float *logits, con
         int a = action[n];
         if (a < 0) continue;
         if (a >= K || !mask[(size_t)n * K + a]) return -1;
-        pg += -(double)adv[n] * logp[(size_t)n * K + a];
+        const float *q = soft_row(target, n, K);
+        if (q) {
+            for (int k = 0; k < K; k++)
+                if (mask[(size_t)n * K + k] && q[k] > 0.0f) pg += -(double)adv[n] * q[k] * logp[(size_t)n * K + k];
+        } else {
+            pg += -(double)adv[n] * logp[(size_t)n * K + a];
+        }
         en += ent[n];
         dec++;
     }
@@ -419,7 +435,21 @@ static int softmax_loss(agent_net_ws *ws, int N, int K, const float *logits, con
     memset(ws->dlogp.p, 0, (size_t)N * K * sizeof(float));
     memset(ws->dent.p, 0, (size_t)N * sizeof(float));
     memset(ws->dlogits.p, 0, (size_t)N * K * sizeof(float));
-    nn_pg_loss_backward(ws->dlogp.p, ws->dent.p, action, adv, beta, scale, N, K);
+    if (!target) {
+        nn_pg_loss_backward(ws->dlogp.p, ws->dent.p, action, adv, beta, scale, N, K);
+    } else {
+        for (int n = 0; n < N; n++) {
+            const float *q = soft_row(target, n, K);
+            float *dl = ws->dlogp.p + (size_t)n * K;
+            if (!q || action[n] < 0) {
+                nn_pg_loss_backward(dl, ws->dent.p + n, action + n, adv + n, beta, scale, 1, K);
+                continue;
+            }
+            for (int k = 0; k < K; k++)
+                if (mask[(size_t)n * K + k]) dl[k] += -adv[n] * q[k] * scale;
+            ws->dent.p[n] += -beta * scale;
+        }
+    }
     nn_softmax_backward(ws->dlogits.p, ws->dlogp.p, ws->dent.p, probs, logp, ent, mask, N, K);
     return 0;
 }
@@ -718,6 +748,7 @@ static int keep_active(agent_net_ws *ws, const agent_type_traj *tr, agent_type_t
     size_t TBs = (size_t)T * (Bs > 0 ? Bs : 1);
     if (need(&ws->k_glob, TBs * AGENT_FG) || need(&ws->k_rows, TBs * K * AGENT_FT) ||
         need(&ws->k_prev, TBs * AGENT_FT) || need(&ws->k_adv, (size_t)B) ||
+        (tr->target && need(&ws->k_target, TBs * K)) ||
         need_int(&ws->k_inst, &ws->k_icap, (size_t)B) || need_int(&ws->k_action, &ws->k_acap, TBs))
         return -1;
     if (ws->k_mcap < TBs * K) {
@@ -738,6 +769,8 @@ static int keep_active(agent_net_ws *ws, const agent_type_traj *tr, agent_type_t
             memcpy(ws->k_prev.p + dst * AGENT_FT, tr->prev + src * AGENT_FT, AGENT_FT * sizeof(float));
             memcpy(ws->k_mask + dst * K, tr->mask + src * K, (size_t)K);
             ws->k_action[dst] = tr->action[src];
+            if (tr->target)
+                memcpy(ws->k_target.p + dst * K, tr->target + src * K, (size_t)K * sizeof(float));
         }
     }
     out->B = Bs;
@@ -748,6 +781,7 @@ static int keep_active(agent_net_ws *ws, const agent_type_traj *tr, agent_type_t
     out->mask = ws->k_mask;
     out->action = ws->k_action;
     out->adv = ws->k_adv.p;
+    out->target = tr->target ? ws->k_target.p : NULL;
     return Bs;
 }
 
@@ -804,7 +838,7 @@ int agent_net_type_loss(agent_net_ws *ws, nn_params *p, const agent_type_traj *t
     scorer_forward(ws, p, &TYPE_SCORER, (int)TB, K, tr->rows, ws->ctx.p, logits);
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++) ws->advr.p[(size_t)t * B + b] = tr->adv[b];
-    if (softmax_loss(ws, (int)TB, K, logits, tr->mask, tr->action, ws->advr.p, beta, scale, st)) {
+    if (softmax_loss(ws, (int)TB, K, logits, tr->mask, tr->action, ws->advr.p, tr->target, beta, scale, st)) {
         snprintf(err, errlen, "a TYPE action is out of range or masked");
         return -1;
     }
@@ -853,7 +887,7 @@ int agent_net_node_loss(agent_net_ws *ws, nn_params *p, const agent_node_traj *t
         float *logits = ws->g1.p; /* g1 is free until scorer_backward */
         scorer_forward(ws, p, &NODE_SCORER, N, K, rows, ws->ctx.p, logits);
         if (softmax_loss(ws, N, K, logits, tr->mask + (size_t)lo * K, tr->action + lo,
-                         tr->adv + lo, beta, scale, st)) {
+                         tr->adv + lo, NULL, beta, scale, st)) {
             snprintf(err, errlen, "a NODE action is out of range or masked");
             return -1;
         }

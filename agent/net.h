@@ -181,6 +181,11 @@ typedef struct {
     const uint8_t *mask;  /* [T,B,K] */
     const int *action;    /* [T,B], -1: no decision (padding, dead end) */
     const float *adv;     /* [B] advantage of each episode */
+    const float *target;  /* [T,B,K] or NULL: soft targets. A decision whose row
+                             has target[0] >= 0 is taught -adv sum_k q_k logp_k
+                             (q = its row, 0 on masked types, summing to 1) in
+                             place of -adv logp[action]; its action must still
+                             be >= 0. The others (target[0] < 0) as without. */
     int enc_cached;       /* 1: the workspace given to agent_net_type_loss ran
                              agent_net_encode on this lf and len, and the
                              parameters have not changed since (the trainer,
@@ -200,7 +205,7 @@ typedef struct {
 
 /* Loss figures of one pass (sums over the decisions, before scaling). */
 typedef struct {
-    double pg;       /* sum of -adv * logp[action] */
+    double pg;       /* sum of -adv * logp[action] (or of q logp, soft targets) */
     double entropy;  /* sum of the entropies of the decisions */
     long decisions;  /* decisions counted */
     long episodes;   /* TYPE-phase episodes recomputed (those with a decision) */
@@ -208,7 +213,9 @@ typedef struct {
 
 /* agent_net_type_loss recomputes the forward over tr and accumulates into
  * p->grads the gradient of scale * sum over decisions of
- * (-adv logp[action] - beta ent). Returns 0, or -1 with a message (out of
+ * (-adv logp[action] - beta ent), or (-adv sum_k q_k logp_k - beta ent)
+ * at a decision with a soft target q (tr->target). Returns 0, or -1 with
+ * a message (out of
  * memory, an action on a masked candidate). *st receives the sums.
  * Only the episodes that make a decision (some action >= 0) are
  * recomputed: the others add exactly zero to the loss and the gradient

@@ -1471,7 +1471,7 @@ const int *agent_rollout_tasks(const agent_rollout *r, int b, int *n_tasks) {
 
 agent_type_traj *agent_rollout_type_traj(agent_rollout *r, float **adv) {
     r->tt = (agent_type_traj){r->T, r->G, r->B, r->K, r->lf, r->len, r->inst_of, r->glob,
-                              r->rows, r->prev, r->mask, r->action, r->adv, 0};
+                              r->rows, r->prev, r->mask, r->action, r->adv, NULL, 0};
     if (adv) *adv = r->adv;
     return &r->tt;
 }

@@ -193,6 +193,81 @@ static void test_gradients(void **state) {
     nn_params_free(p);
 }
 
+/* Soft targets (agent_type_traj.target): the gradient of
+ * -adv sum_k q_k logp_k against central differences on every tensor, and
+ * a one-hot target on the played action is the plain loss exactly. */
+static void test_gradients_soft(void **state) {
+    (void)state;
+    inst a, b;
+    make_small(&a);
+    make_wide(&b);
+    nn_params *p = make_params(&TINY, 9);
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    agent_net_ws *ws = agent_net_ws_create(&TINY);
+    agent_instance ai[2] = {{&a.job, &a.cl, 10.0, 0, 0}, {&b.job, &b.cl, 10.0, 0, 0}};
+    int of[5] = {0, 0, 1, 1, 1};
+    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 5, 1, 0, 5, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
+    char err[256];
+    assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 5, &o, NULL, err, sizeof err), 0);
+    float *adv;
+    agent_type_traj *tt = agent_rollout_type_traj(ro, &adv);
+    int T, K;
+    const int *action;
+    const uint8_t *mask;
+    const float *probs;
+    agent_rollout_type_steps(ro, &T, &K, &action, &mask, &probs);
+    int B = tt->B;
+    for (int e = 0; e < B; e++) adv[e] = 0.4f * (float)(e - 1);
+    agent_node_traj none = {0, 1, NULL, NULL, NULL, NULL, NULL};
+    loss_ctx c = {ws, p, tt, &none, 0.05f, 0.5f};
+    /* the plain loss, then every decision's one-hot target: the same */
+    double plain = total_loss(&c);
+    float *target = malloc((size_t)T * B * K * sizeof *target);
+    for (size_t i = 0; i < (size_t)T * B * K; i++) target[i] = 0.0f;
+    for (int r = 0; r < T * B; r++)
+        if (action[r] >= 0) target[(size_t)r * K + action[r]] = 1.0f;
+        else target[(size_t)r * K] = -1.0f;
+    tt->target = target;
+    assert_true(fabs(total_loss(&c) - plain) <= 1e-9 * (1 + fabs(plain)));
+    /* soft rows at every other decision that has two allowed types or
+     * more: weights 1, 2, 3, ... over the allowed types, normalised; the
+     * other decisions have none (-1) and keep their one-hot lesson */
+    int soft = 0;
+    for (int r = 0; r < T * B; r++) {
+        float *q = target + (size_t)r * K;
+        int allowed = 0;
+        for (int k = 0; k < K; k++) allowed += mask[(size_t)r * K + k];
+        for (int k = 0; k < K; k++) q[k] = 0.0f;
+        if (action[r] < 0 || allowed < 2 || r % 2) {
+            q[0] = -1.0f;
+            continue;
+        }
+        float sum = 0;
+        for (int k = 0, j = 1; k < K; k++)
+            if (mask[(size_t)r * K + k]) sum += (float)j++;
+        for (int k = 0, j = 1; k < K; k++)
+            if (mask[(size_t)r * K + k]) q[k] = (float)j++ / sum;
+        soft++;
+    }
+    assert_true(soft >= 4);
+    double with_soft = total_loss(&c);
+    assert_true(fabs(with_soft - plain) > 1e-4); /* the targets change the loss */
+    nn_params_zero_grad(p);
+    total_loss(&c);
+    float *g = malloc(p->total * sizeof *g);
+    memcpy(g, p->grads, p->total * sizeof *g);
+    int checked = 0, nonzero = 0;
+    assert_int_equal(check_fd(&c, g, 0, &checked, &nonzero), 0);
+    print_message("soft-target gradient check: %d soft decisions, %d entries, %d non-zero\n", soft, checked,
+                  nonzero);
+    assert_true(nonzero > checked / 3);
+    free(g);
+    free(target);
+    agent_net_ws_free(ws);
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
 /* ---------------------------------------------------------------------------
  * Features and masks: what the rollout records is what gym observes
  * ------------------------------------------------------------------------ */
@@ -1139,6 +1214,7 @@ static void test_grow_same_policy(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients),
+        cmocka_unit_test(test_gradients_soft),
         cmocka_unit_test(test_features_and_masks),
         cmocka_unit_test(test_lookahead_random),
         cmocka_unit_test(test_lookahead_kept),
