@@ -75,6 +75,11 @@ typedef struct {
     int cap;     /* layers greedy and plan hold */
     int *greedy; /* [cap] the policy's greedy plan */
     int *plan;   /* [cap] greedy[0..c), then the cheapest completion */
+    double *ccost; /* [ccap] dagger_soft: the cheapest completion's cost with type k
+                      at the cut (INFINITY: none is feasible); soft 0 when one
+                      of them was not settled within draw_budget */
+    int ccap;
+    int soft;    /* 1: ccost holds every type's, the cut's lesson is soft */
 } tr_dagger;
 
 /* The files of the out folder (rank 0 writes them). */
@@ -105,6 +110,9 @@ struct agent_trainer {
     tr_dagger *dag;        /* [instances] DAgger episodes by local instance (dagger > 0) */
     agent_instance *dag_ai; /* [instances] scratch: the instances of the greedy pass */
     int *dag_of;           /* [instances] scratch: local instance of each greedy episode */
+    float *soft;           /* dagger_soft: [T,B,K] the soft targets of the step's decisions
+                              (agent_type_traj.target), soft_cap floats */
+    size_t soft_cap;
     double dag_xent;       /* the step's mean cross-entropy of the DAgger decisions (NAN: none) */
     double dag_played;     /* the step's share of instances whose DAgger episode was played */
     nn_params *p;
@@ -301,7 +309,9 @@ void agent_train_free(agent_trainer *t) {
         for (int i = 0; i < t->tc->instances; i++) {
             free(t->dag[i].greedy);
             free(t->dag[i].plan);
+            free(t->dag[i].ccost);
         }
+    free(t->soft);
     free(t->dag);
     free(t->dag_ai);
     free(t->dag_of);
@@ -719,6 +729,30 @@ static void dag_solve_fn(void *ctx, int k, int w) {
     int rc = solve_run_fixed(ai->job, ai->cl, &o, dg->plan, res);
     if (rc == 0) memcpy(dg->plan, res->assign, (size_t)L * sizeof *dg->plan);
     else dg->cut = -1;
+    dg->soft = 0;
+    if (rc == 0 && t->tc->dagger_soft > 0) {
+        /* every type at the cut: its cheapest completion's cost */
+        int *fixed = malloc((size_t)L * sizeof *fixed);
+        if (!fixed) {
+            c->failed = 1;
+            solve_result_free(res);
+            return;
+        }
+        memcpy(fixed, dg->greedy, (size_t)dg->cut * sizeof *fixed);
+        for (int l = dg->cut; l < L; l++) fixed[l] = -1;
+        int n = ai->cl->n_types, settled = 1;
+        dg->ccost[dg->plan[dg->cut]] = res->plan->cost;
+        for (int ty = 0; ty < n && settled; ty++) {
+            if (ty == dg->plan[dg->cut]) continue;
+            fixed[dg->cut] = ty;
+            int rk = solve_run_fixed(ai->job, ai->cl, &o, fixed, res);
+            if (rk == 0) dg->ccost[ty] = res->plan->cost;
+            else if (res->infeasible) dg->ccost[ty] = INFINITY;
+            else settled = 0; /* stopped by the budget: the lesson stays one-hot */
+        }
+        dg->soft = settled;
+        free(fixed);
+    }
     solve_result_free(res);
 }
 
@@ -772,6 +806,16 @@ static int dagger_plans(agent_trainer *t, const tr_step *st, char *err, size_t e
                 return -1;
             }
             dg->cap = L;
+        }
+        int n_types = t->dag_ai[k].cl->n_types;
+        if (tc->dagger_soft > 0 && dg->ccap < n_types) {
+            double *cc = realloc(dg->ccost, (size_t)n_types * sizeof *cc);
+            if (!cc) {
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            dg->ccost = cc;
+            dg->ccap = n_types;
         }
         if (agent_rollout_episode(t->ro, k)->dead_end) continue; /* the policy has no plan */
         memcpy(dg->greedy, agent_rollout_assign(t->ro, k), (size_t)L * sizeof *dg->greedy);
@@ -917,18 +961,47 @@ static void gather_outcomes(agent_trainer *t, const tr_step *st) {
     agent_ranks_gather_d(t->ranks, (double *)t->out, st->Bl * TR_OUTCOME_DOUBLES);
 }
 
+/* soft_target writes into q[K] the soft lesson of a DAgger episode's cut
+ * (dagger_soft = tau): over the types the decision's mask allows, q_k
+ * proportional to (c* / c_k)^(1/tau), c_k the cheapest completion's cost
+ * with type k there (ccost), c* the least of them; 0 elsewhere. */
+static void soft_target(float *q, const double *ccost, int n_types, const uint8_t *mask, int K, double tau) {
+    double best = INFINITY, sum = 0;
+    for (int k = 0; k < n_types && k < K; k++)
+        if (mask[k] && ccost[k] < best) best = ccost[k];
+    for (int k = 0; k < K; k++) {
+        double w = k < n_types && mask[k] && isfinite(ccost[k]) ? exp(-log(ccost[k] / best) / tau) : 0.0;
+        q[k] = (float)w;
+        sum += w;
+    }
+    for (int k = 0; k < K; k++) q[k] = (float)(q[k] / sum);
+}
+
 /* dagger_lessons gives each DAgger episode of the step advantage
  * dagger * S (an imitation demonstration's scale) on its decisions from the
  * cut on and drops those before it (the policy's own, no lesson in them),
  * and sets t->dag_xent and t->dag_played, summed over ranks, from the
- * probabilities the rollout played them with. Every rank calls it. */
-static void dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) {
+ * probabilities the rollout played them with. With dagger_soft, t->soft
+ * receives the step's soft targets: the cut's decision of each DAgger
+ * episode whose every completion was settled (soft_target), none
+ * elsewhere. Every rank calls it. Returns 0, or -1 when out of memory. */
+static int dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) {
     int T, K;
     const int *action;
     const uint8_t *mask;
     const float *probs;
     agent_rollout_type_steps(t->ro, &T, &K, &action, &mask, &probs);
     int B = st->Bl + st->nd;
+    if (t->tc->dagger_soft > 0) {
+        size_t n = (size_t)T * B * K;
+        if (t->soft_cap < n) {
+            float *q = realloc(t->soft, n * sizeof *q);
+            if (!q) return -1;
+            t->soft = q;
+            t->soft_cap = n;
+        }
+        for (size_t r = 0; r < (size_t)T * B; r++) t->soft[r * K] = -1.0f; /* no target */
+    }
     double sums[3] = {0, 0, 0}; /* cross-entropy, decisions, episodes */
     for (int i = 0; i < st->nl; i++) {
         const tr_dagger *dg = &t->dag[i];
@@ -944,10 +1017,16 @@ static void dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type)
         sums[2] += 1;
         adv_type[dg->b] = (float)(t->tc->dagger * st->S);
         agent_rollout_drop_type_before(t->ro, dg->b, dg->cut);
+        if (t->tc->dagger_soft > 0 && dg->soft) {
+            size_t row = (size_t)dg->cut * B + dg->b;
+            soft_target(t->soft + row * K, dg->ccost, step_inst(t, st, i)->ai.cl->n_types, mask + row * K, K,
+                        t->tc->dagger_soft);
+        }
     }
     agent_ranks_sum_d(t->ranks, sums, 3);
     t->dag_xent = sums[1] > 0 ? sums[0] / sums[1] : NAN;
     t->dag_played = sums[2] / st->G;
+    return 0;
 }
 
 /* advantages turns the gathered returns into the advantages of both heads
@@ -1011,7 +1090,10 @@ static int advantages(agent_trainer *t, const tr_step *st, char *err, size_t err
         adv_type[Bl + d] = 0.0f;
         agent_rollout_drop_type(t->ro, Bl + d);
     }
-    if (tc->dagger > 0) dagger_lessons(t, st, adv_type);
+    if (tc->dagger > 0 && dagger_lessons(t, st, adv_type)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     /* NODE: an episode's advantage; on a demonstration, node_imitation * S
      * on the decisions that followed `best` (the same scale: node_imitation
      * x the mean over instances of the placement's cross-entropy), 0 on the
@@ -1079,6 +1161,7 @@ static int learn(agent_trainer *t, const tr_step *st, tr_loss *loss, char *err, 
      * parameters (nothing changed them since play), so the pass skips the
      * encoder's forward */
     tt->enc_cached = 1;
+    tt->target = tc->dagger_soft > 0 ? t->soft : NULL; /* dagger_lessons' */
     if (agent_net_type_loss(agent_rollout_ws(t->ro), t->p, tt, (float)st->beta, scale, &ls, err, errlen))
         return -1;
     if (nt->N > 0 && agent_net_node_loss(t->ws, t->p, nt, (float)st->beta, scale, 4096, &ls, err, errlen))
@@ -1648,6 +1731,22 @@ void agent_train_answer(const agent_trainer *t, const int **assign, double *cost
 }
 
 const nn_params *agent_train_params(const agent_trainer *t) { return t->p; }
+
+int agent_train_dagger_soft(const agent_trainer *t, int i, const double **ccost, const float **target) {
+    if (!t->dag || !(t->tc->dagger_soft > 0) || i < 0 || i >= t->tc->instances || t->dag[i].b < 0 ||
+        !t->dag[i].soft)
+        return -1;
+    const tr_dagger *dg = &t->dag[i];
+    int T, K;
+    const int *action;
+    const uint8_t *mask;
+    const float *probs;
+    agent_rollout_type_steps(t->ro, &T, &K, &action, &mask, &probs);
+    int B = agent_rollout_episodes(t->ro);
+    *ccost = dg->ccost;
+    *target = t->soft + ((size_t)dg->cut * B + dg->b) * K;
+    return 0;
+}
 
 int agent_train_dagger(const agent_trainer *t, int i, int *cut, const int **greedy, const int **plan,
                        int *actions) {

@@ -77,6 +77,11 @@ typedef struct {
     double dagger;       /* 0, or the weight of a cross-entropy term towards the exact
                             completion of the policy's own greedy plan from a random
                             cut (one DAgger episode per instance; general mode) */
+    double dagger_soft;  /* 0, or tau > 0: the DAgger episode's decision at its cut
+                            is taught a soft target over every type instead of
+                            the completion's: q_k proportional to (c* / c_k)^(1/tau),
+                            c_k the exact completion's cost with type k at the
+                            cut, c* the least (needs dagger > 0) */
     double node_dagger;  /* 0, or the weight of a cross-entropy term towards placer_complete's
                             completion of the node head's own greedy placement of the
                             greedy plan from a random cut (one episode per instance;

@@ -18,6 +18,12 @@
  *   - metrics: dagger_played is 1 and dagger_xent the mean of -log p over
  *     the decisions from c on, as the forced rollout gives them; without
  *     `dagger` both are NAN.
+ * With `dagger_soft: 0.05` as well (test_dagger_soft), the same step's
+ * cut decision learns a soft target instead: every type's cheapest
+ * completion cost there is checked against a brute force over every
+ * completion (model_eval), the target against (c* / c_k)^(1/0.05)
+ * normalised over the allowed types, and the step's gradient against
+ * agent_net_type_loss with that target on the replayed episode.
  * The seed is one whose cut at step 1 is 2 (of 0..5): a prefix and a
  * completion both.
  */
@@ -226,9 +232,163 @@ static void test_dagger_step(void **state) {
     agent_trainconf_free(tcb);
 }
 
+/* brute_completion returns the least cost of the feasible plans that keep
+ * prefix[0..cut) and have type k at the cut (INFINITY: none), by
+ * model_eval over every completion. */
+static double brute_completion(const model_job *job, const model_cluster *cl, const int *prefix, int cut, int k) {
+    int L = job->n_layers, n = cl->n_types, a[8];
+    model_plan *mp = model_plan_create(L);
+    assert_non_null(mp);
+    long combos = 1;
+    for (int l = cut + 1; l < L; l++) combos *= n;
+    double best = INFINITY;
+    for (long c = 0; c < combos; c++) {
+        long v = c;
+        for (int l = 0; l < L; l++) {
+            if (l < cut) a[l] = prefix[l];
+            else if (l == cut) a[l] = k;
+            else a[l] = (int)(v % n), v /= n;
+        }
+        if (model_eval(job, cl, a, mp) == MODEL_FEASIBLE && mp->cost < best) best = mp->cost;
+    }
+    model_plan_free(mp);
+    return best;
+}
+
+static void test_dagger_soft(void **state) {
+    (void)state;
+    const char *root = getenv("STRATA_TMP");
+    if (!root) {
+        skip();
+        return;
+    }
+    afx_scratch(tmp, sizeof tmp, root, "agent_dagger_soft");
+    afx_write_file(tmp, "six.yaml", JOB);
+    const double tau = 0.05;
+    agent_trainconf *tcs = load("s.yaml", "dagger: 2\ndagger_soft: 0.05\n"), *tcb = load("b.yaml", "");
+    char err[2048];
+    agent_trainer *s = agent_train_create(tcs, NULL, err, sizeof err);
+    if (!s) fail_msg("%s", err);
+    agent_trainer *b = agent_train_create(tcb, NULL, err, sizeof err);
+    if (!b) fail_msg("%s", err);
+    nn_tensor_spec table[AN_N_TENSORS];
+    agent_net_table(&tcs->net, table);
+    nn_params *p0 = nn_params_create(table, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(p0);
+    memcpy(p0->params, agent_train_params(s)->params, p0->total * sizeof(float));
+    if (agent_train_step(s, err, sizeof err)) fail_msg("%s", err);
+    if (agent_train_step(b, err, sizeof err)) fail_msg("%s", err);
+
+    const model_job *job;
+    const model_cluster *cl;
+    const int *best;
+    double cost, exact;
+    agent_train_best(s, &job, &cl, &best, &cost, &exact);
+    int n = cl->n_types, cut, actions[6];
+    const int *greedy, *plan;
+    assert_int_equal(agent_train_dagger(s, 0, &cut, &greedy, &plan, actions), 0);
+    assert_int_equal(cut, WANT_CUT);
+    const double *ccost;
+    const float *q;
+    assert_int_equal(agent_train_dagger_soft(s, 0, &ccost, &q), 0);
+    assert_int_equal(agent_train_dagger_soft(b, 0, &ccost, &q), -1); /* no dagger: no lesson */
+    assert_int_equal(agent_train_dagger_soft(s, 0, &ccost, &q), 0);
+
+    /* every type's completion cost, by brute force */
+    int feasible = 0;
+    for (int k = 0; k < n; k++) {
+        double want = brute_completion(job, cl, greedy, cut, k);
+        print_message("type %d at layer %d: completion $%.6f (brute force $%.6f)\n", k, cut, ccost[k], want);
+        if (isinf(want)) assert_true(isinf(ccost[k]));
+        else assert_true(fabs(ccost[k] - want) <= 1e-9 * want), feasible++;
+    }
+    assert_true(feasible >= 2); /* a choice to soften */
+
+    /* the forced episode replayed: its mask at the cut, then the target */
+    agent_rollout *ro = agent_rollout_create(&tcs->net);
+    agent_pool *pool = agent_pool_create(1);
+    agent_instance ai = {.job = job, .cl = cl, .ref_cost = 1.0};
+    int of[1] = {0};
+    const int *forced[1] = {plan};
+    agent_rollout_opts fo = {.placement = PLACER_PLACE_NONE, .penalty = tcs->penalty, .seed = 1, .stream = 1,
+                             .ep_base = 0, .ep_total = 1, .record = 1, .forced = forced};
+    if (agent_rollout_run(ro, p0, &ai, 1, of, 1, &fo, pool, err, sizeof err)) fail_msg("%s", err);
+    agent_type_traj tr = *agent_rollout_type_traj(ro, NULL);
+    int T, K;
+    const int *ra;
+    const uint8_t *rm;
+    const float *rp;
+    agent_rollout_type_steps(ro, &T, &K, &ra, &rm, &rp);
+    const uint8_t *mk = rm + (size_t)cut * K;
+    double cstar = INFINITY, sum = 0, w[8];
+    for (int k = 0; k < n; k++)
+        if (mk[k] && ccost[k] < cstar) cstar = ccost[k];
+    for (int k = 0; k < K; k++) sum += w[k] = k < n && mk[k] && isfinite(ccost[k]) ? pow(cstar / ccost[k], 1 / tau) : 0;
+    int spread = 0;
+    for (int k = 0; k < K; k++) {
+        assert_true(fabs(q[k] - w[k] / sum) <= 1e-6);
+        spread += q[k] > 1e-3;
+    }
+    print_message("soft target at the cut: %.4f %.4f %.4f %.4f\n", q[0], q[1], K > 2 ? q[2] : 0.0,
+                  K > 3 ? q[3] : 0.0);
+
+    /* the gradient: -(w S) sum_k q_k logp_k at the cut, -(w S) logp(plan[l])
+     * after it, scale 1/(G S) */
+    float adv = (float)(tcs->dagger * tcs->samples), scale = 1.0f / (float)(tcs->instances * tcs->samples);
+    int *act = malloc((size_t)tr.T * tr.B * sizeof *act);
+    float *tg = malloc((size_t)tr.T * tr.B * K * sizeof *tg);
+    assert_non_null(act);
+    assert_non_null(tg);
+    memcpy(act, tr.action, (size_t)tr.T * tr.B * sizeof *act);
+    for (int l = 0; l < cut; l++) act[l] = -1;
+    for (int r = 0; r < tr.T * tr.B; r++) tg[(size_t)r * K] = -1.0f;
+    memcpy(tg + (size_t)cut * K, q, (size_t)K * sizeof *tg);
+    tr.adv = &adv;
+    tr.action = act;
+    tr.target = tg;
+    tr.enc_cached = 0;
+    agent_loss_stats ls = {0};
+    agent_net_ws *ws = agent_net_ws_create(&tcs->net);
+    nn_params_zero_grad(p0);
+    if (agent_net_type_loss(ws, p0, &tr, 0.0f, scale, &ls, err, sizeof err)) fail_msg("%s", err);
+    float *want = malloc(p0->total * sizeof *want);
+    assert_non_null(want);
+    memcpy(want, p0->grads, p0->total * sizeof *want);
+    tr.target = NULL; /* the one-hot lesson, to show the soft one differs */
+    nn_params_zero_grad(p0);
+    if (agent_net_type_loss(ws, p0, &tr, 0.0f, scale, &ls, err, sizeof err)) fail_msg("%s", err);
+    const float *gs = agent_train_params(s)->grads, *gb = agent_train_params(b)->grads;
+    double maxw = 0, maxerr = 0, maxhard = 0;
+    for (size_t e = 0; e < p0->total; e++) {
+        double d = (double)gs[e] - gb[e];
+        if (fabs(want[e]) > maxw) maxw = fabs(want[e]);
+        if (fabs(d - want[e]) > maxerr) maxerr = fabs(d - want[e]);
+        if (fabs(d - p0->grads[e]) > maxhard) maxhard = fabs(d - p0->grads[e]);
+    }
+    print_message("soft lesson: largest gradient entry %.4g, off by %.3g (one-hot lesson: off by %.3g; %d types "
+                  "above 0.001)\n",
+                  maxw, maxerr, maxhard, spread);
+    assert_true(maxw > 1e-3);
+    assert_true(maxerr <= 1e-4 * maxw);
+    if (spread >= 2) assert_true(maxhard > 1e-3 * maxw);
+
+    free(want);
+    free(act);
+    free(tg);
+    agent_net_ws_free(ws);
+    agent_pool_free(pool);
+    agent_rollout_free(ro);
+    nn_params_free(p0);
+    agent_train_free(s);
+    agent_train_free(b);
+    agent_trainconf_free(tcs);
+    agent_trainconf_free(tcb);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dagger_step),
+        cmocka_unit_test(test_dagger_soft),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

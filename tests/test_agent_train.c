@@ -180,6 +180,10 @@ static void test_trainconf(void **state) {
     expect_conf_error("mode: general\ngenerator: g.yaml\ndraw_budget: soon\n", "bad.yaml:3:14: draw_budget:");
     expect_conf_error("mode: general\ngenerator: g.yaml\ndagger: -1\n",
                       "bad.yaml:3:9: dagger: must be >= 0 and <= 1e+06, got \"-1\"");
+    expect_conf_error("mode: general\ngenerator: g.yaml\ndagger_soft: 0.01\n",
+                      "bad.yaml:3:14: dagger_soft: softens the DAgger lesson at the cut: needs dagger > 0");
+    expect_conf_error("mode: general\ngenerator: g.yaml\ndagger: 1\ndagger_soft: 11\n",
+                      "bad.yaml:4:14: dagger_soft: must be >= 0 and <= 10, got \"11\"");
     expect_conf_error("mode: general\ngenerator: g.yaml\nnode_dagger: 1\n",
                       "bad.yaml:3:14: node_dagger: corrects the node head: needs placement: policy");
     expect_conf_error("mode: general\ngenerator: g.yaml\nplacement: policy\nnode_dagger: -1\n",
