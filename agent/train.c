@@ -80,6 +80,7 @@ typedef struct {
                       of them was not settled within draw_budget */
     int ccap;
     int soft;    /* 1: ccost holds every type's, the cut's lesson is soft */
+    size_t soft_at; /* where the cut's target row starts in the trainer's soft[] */
 } tr_dagger;
 
 /* The files of the out folder (rank 0 writes them). */
@@ -1004,7 +1005,7 @@ static int dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) 
     }
     double sums[3] = {0, 0, 0}; /* cross-entropy, decisions, episodes */
     for (int i = 0; i < st->nl; i++) {
-        const tr_dagger *dg = &t->dag[i];
+        tr_dagger *dg = &t->dag[i];
         if (dg->b < 0) continue;
         int L = step_inst(t, st, i)->ai.job->n_layers;
         for (int l = dg->cut; l < L; l++) {
@@ -1019,6 +1020,7 @@ static int dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) 
         agent_rollout_drop_type_before(t->ro, dg->b, dg->cut);
         if (t->tc->dagger_soft > 0 && dg->soft) {
             size_t row = (size_t)dg->cut * B + dg->b;
+            dg->soft_at = row * K;
             soft_target(t->soft + row * K, dg->ccost, step_inst(t, st, i)->ai.cl->n_types, mask + row * K, K,
                         t->tc->dagger_soft);
         }
@@ -1737,14 +1739,8 @@ int agent_train_dagger_soft(const agent_trainer *t, int i, const double **ccost,
         !t->dag[i].soft)
         return -1;
     const tr_dagger *dg = &t->dag[i];
-    int T, K;
-    const int *action;
-    const uint8_t *mask;
-    const float *probs;
-    agent_rollout_type_steps(t->ro, &T, &K, &action, &mask, &probs);
-    int B = agent_rollout_episodes(t->ro);
     *ccost = dg->ccost;
-    *target = t->soft + ((size_t)dg->cut * B + dg->b) * K;
+    *target = t->soft + dg->soft_at;
     return 0;
 }
 

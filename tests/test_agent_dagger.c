@@ -93,45 +93,77 @@ static agent_trainconf *load(const char *name, const char *dagger) {
     return tc;
 }
 
+/* The pair of runs both tests compare: `extra` (the DAgger keys) and none,
+ * from the same initial weights (*p0, a copy), one step each, in the
+ * scratch folder `name` under STRATA_TMP. Returns 0, or -1 without
+ * STRATA_TMP (the caller skips). */
+typedef struct {
+    agent_trainconf *tca, *tcb;
+    agent_trainer *a, *b;
+    nn_params *p0;
+    const model_job *job; /* the problem, and a's DAgger episode: */
+    const model_cluster *cl;
+    double exact;         /* the optimum's cost */
+    int cut;              /* WANT_CUT */
+    const int *greedy, *plan;
+    int actions[6];
+} run_pair;
+
+static int pair_step(run_pair *r, const char *name, const char *extra) {
+    const char *root = getenv("STRATA_TMP");
+    if (!root) return -1;
+    afx_scratch(tmp, sizeof tmp, root, name);
+    afx_write_file(tmp, "six.yaml", JOB);
+    r->tca = load("a.yaml", extra);
+    r->tcb = load("b.yaml", "");
+    char err[2048];
+    r->a = agent_train_create(r->tca, NULL, err, sizeof err);
+    if (!r->a) fail_msg("%s", err);
+    r->b = agent_train_create(r->tcb, NULL, err, sizeof err);
+    if (!r->b) fail_msg("%s", err);
+    nn_tensor_spec table[AN_N_TENSORS];
+    agent_net_table(&r->tca->net, table);
+    r->p0 = nn_params_create(table, AN_N_TENSORS, err, sizeof err);
+    assert_non_null(r->p0);
+    memcpy(r->p0->params, agent_train_params(r->a)->params, r->p0->total * sizeof(float));
+    if (agent_train_step(r->a, err, sizeof err)) fail_msg("%s", err);
+    if (agent_train_step(r->b, err, sizeof err)) fail_msg("%s", err);
+    const int *best;
+    double cost;
+    agent_train_best(r->a, &r->job, &r->cl, &best, &cost, &r->exact);
+    assert_int_equal(r->job->n_layers, 6);
+    assert_int_equal(agent_train_dagger(r->a, 0, &r->cut, &r->greedy, &r->plan, r->actions), 0);
+    assert_int_equal(r->cut, WANT_CUT);
+    return 0;
+}
+
+static void pair_free(run_pair *r) {
+    nn_params_free(r->p0);
+    agent_train_free(r->a);
+    agent_train_free(r->b);
+    agent_trainconf_free(r->tca);
+    agent_trainconf_free(r->tcb);
+}
+
 static void test_dagger_step(void **state) {
     (void)state;
-    const char *root = getenv("STRATA_TMP");
-    if (!root) {
+    run_pair pr;
+    if (pair_step(&pr, "agent_dagger", "dagger: 2\n")) {
         skip();
         return;
     }
-    afx_scratch(tmp, sizeof tmp, root, "agent_dagger");
-    afx_write_file(tmp, "six.yaml", JOB);
-    agent_trainconf *tca = load("a.yaml", "dagger: 2\n"), *tcb = load("b.yaml", "");
+    agent_trainconf *tca = pr.tca;
+    agent_trainer *a = pr.a, *b = pr.b;
+    nn_params *p0 = pr.p0;
     char err[2048];
-    agent_trainer *a = agent_train_create(tca, NULL, err, sizeof err);
-    if (!a) fail_msg("%s", err);
-    agent_trainer *b = agent_train_create(tcb, NULL, err, sizeof err);
-    if (!b) fail_msg("%s", err);
-
-    /* the initial weights (both runs start from them) */
-    nn_tensor_spec table[AN_N_TENSORS];
-    agent_net_table(&tca->net, table);
-    nn_params *p0 = nn_params_create(table, AN_N_TENSORS, err, sizeof err);
-    assert_non_null(p0);
-    memcpy(p0->params, agent_train_params(a)->params, p0->total * sizeof(float));
-
-    if (agent_train_step(a, err, sizeof err)) fail_msg("%s", err);
-    if (agent_train_step(b, err, sizeof err)) fail_msg("%s", err);
-
-    const model_job *job;
-    const model_cluster *cl;
-    const int *best;
-    double cost, exact;
-    agent_train_best(a, &job, &cl, &best, &cost, &exact);
-    int L = job->n_layers;
-    assert_int_equal(L, 6);
-    int cut, actions[6];
-    const int *greedy, *plan;
-    assert_int_equal(agent_train_dagger(a, 0, &cut, &greedy, &plan, actions), 0);
-    assert_int_equal(cut, WANT_CUT);
-    assert_int_equal(agent_train_dagger(b, 0, &cut, &greedy, &plan, actions), -1); /* dagger 0: none */
-    assert_int_equal(agent_train_dagger(a, 0, &cut, &greedy, &plan, actions), 0);
+    const model_job *job = pr.job;
+    const model_cluster *cl = pr.cl;
+    int L = job->n_layers, cut = pr.cut, *actions = pr.actions;
+    const int *greedy = pr.greedy, *plan = pr.plan;
+    double exact = pr.exact;
+    int cb, ab[6];
+    const int *gb_, *pb;
+    assert_int_equal(agent_train_dagger(b, 0, &cb, &gb_, &pb, ab), -1); /* dagger 0: none */
 
     /* the policy's plan: its greedy decode from the initial weights */
     agent_rollout *ro = agent_rollout_create(&tca->net);
@@ -225,11 +257,7 @@ static void test_dagger_step(void **state) {
     solve_result_free(res);
     agent_pool_free(pool);
     agent_rollout_free(ro);
-    nn_params_free(p0);
-    agent_train_free(a);
-    agent_train_free(b);
-    agent_trainconf_free(tca);
-    agent_trainconf_free(tcb);
+    pair_free(&pr);
 }
 
 /* brute_completion returns the least cost of the feasible plans that keep
@@ -257,37 +285,20 @@ static double brute_completion(const model_job *job, const model_cluster *cl, co
 
 static void test_dagger_soft(void **state) {
     (void)state;
-    const char *root = getenv("STRATA_TMP");
-    if (!root) {
+    const double tau = 0.05;
+    run_pair pr;
+    if (pair_step(&pr, "agent_dagger_soft", "dagger: 2\ndagger_soft: 0.05\n")) {
         skip();
         return;
     }
-    afx_scratch(tmp, sizeof tmp, root, "agent_dagger_soft");
-    afx_write_file(tmp, "six.yaml", JOB);
-    const double tau = 0.05;
-    agent_trainconf *tcs = load("s.yaml", "dagger: 2\ndagger_soft: 0.05\n"), *tcb = load("b.yaml", "");
+    agent_trainconf *tcs = pr.tca;
+    agent_trainer *s = pr.a, *b = pr.b;
+    nn_params *p0 = pr.p0;
     char err[2048];
-    agent_trainer *s = agent_train_create(tcs, NULL, err, sizeof err);
-    if (!s) fail_msg("%s", err);
-    agent_trainer *b = agent_train_create(tcb, NULL, err, sizeof err);
-    if (!b) fail_msg("%s", err);
-    nn_tensor_spec table[AN_N_TENSORS];
-    agent_net_table(&tcs->net, table);
-    nn_params *p0 = nn_params_create(table, AN_N_TENSORS, err, sizeof err);
-    assert_non_null(p0);
-    memcpy(p0->params, agent_train_params(s)->params, p0->total * sizeof(float));
-    if (agent_train_step(s, err, sizeof err)) fail_msg("%s", err);
-    if (agent_train_step(b, err, sizeof err)) fail_msg("%s", err);
-
-    const model_job *job;
-    const model_cluster *cl;
-    const int *best;
-    double cost, exact;
-    agent_train_best(s, &job, &cl, &best, &cost, &exact);
-    int n = cl->n_types, cut, actions[6];
-    const int *greedy, *plan;
-    assert_int_equal(agent_train_dagger(s, 0, &cut, &greedy, &plan, actions), 0);
-    assert_int_equal(cut, WANT_CUT);
+    const model_job *job = pr.job;
+    const model_cluster *cl = pr.cl;
+    int n = cl->n_types, cut = pr.cut;
+    const int *greedy = pr.greedy, *plan = pr.plan;
     const double *ccost;
     const float *q;
     assert_int_equal(agent_train_dagger_soft(s, 0, &ccost, &q), 0);
@@ -378,11 +389,7 @@ static void test_dagger_soft(void **state) {
     agent_net_ws_free(ws);
     agent_pool_free(pool);
     agent_rollout_free(ro);
-    nn_params_free(p0);
-    agent_train_free(s);
-    agent_train_free(b);
-    agent_trainconf_free(tcs);
-    agent_trainconf_free(tcb);
+    pair_free(&pr);
 }
 
 int main(void) {

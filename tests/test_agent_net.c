@@ -151,19 +151,42 @@ static int check_fd(loss_ctx *c, const float *g, int first, int *checked, int *n
     return bad;
 }
 
+/* The gradient tests' trajectories: five episodes recorded for training,
+ * two on the small instance and three on the wide one, played from the
+ * weights make_params(&TINY, wseed) with `placement` and sampling seed
+ * `seed`. */
+typedef struct {
+    inst a, b;
+    nn_params *p;
+    agent_rollout *ro;
+    agent_net_ws *ws;
+} five_eps;
+
+static void five_play(five_eps *f, uint64_t wseed, int placement, uint64_t seed) {
+    make_small(&f->a);
+    make_wide(&f->b);
+    f->p = make_params(&TINY, wseed);
+    f->ro = agent_rollout_create(&TINY);
+    f->ws = agent_net_ws_create(&TINY);
+    agent_instance ai[2] = {{&f->a.job, &f->a.cl, 10.0, 0, 0}, {&f->b.job, &f->b.cl, 10.0, 0, 0}};
+    int of[5] = {0, 0, 1, 1, 1};
+    agent_rollout_opts o = {placement, 0, 4.0, seed, 1, 0, 5, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
+    char err[256];
+    assert_int_equal(agent_rollout_run(f->ro, f->p, ai, 2, of, 5, &o, NULL, err, sizeof err), 0);
+}
+
+static void five_free(five_eps *f) {
+    agent_net_ws_free(f->ws);
+    agent_rollout_free(f->ro);
+    nn_params_free(f->p);
+}
+
 static void test_gradients(void **state) {
     (void)state;
-    inst a, b;
-    make_small(&a);
-    make_wide(&b);
-    nn_params *p = make_params(&TINY, 7);
-    agent_rollout *ro = agent_rollout_create(&TINY);
-    agent_net_ws *ws = agent_net_ws_create(&TINY);
-    agent_instance ai[2] = {{&a.job, &a.cl, 10.0, 0, 0}, {&b.job, &b.cl, 10.0, 0, 0}};
-    int of[5] = {0, 0, 1, 1, 1};
-    agent_rollout_opts o = {PLACER_PLACE_POLICY, 0, 4.0, 3, 1, 0, 5, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
-    char err[256];
-    assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 5, &o, NULL, err, sizeof err), 0);
+    five_eps f;
+    five_play(&f, 7, PLACER_PLACE_POLICY, 3);
+    nn_params *p = f.p;
+    agent_rollout *ro = f.ro;
     float *adv, *nadv;
     const int *owner;
     agent_type_traj *tt = agent_rollout_type_traj(ro, &adv);
@@ -171,7 +194,7 @@ static void test_gradients(void **state) {
     assert_true(nt->N > 0); /* the wide instance has nodes */
     for (int e = 0; e < 5; e++) adv[e] = 0.3f * (float)(e - 2);
     for (int i = 0; i < nt->N; i++) nadv[i] = 0.2f * (float)((i % 3) - 1);
-    loss_ctx c = {ws, p, tt, nt, 0.1f, 0.25f};
+    loss_ctx c = {f.ws, p, tt, nt, 0.1f, 0.25f};
     nn_params_zero_grad(p);
     total_loss(&c);
     if (getenv("AGENT_TEST_VERBOSE"))
@@ -188,9 +211,7 @@ static void test_gradients(void **state) {
     print_message("gradient check: %d entries, %d non-zero\n", checked, nonzero);
     assert_true(nonzero > checked / 2); /* the check is not vacuous */
     free(g);
-    agent_net_ws_free(ws);
-    agent_rollout_free(ro);
-    nn_params_free(p);
+    five_free(&f);
 }
 
 /* Soft targets (agent_type_traj.target): the gradient of
@@ -198,17 +219,10 @@ static void test_gradients(void **state) {
  * a one-hot target on the played action is the plain loss exactly. */
 static void test_gradients_soft(void **state) {
     (void)state;
-    inst a, b;
-    make_small(&a);
-    make_wide(&b);
-    nn_params *p = make_params(&TINY, 9);
-    agent_rollout *ro = agent_rollout_create(&TINY);
-    agent_net_ws *ws = agent_net_ws_create(&TINY);
-    agent_instance ai[2] = {{&a.job, &a.cl, 10.0, 0, 0}, {&b.job, &b.cl, 10.0, 0, 0}};
-    int of[5] = {0, 0, 1, 1, 1};
-    agent_rollout_opts o = {PLACER_PLACE_NONE, 0, 4.0, 5, 1, 0, 5, 1, NULL, AGENT_REWARD_LOG, NULL, NULL};
-    char err[256];
-    assert_int_equal(agent_rollout_run(ro, p, ai, 2, of, 5, &o, NULL, err, sizeof err), 0);
+    five_eps f;
+    five_play(&f, 9, PLACER_PLACE_NONE, 5);
+    nn_params *p = f.p;
+    agent_rollout *ro = f.ro;
     float *adv;
     agent_type_traj *tt = agent_rollout_type_traj(ro, &adv);
     int T, K;
@@ -219,7 +233,7 @@ static void test_gradients_soft(void **state) {
     int B = tt->B;
     for (int e = 0; e < B; e++) adv[e] = 0.4f * (float)(e - 1);
     agent_node_traj none = {0, 1, NULL, NULL, NULL, NULL, NULL};
-    loss_ctx c = {ws, p, tt, &none, 0.05f, 0.5f};
+    loss_ctx c = {f.ws, p, tt, &none, 0.05f, 0.5f};
     /* the plain loss, then every decision's one-hot target: the same */
     double plain = total_loss(&c);
     float *target = malloc((size_t)T * B * K * sizeof *target);
@@ -263,9 +277,7 @@ static void test_gradients_soft(void **state) {
     assert_true(nonzero > checked / 3);
     free(g);
     free(target);
-    agent_net_ws_free(ws);
-    agent_rollout_free(ro);
-    nn_params_free(p);
+    five_free(&f);
 }
 
 /* ---------------------------------------------------------------------------
