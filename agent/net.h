@@ -183,9 +183,10 @@ typedef struct {
     const float *adv;     /* [B] advantage of each episode */
     const float *target;  /* [T,B,K] or NULL: soft targets. A decision whose row
                              has target[0] >= 0 is taught -adv sum_k q_k logp_k
-                             (q = its row, 0 on masked types, summing to 1) in
-                             place of -adv logp[action]; its action must still
-                             be >= 0. The others (target[0] < 0) as without. */
+                             (q = its row, 0 on masked types; its sum weighs the
+                             lesson, 1 as much as a one-hot one) in place of
+                             -adv logp[action]; its action must still be >= 0.
+                             The others (target[0] < 0) as without. */
     int enc_cached;       /* 1: the workspace given to agent_net_type_loss ran
                              agent_net_encode on this lf and len, and the
                              parameters have not changed since (the trainer,

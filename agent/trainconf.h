@@ -82,6 +82,9 @@ typedef struct {
                             the completion's: q_k proportional to (c* / c_k)^(1/tau),
                             c_k the exact completion's cost with type k at the
                             cut, c* the least (needs dagger > 0) */
+    double dagger_focus; /* 0, or m: that lesson weighs 1 + m where the policy's own
+                            type at the cut completes more than 0.1% above c*
+                            (a decision it gets wrong; needs dagger_soft > 0) */
     double node_dagger;  /* 0, or the weight of a cross-entropy term towards placer_complete's
                             completion of the node head's own greedy placement of the
                             greedy plan from a random cut (one episode per instance;

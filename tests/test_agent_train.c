@@ -184,6 +184,8 @@ static void test_trainconf(void **state) {
                       "bad.yaml:3:14: dagger_soft: softens the DAgger lesson at the cut: needs dagger > 0");
     expect_conf_error("mode: general\ngenerator: g.yaml\ndagger: 1\ndagger_soft: 11\n",
                       "bad.yaml:4:14: dagger_soft: must be >= 0 and <= 10, got \"11\"");
+    expect_conf_error("mode: general\ngenerator: g.yaml\ndagger: 1\ndagger_focus: 5\n",
+                      "bad.yaml:4:15: dagger_focus: weighs the soft lesson at the cut: needs dagger_soft > 0");
     expect_conf_error("mode: general\ngenerator: g.yaml\nnode_dagger: 1\n",
                       "bad.yaml:3:14: node_dagger: corrects the node head: needs placement: policy");
     expect_conf_error("mode: general\ngenerator: g.yaml\nplacement: policy\nnode_dagger: -1\n",
