@@ -1738,13 +1738,15 @@ void agent_train_answer(const agent_trainer *t, const int **assign, double *cost
 
 const nn_params *agent_train_params(const agent_trainer *t) { return t->p; }
 
-int agent_train_dagger_soft(const agent_trainer *t, int i, const double **ccost, const float **target) {
+int agent_train_dagger_soft(const agent_trainer *t, int i, const double **ccost, const float **target,
+                            int *n_types) {
     if (!t->dag || !(t->tc->dagger_soft > 0) || i < 0 || i >= t->tc->instances || t->dag[i].b < 0 ||
         !t->dag[i].soft)
         return -1;
     const tr_dagger *dg = &t->dag[i];
     *ccost = dg->ccost;
     *target = t->soft + dg->soft_at;
+    *n_types = t->ai[i].cl->n_types;
     return 0;
 }
 

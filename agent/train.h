@@ -135,10 +135,12 @@ const nn_params *agent_train_params(const agent_trainer *t);
 int agent_train_dagger(const agent_trainer *t, int i, int *cut, const int **greedy, const int **plan,
                        int *actions);
 /* agent_train_dagger_soft (dagger_soft > 0) reports the same episode's
- * soft lesson: *ccost[n_types], the cheapest completion's cost with each
+ * soft lesson: *ccost[*n_types], the cheapest completion's cost with each
  * type at the cut (INFINITY: none), and *target[K], the decision's soft
  * target. Returns 0, or -1 when that episode has none (no DAgger episode,
- * dagger_soft 0, or a completion the budget stopped). */
-int agent_train_dagger_soft(const agent_trainer *t, int i, const double **ccost, const float **target);
+ * dagger_soft 0, or a completion the budget stopped). The tests and
+ * `bench_agent cuts` read it. */
+int agent_train_dagger_soft(const agent_trainer *t, int i, const double **ccost, const float **target,
+                            int *n_types);
 
 #endif

@@ -5,6 +5,7 @@
  *   bench_agent general CKPT [N] [SRC]
  *   bench_agent decode CKPT CONFIG [REPS]
  *   bench_agent draws SPEC [N] [BUDGET_MS]
+ *   bench_agent cuts CONFIG CKPT [STEPS]
  *
  * search  Search mode (`strata train --search`) on every shipped model with
  *         at most 16 layers, on both shipped clusters: trains from scratch
@@ -34,7 +35,18 @@
  *         does; prints the time per instance by size band, the
  *         share of it in draws thrown away, and how often the budget
  *         stopped the solver (the plan then is not proven optimal).
+ * cuts    How often a policy's own greedy type is not the best one, where
+ *         training cuts its plans: STEPS (default 60) steps of the train
+ *         CONFIG (general mode, with dagger_soft > 0) resumed from CKPT,
+ *         its files written to a scratch folder; at every DAgger cut, the
+ *         exact completion's cost with the policy's type there against the
+ *         best type's (agent_train_dagger_soft). Prints the share of cuts
+ *         where it is the best, dearer by up to 0.1%, 1%, 5%, 20% and more,
+ *         the mean extra cost where above 1%, and how often two types or
+ *         more complete within 0.5% of the best (ties).
  */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +59,7 @@
 #include "agent/train.h"
 #include "base/clock.h"
 #include "env/config.h"
+#include "env/model.h"
 #include "solvers/solve.h"
 #include "agent/trainconf.h"
 #include "solvers/runload.h"
@@ -500,6 +513,86 @@ static int bench_draws(const char *spec, int n, long budget_ms) {
     return 0;
 }
 
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static int bench_cuts(const char *config, const char *ckpt, int steps) {
+    char err[4096];
+    agent_trainconf *tc = agent_trainconf_load(config, err, sizeof err);
+    if (!tc) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    if (!(tc->dagger_soft > 0)) {
+        fprintf(stderr, "%s: dagger_soft: the cuts need every type's completion (dagger_soft > 0)\n", config);
+        agent_trainconf_free(tc);
+        return 1;
+    }
+    char dir[] = "/tmp/bench_cuts_XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        agent_trainconf_free(tc);
+        return 1;
+    }
+    snprintf(tc->out, sizeof tc->out, "%s", dir);
+    tc->eval_every = 0;
+    tc->ckpt_every = 0;
+    tc->valid = 1;
+    agent_trainer *t = agent_train_create(tc, ckpt, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "%s\n", err);
+        agent_trainconf_free(tc);
+        return 1;
+    }
+    static const double edge[] = {1e-9, 1e-3, 1e-2, 5e-2, 0.2};
+    enum { NE = 5 };
+    long n = 0, hist[NE + 1] = {0}, ties = 0, big = 0;
+    double big_cost = 0;
+    int *actions = malloc(MODEL_MAX_LAYERS * sizeof *actions), rc = !actions;
+    for (int s = 0; s < steps && !rc; s++) {
+        if (agent_train_step(t, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            rc = 1;
+            break;
+        }
+        for (int i = 0; i < tc->instances; i++) {
+            int cut, n_types;
+            const int *greedy, *plan;
+            const double *cc;
+            const float *q;
+            if (agent_train_dagger(t, i, &cut, &greedy, &plan, actions) ||
+                agent_train_dagger_soft(t, i, &cc, &q, &n_types))
+                continue;
+            double best = cc[plan[cut]], extra = cc[greedy[cut]] / best - 1;
+            int e = 0, near = 0;
+            while (e < NE && extra >= edge[e]) e++;
+            hist[e]++;
+            if (extra > 1e-2) big++, big_cost += extra;
+            for (int k = 0; k < n_types; k++) near += q[k] > 0 && cc[k] <= best * 1.005;
+            ties += near >= 2;
+            n++;
+        }
+    }
+    if (!rc && n > 0) {
+        printf("%s from %s: %ld cuts in %d steps\n", config, ckpt, n, steps);
+        static const char *label[] = {"the best", "dearer by < 0.1%", "0.1-1%", "1-5%", "5-20%", ">= 20%"};
+        for (int e = 0; e <= NE; e++) printf("  own type %-17s %5.1f%%\n", label[e], 100.0 * hist[e] / n);
+        printf("  dearer by > 1%%: %.1f%% of the cuts, %.1f%% dearer on average there\n", 100.0 * big / n,
+               big ? 100 * big_cost / big : 0.0);
+        printf("  two types or more within 0.5%% of the best: %.1f%%\n", 100.0 * ties / n);
+    } else if (!rc) {
+        fprintf(stderr, "%s: no cut had every type's completion in %d steps\n", config, steps);
+        rc = 1;
+    }
+    free(actions);
+    agent_train_free(t);
+    agent_trainconf_free(tc);
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); /* the scratch folder */
+    return rc;
+}
+
 int main(int argc, char **argv) {
     const char *what = argc > 1 ? argv[1] : "all";
     if (!strcmp(what, "decode")) {
@@ -517,6 +610,14 @@ int main(int argc, char **argv) {
         int n = argc > 3 ? atoi(argv[3]) : 300;
         long budget = argc > 4 ? atol(argv[4]) : 5000;
         return bench_draws(argv[2], n > 0 ? n : 300, budget > 0 ? budget : 5000);
+    }
+    if (!strcmp(what, "cuts")) {
+        if (argc < 4) {
+            fprintf(stderr, "usage: bench_agent cuts CONFIG CKPT [STEPS]\n");
+            return 2;
+        }
+        int steps = argc > 4 ? atoi(argv[4]) : 60;
+        return bench_cuts(argv[2], argv[3], steps > 0 ? steps : 60);
     }
     if (!strcmp(what, "general")) {
         if (argc < 3) {

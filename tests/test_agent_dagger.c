@@ -301,9 +301,10 @@ static void test_dagger_soft(void **state) {
     const int *greedy = pr.greedy, *plan = pr.plan;
     const double *ccost;
     const float *q;
-    assert_int_equal(agent_train_dagger_soft(s, 0, &ccost, &q), 0);
-    assert_int_equal(agent_train_dagger_soft(b, 0, &ccost, &q), -1); /* no dagger: no lesson */
-    assert_int_equal(agent_train_dagger_soft(s, 0, &ccost, &q), 0);
+    int nt = 0;
+    assert_int_equal(agent_train_dagger_soft(s, 0, &ccost, &q, &nt), 0);
+    assert_int_equal(agent_train_dagger_soft(b, 0, &ccost, &q, &nt), -1); /* no dagger: no lesson */
+    assert_int_equal(agent_train_dagger_soft(s, 0, &ccost, &q, &nt), 0);
 
     /* every type's completion cost, by brute force */
     int feasible = 0;
@@ -314,6 +315,7 @@ static void test_dagger_soft(void **state) {
         else assert_true(fabs(ccost[k] - want) <= 1e-9 * want), feasible++;
     }
     assert_true(feasible >= 2); /* a choice to soften */
+    assert_int_equal(nt, n);
 
     /* the forced episode replayed: its mask at the cut, then the target */
     agent_rollout *ro = agent_rollout_create(&tcs->net);
