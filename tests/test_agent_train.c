@@ -253,6 +253,9 @@ static void test_trainconf_defaults(void **state) {
         SAME_INT(freeze_plan);
         SAME_NUM(imitation);
         SAME_NUM(dagger);
+        SAME_NUM(dagger_soft);
+        SAME_NUM(dagger_focus);
+        assert_true(want->dagger_soft == 0 && want->dagger_focus == 0); /* off unless asked */
         SAME_INT(reference);
         SAME_INT(placement);
         SAME_INT(net.embed);
