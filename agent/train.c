@@ -67,7 +67,8 @@ _Static_assert(sizeof(tr_outcome) == 7 * sizeof(double), "tr_outcome is doubles 
  * draw_budget (wide-family jobs of 40+ layers can take seconds). */
 #define TR_EXACT_BUDGET_MS 5000
 
-/* The DAgger episode of one local instance in a step (tc->dagger > 0). */
+/* One DAgger episode of a step (tc->dagger > 0): the j-th of local instance
+ * i is t->dag[i * dagger_cuts + j]. */
 typedef struct {
     int cut;     /* c: layers < c keep the policy's types, the rest the exact
                     completion; -1: no DAgger episode this step */
@@ -307,7 +308,7 @@ void agent_train_free(agent_trainer *t) {
     free(t->node_demo);
     free(t->node_cut);
     if (t->dag)
-        for (int i = 0; i < t->tc->instances; i++) {
+        for (int i = 0; i < t->tc->instances * t->tc->dagger_cuts; i++) {
             free(t->dag[i].greedy);
             free(t->dag[i].plan);
             free(t->dag[i].ccost);
@@ -522,18 +523,20 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     t->ws = agent_net_ws_create(&tc->net);
     t->ro = agent_rollout_create(&tc->net);
     t->ai = calloc((size_t)tc->instances, sizeof *t->ai);
-    /* room for three demonstrations per instance: imitation, DAgger and
-     * node DAgger */
-    t->inst_of = calloc((size_t)Bg + 3 * (size_t)tc->instances, sizeof *t->inst_of);
-    t->forced = calloc((size_t)Bg + 3 * (size_t)tc->instances, sizeof *t->forced);
-    t->node_demo = calloc((size_t)Bg + 3 * (size_t)tc->instances, 1);
-    t->node_cut = calloc((size_t)Bg + 3 * (size_t)tc->instances, sizeof *t->node_cut);
+    /* room for the demonstrations of each instance: imitation, dagger_cuts
+     * DAgger episodes and node DAgger */
+    size_t demos = (size_t)(2 + tc->dagger_cuts) * (size_t)tc->instances;
+    t->inst_of = calloc((size_t)Bg + demos, sizeof *t->inst_of);
+    t->forced = calloc((size_t)Bg + demos, sizeof *t->forced);
+    t->node_demo = calloc((size_t)Bg + demos, 1);
+    t->node_cut = calloc((size_t)Bg + demos, sizeof *t->node_cut);
     if (tc->dagger > 0) {
-        t->dag = calloc((size_t)tc->instances, sizeof *t->dag);
+        int nd = tc->instances * tc->dagger_cuts;
+        t->dag = calloc((size_t)nd, sizeof *t->dag);
         t->dag_ai = calloc((size_t)tc->instances, sizeof *t->dag_ai);
         t->dag_of = calloc((size_t)tc->instances, sizeof *t->dag_of);
         if (!t->dag || !t->dag_ai || !t->dag_of) goto oom;
-        for (int i = 0; i < tc->instances; i++) t->dag[i].cut = t->dag[i].b = -1;
+        for (int i = 0; i < nd; i++) t->dag[i].cut = t->dag[i].b = -1;
     }
     t->out = calloc((size_t)Bg, sizeof *t->out);
     t->adv_t = calloc((size_t)Bg, sizeof *t->adv_t);
@@ -706,17 +709,19 @@ typedef struct {
     int failed;
 } dag_ctx;
 
-/* dag_solve_fn completes the greedy plan of the k-th greedy episode's
- * instance from its cut: the cheapest plan that keeps the policy's types
- * before the cut (solve_run_fixed, within draw_budget). No completion
- * (none feasible, none found in time, too many candidates): no episode. */
+/* dag_solve_fn completes the greedy plan of the (k / dagger_cuts)-th greedy
+ * episode's instance from its (k % dagger_cuts)-th cut: the cheapest plan
+ * that keeps the policy's types before the cut (solve_run_fixed, within
+ * draw_budget). No completion (none feasible, none found in time, too many
+ * candidates): no episode. */
 static void dag_solve_fn(void *ctx, int k, int w) {
     (void)w;
     dag_ctx *c = ctx;
     agent_trainer *t = c->t;
-    tr_dagger *dg = &t->dag[t->dag_of[k]];
+    int nc = t->tc->dagger_cuts;
+    tr_dagger *dg = &t->dag[t->dag_of[k / nc] * nc + k % nc];
     if (dg->cut < 0) return;
-    const agent_instance *ai = &t->dag_ai[k];
+    const agent_instance *ai = &t->dag_ai[k / nc];
     int L = ai->job->n_layers;
     solve_result *res = solve_result_create(L);
     if (!res) {
@@ -759,16 +764,17 @@ static void dag_solve_fn(void *ctx, int k, int w) {
 
 /* dagger_plans (dagger > 0) plays the policy's greedy plan on each instance
  * whose first episode is on this rank (where its demonstrations go), picks
- * its cut (dagger_cut) and completes it exactly from there (dag_solve_fn)
- * into t->dag[local instance]: cut -1 when the greedy plan reached a dead
- * end or no completion was found. Draws nothing at random: the sampled
- * episodes are those of a run without it. Returns 0, or -1 with a message. */
+ * its dagger_cuts cuts (dagger_cut, then L / dagger_cuts apart) and
+ * completes it exactly from each (dag_solve_fn) into t->dag[local instance
+ * * dagger_cuts + j]: cut -1 when the greedy plan reached a dead end, the
+ * cut is past the last layer or no completion was found. Draws nothing at
+ * random: the sampled episodes are those of a run without it. Returns 0,
+ * or -1 with a message. */
 static int dagger_plans(agent_trainer *t, const tr_step *st, char *err, size_t errlen) {
     const agent_trainconf *tc = t->tc;
-    int n = 0;
+    int n = 0, nc = tc->dagger_cuts;
     for (int g = st->g0; g <= st->g1; g++) {
-        tr_dagger *dg = &t->dag[g - st->g0];
-        dg->cut = dg->b = -1;
+        for (int j = 0; j < nc; j++) t->dag[(g - st->g0) * nc + j].cut = t->dag[(g - st->g0) * nc + j].b = -1;
         if (g * st->S < st->e0) continue;
         t->dag_ai[n] = t->ai[g - st->g0];
         t->dag_of[n] = g - st->g0;
@@ -794,9 +800,9 @@ static int dagger_plans(agent_trainer *t, const tr_step *st, char *err, size_t e
     int rc = agent_rollout_run(t->ro, t->p, t->dag_ai, n, of, n, &o, t->pool, err, errlen);
     free(of);
     if (rc) return -1;
-    for (int k = 0; k < n; k++) {
-        int i = t->dag_of[k], L = t->dag_ai[k].job->n_layers;
-        tr_dagger *dg = &t->dag[i];
+    for (int kj = 0; kj < n * nc; kj++) {
+        int k = kj / nc, j = kj % nc, i = t->dag_of[k], L = t->dag_ai[k].job->n_layers;
+        tr_dagger *dg = &t->dag[i * nc + j];
         if (dg->cap < L) {
             int *gr = realloc(dg->greedy, (size_t)L * sizeof *gr);
             if (gr) dg->greedy = gr;
@@ -820,10 +826,13 @@ static int dagger_plans(agent_trainer *t, const tr_step *st, char *err, size_t e
         }
         if (agent_rollout_episode(t->ro, k)->dead_end) continue; /* the policy has no plan */
         memcpy(dg->greedy, agent_rollout_assign(t->ro, k), (size_t)L * sizeof *dg->greedy);
-        dg->cut = dagger_cut(tc->seed, st->s, st->g0 + i, L);
+        /* the j-th cut: L / nc past the first (wrapping), none when the
+         * job has fewer layers than cuts */
+        if (j >= L) continue;
+        dg->cut = (dagger_cut(tc->seed, st->s, st->g0 + i, L) + (int)((long)j * L / nc)) % L;
     }
     dag_ctx dc = {t, 0};
-    agent_pool_for(t->pool, n, dag_solve_fn, &dc);
+    agent_pool_for(t->pool, n * nc, dag_solve_fn, &dc);
     if (dc.failed) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -869,7 +878,7 @@ static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
         t->forced[b] = NULL;
         t->node_demo[b] = 0;
     }
-    for (int b = 0; b < st->Bl + 3 * st->nl; b++) t->node_cut[b] = -1.0f;
+    for (int b = 0; b < st->Bl + (2 + tc->dagger_cuts) * st->nl; b++) t->node_cut[b] = -1.0f;
     st->nd = 0;
     if (tc->imitation > 0 || tc->node_imitation > 0)
         for (int g = st->g0; g <= st->g1; g++) {
@@ -884,11 +893,11 @@ static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
         }
     if (tc->dagger > 0) {
         if (dagger_plans(t, st, err, errlen)) return -1;
-        for (int i = 0; i < st->nl; i++) {
-            tr_dagger *dg = &t->dag[i];
+        for (int d = 0; d < st->nl * tc->dagger_cuts; d++) {
+            tr_dagger *dg = &t->dag[d];
             if (dg->cut < 0) continue;
             dg->b = st->Bl + st->nd;
-            t->inst_of[dg->b] = i;
+            t->inst_of[dg->b] = d / tc->dagger_cuts;
             t->forced[dg->b] = dg->plan;
             t->node_demo[dg->b] = 0;
             st->nd++;
@@ -1008,10 +1017,11 @@ static int dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) 
         for (size_t r = 0; r < (size_t)T * B; r++) t->soft[r * K] = -1.0f; /* no target */
     }
     double sums[3] = {0, 0, 0}; /* cross-entropy, decisions, episodes */
-    for (int i = 0; i < st->nl; i++) {
-        tr_dagger *dg = &t->dag[i];
+    int nc = t->tc->dagger_cuts;
+    for (int d = 0; d < st->nl * nc; d++) {
+        tr_dagger *dg = &t->dag[d];
         if (dg->b < 0) continue;
-        int L = step_inst(t, st, i)->ai.job->n_layers;
+        int i = d / nc, L = step_inst(t, st, i)->ai.job->n_layers;
         for (int l = dg->cut; l < L; l++) {
             size_t row = (size_t)l * B + dg->b;
             int a = action[row];
@@ -1031,7 +1041,7 @@ static int dagger_lessons(agent_trainer *t, const tr_step *st, float *adv_type) 
     }
     agent_ranks_sum_d(t->ranks, sums, 3);
     t->dag_xent = sums[1] > 0 ? sums[0] / sums[1] : NAN;
-    t->dag_played = sums[2] / st->G;
+    t->dag_played = sums[2] / ((double)st->G * nc);
     return 0;
 }
 
@@ -1740,19 +1750,19 @@ const nn_params *agent_train_params(const agent_trainer *t) { return t->p; }
 
 int agent_train_dagger_soft(const agent_trainer *t, int i, const double **ccost, const float **target,
                             int *n_types) {
-    if (!t->dag || !(t->tc->dagger_soft > 0) || i < 0 || i >= t->tc->instances || t->dag[i].b < 0 ||
-        !t->dag[i].soft)
+    if (!t->dag || !(t->tc->dagger_soft > 0) || i < 0 || i >= t->tc->instances * t->tc->dagger_cuts ||
+        t->dag[i].b < 0 || !t->dag[i].soft)
         return -1;
     const tr_dagger *dg = &t->dag[i];
     *ccost = dg->ccost;
     *target = t->soft + dg->soft_at;
-    *n_types = t->ai[i].cl->n_types;
+    *n_types = t->ai[i / t->tc->dagger_cuts].cl->n_types;
     return 0;
 }
 
 int agent_train_dagger(const agent_trainer *t, int i, int *cut, const int **greedy, const int **plan,
                        int *actions) {
-    if (!t->dag || i < 0 || i >= t->tc->instances || t->dag[i].b < 0) return -1;
+    if (!t->dag || i < 0 || i >= t->tc->instances * t->tc->dagger_cuts || t->dag[i].b < 0) return -1;
     const tr_dagger *dg = &t->dag[i];
     *cut = dg->cut;
     *greedy = dg->greedy;
@@ -1763,7 +1773,7 @@ int agent_train_dagger(const agent_trainer *t, int i, int *cut, const int **gree
     const float *probs;
     agent_rollout_type_steps(t->ro, &T, &K, &action, &mask, &probs);
     int B = agent_rollout_episodes(t->ro);
-    const model_job *job = t->ai[i].job; /* search mode: t->ai[0] is the problem */
+    const model_job *job = t->ai[i / t->tc->dagger_cuts].job; /* search mode: t->ai[0] is the problem */
     for (int l = 0; l < job->n_layers; l++) actions[l] = l < T ? action[(size_t)l * B + dg->b] : -1;
     return 0;
 }

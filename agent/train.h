@@ -125,8 +125,9 @@ int agent_train_agree(const agent_trainer *t, int flag);
 /* For the tests of the DAgger demonstrations (tc->dagger > 0).
  * agent_train_params returns the parameters; after a step, their grads
  * hold that step's gradient (clipped when grad_clip is). agent_train_dagger
- * reports the DAgger episode of this rank's local instance i in the last
- * step: *cut, the policy's greedy plan and the plan played (the greedy
+ * reports DAgger episode i of this rank in the last step (the j-th cut of
+ * local instance i / dagger_cuts, j = i % dagger_cuts; with one cut, the
+ * instance's): *cut, the policy's greedy plan and the plan played (the greedy
  * plan before the cut, the exact completion from it), [n_layers] each, and
  * the episode's recorded TYPE actions into actions[n_layers] (-1 where
  * the step took no gradient). Returns 0, or -1 when that instance had no

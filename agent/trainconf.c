@@ -30,7 +30,7 @@ typedef struct {
         node_head_from[CFG_TEXT_MAX], valid_generator[CFG_TEXT_MAX];
     int valid, seed, steps, instances, samples, baseline, adv_norm, reference, placement, reward;
     int embed, hidden, decoder, scorer, threads, log_every, eval_every, eval_samples,
-        ckpt_every, polish, freeze_plan, reuse, average_every, average_after;
+        ckpt_every, polish, freeze_plan, reuse, average_every, average_after, dagger_cuts;
     double seconds, lr, lr_final, weight_decay, grad_clip, entropy, entropy_final,
         baseline_decay, risk, penalty, clip, imitation, node_imitation, dagger, node_dagger,
         draw_budget, dagger_soft, dagger_focus;
@@ -41,7 +41,7 @@ enum {
     K_SAMPLES, K_LR, K_LR_FINAL, K_WD, K_CLIPG, K_ENT, K_ENT_FINAL, K_BASELINE, K_BDECAY,
     K_ADVNORM, K_RISK, K_PENALTY, K_REFERENCE, K_PLACEMENT, K_EMBED, K_HIDDEN, K_DECODER,
     K_SCORER, K_CLIP, K_THREADS, K_LOG, K_EVALEVERY, K_EVALSAMPLES, K_CKPT, K_OUT, K_POLISH,
-    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, K_NODE_HEAD_FROM, K_VALID_GEN, K_AVG_EVERY, K_AVG_AFTER, K_DRAW_BUDGET, K_DAGGER_SOFT, K_DAGGER_FOCUS, N_K
+    K_IMITATION, K_FREEZE, K_REWARD, K_REUSE, K_NODE_IMITATION, K_DAGGER, K_INIT_FROM, K_NODE_DAGGER, K_NODE_HEAD_FROM, K_VALID_GEN, K_AVG_EVERY, K_AVG_AFTER, K_DRAW_BUDGET, K_DAGGER_SOFT, K_DAGGER_FOCUS, K_DAGGER_CUTS, N_K
 };
 
 #define BY_MODE_DEF 0 /* the row's default is unused: see BY_MODE */
@@ -131,6 +131,8 @@ static const cfg_field FIELDS[N_K] = {
                                   dagger_soft),
     [K_DAGGER_FOCUS] = CFG_ROW_NUM("dagger_focus", UNITS_NUMBER, 0, 0, CFG_B_GE, 0, CFG_B_LE, 1000, tc_in,
                                    dagger_focus),
+    [K_DAGGER_CUTS] = CFG_ROW_INT("dagger_cuts", 0, 1, CFG_B_GE, 1, CFG_B_LE, AGENT_DAGGER_CUTS_MAX, tc_in,
+                                  dagger_cuts),
 };
 
 /* The defaults that depend on the mode: search, general. */
@@ -202,6 +204,7 @@ static void from_in(agent_trainconf *tc, const tc_in *in) {
     tc->node_dagger = in->node_dagger;
     tc->dagger_soft = in->dagger_soft;
     tc->dagger_focus = in->dagger_focus;
+    tc->dagger_cuts = in->dagger_cuts;
     tc->reference = REF_METHOD[in->reference];
     tc->placement = in->placement - 2;
     tc->net.embed = in->embed;
@@ -343,6 +346,11 @@ agent_trainconf *agent_trainconf_load(const char *path, char *err, size_t errlen
     if (tc->dagger_soft > 0 && !(tc->dagger > 0)) {
         cfg_doc_fail(d, vals[K_DAGGER_SOFT], "dagger_soft", err, errlen,
                      "softens the DAgger lesson at the cut: needs dagger > 0");
+        goto fail;
+    }
+    if (tc->dagger_cuts > 1 && !(tc->dagger > 0)) {
+        cfg_doc_fail(d, vals[K_DAGGER_CUTS], "dagger_cuts", err, errlen,
+                     "cuts the DAgger episodes: needs dagger > 0");
         goto fail;
     }
     if (tc->dagger_focus > 0 && !(tc->dagger_soft > 0)) {

@@ -37,6 +37,7 @@ typedef enum { AGENT_REWARD_LOG = 0, AGENT_REWARD_RATIO = 1, AGENT_REWARD_RANK =
 
 #define AGENT_MAX_EVAL 64
 #define AGENT_PATH_MAX 1024 /* file names of a config, NUL included */
+#define AGENT_DAGGER_CUTS_MAX 16 /* dagger_cuts' bound */
 
 typedef struct {
     char path[AGENT_PATH_MAX]; /* the file, as given ("" when built in memory) */
@@ -85,6 +86,11 @@ typedef struct {
     double dagger_focus; /* 0, or m: that lesson weighs 1 + m where the policy's own
                             type at the cut completes more than 0.1% above c*
                             (a decision it gets wrong; needs dagger_soft > 0) */
+    int dagger_cuts;     /* n >= 1: DAgger episodes per instance and step, each
+                            from its own cut (the first uniform in [0, L), the
+                            others L/n apart from it, wrapping; layers past L
+                            give none), each weighing dagger (n > 1 needs
+                            dagger > 0); 1 by default */
     double node_dagger;  /* 0, or the weight of a cross-entropy term towards placer_complete's
                             completion of the node head's own greedy placement of the
                             greedy plan from a random cut (one episode per instance;

@@ -557,7 +557,7 @@ static int bench_cuts(const char *config, const char *ckpt, int steps) {
             rc = 1;
             break;
         }
-        for (int i = 0; i < tc->instances; i++) {
+        for (int i = 0; i < tc->instances * tc->dagger_cuts; i++) {
             int cut, n_types;
             const int *greedy, *plan;
             const double *cc;

@@ -24,6 +24,10 @@
  * completion (model_eval), the target against (c* / c_k)^(1/0.05)
  * normalised over the allowed types, and the step's gradient against
  * agent_net_type_loss with that target on the replayed episode.
+ * With `dagger_cuts: 3` (test_dagger_cuts), the step plays three DAgger
+ * episodes, cut at 2, 4 and 0 (the first cut, then L / 3 apart, wrapping);
+ * each is checked as above (prefix, completion, recorded actions) and the
+ * step's gradient against the sum of the three lessons' gradients.
  * The seed is one whose cut at step 1 is 2 (of 0..5): a prefix and a
  * completion both.
  */
@@ -398,10 +402,108 @@ static void test_dagger_soft(void **state) {
     pair_free(&pr);
 }
 
+static void test_dagger_cuts(void **state) {
+    (void)state;
+    run_pair pr;
+    if (pair_step(&pr, "agent_dagger_cuts", "dagger: 2\ndagger_cuts: 3\n")) {
+        skip();
+        return;
+    }
+    agent_trainconf *tca = pr.tca;
+    char err[2048];
+    const model_job *job = pr.job;
+    const model_cluster *cl = pr.cl;
+    int L = job->n_layers;
+    nn_params *p0 = pr.p0;
+    agent_rollout *ro = agent_rollout_create(&tca->net);
+    agent_pool *pool = agent_pool_create(1);
+    agent_net_ws *ws = agent_net_ws_create(&tca->net);
+    solve_result *res = solve_result_create(L);
+    assert_non_null(ro);
+    assert_non_null(pool);
+    assert_non_null(ws);
+    assert_non_null(res);
+    agent_instance ai = {.job = job, .cl = cl, .ref_cost = 1.0};
+    int of[1] = {0};
+    float adv = (float)(tca->dagger * tca->samples), scale = 1.0f / (float)(tca->instances * tca->samples);
+    nn_params_zero_grad(p0);
+    double xent = 0;
+    int decisions = 0;
+    static const int want_cut[3] = {2, 4, 0};
+    int plans[3][6];
+    for (int j = 0; j < 3; j++) {
+        int cut, actions[6];
+        const int *greedy, *plan;
+        assert_int_equal(agent_train_dagger(pr.a, j, &cut, &greedy, &plan, actions), 0);
+        assert_int_equal(cut, want_cut[j]);
+        for (int l = 0; l < L; l++) assert_int_equal(greedy[l], pr.greedy[l]); /* one greedy plan */
+        /* the plan played: the greedy prefix, then the cheapest completion */
+        int fixed[6];
+        for (int l = 0; l < L; l++) fixed[l] = l < cut ? greedy[l] : -1;
+        solve_opts so;
+        solve_opts_default(&so);
+        assert_int_equal(solve_run_fixed(job, cl, &so, fixed, res), 0);
+        model_plan *mp = model_plan_create(L);
+        assert_int_equal(model_eval(job, cl, plan, mp), MODEL_FEASIBLE);
+        assert_true(fabs(mp->cost - res->plan->cost) <= 1e-12 * res->plan->cost);
+        model_plan_free(mp);
+        for (int l = 0; l < L; l++) {
+            if (l < cut) assert_int_equal(plan[l], greedy[l]);
+            assert_int_equal(actions[l], l < cut ? -1 : plan[l]);
+        }
+        memcpy(plans[j], plan, sizeof plans[j]);
+        /* its lesson's gradient, accumulated over the three */
+        const int *forced[1] = {plans[j]};
+        agent_rollout_opts fo = {.placement = PLACER_PLACE_NONE, .penalty = tca->penalty, .seed = 1, .stream = 1,
+                                 .ep_base = 0, .ep_total = 1, .record = 1, .forced = forced};
+        if (agent_rollout_run(ro, p0, &ai, 1, of, 1, &fo, pool, err, sizeof err)) fail_msg("%s", err);
+        agent_type_traj tr = *agent_rollout_type_traj(ro, NULL);
+        int T, K, act[6];
+        const int *ra;
+        const uint8_t *rm;
+        const float *rp;
+        agent_rollout_type_steps(ro, &T, &K, &ra, &rm, &rp);
+        assert_int_equal(T * tr.B, L);
+        for (int l = 0; l < L; l++) {
+            act[l] = l < cut ? -1 : tr.action[l];
+            if (l >= cut) xent += -log((double)rp[(size_t)l * K + plan[l]]), decisions++;
+        }
+        tr.action = act;
+        tr.adv = &adv;
+        tr.enc_cached = 0;
+        agent_loss_stats ls = {0};
+        if (agent_net_type_loss(ws, p0, &tr, 0.0f, scale, &ls, err, sizeof err)) fail_msg("%s", err);
+        assert_int_equal(ls.decisions, L - cut);
+    }
+    int cb, ab[6];
+    const int *gb_, *pb;
+    assert_int_equal(agent_train_dagger(pr.a, 3, &cb, &gb_, &pb, ab), -1); /* three episodes, no more */
+    const agent_metrics *ma = agent_train_last(pr.a);
+    assert_true(ma->dagger_played == 1.0); /* all three played */
+    assert_true(fabs(ma->dagger_xent - xent / decisions) <= 1e-5 * xent / decisions);
+    const float *ga = agent_train_params(pr.a)->grads, *gb = agent_train_params(pr.b)->grads;
+    double maxw = 0, maxerr = 0;
+    for (size_t e = 0; e < p0->total; e++) {
+        double d = (double)ga[e] - gb[e];
+        if (fabs(p0->grads[e]) > maxw) maxw = fabs(p0->grads[e]);
+        if (fabs(d - p0->grads[e]) > maxerr) maxerr = fabs(d - p0->grads[e]);
+    }
+    print_message("three cuts: largest gradient entry %.4g, off by %.3g\n", maxw, maxerr);
+    assert_true(maxw > 1e-3);
+    assert_true(maxerr <= 1e-4 * maxw);
+
+    solve_result_free(res);
+    agent_net_ws_free(ws);
+    agent_pool_free(pool);
+    agent_rollout_free(ro);
+    pair_free(&pr);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dagger_step),
         cmocka_unit_test(test_dagger_soft),
+        cmocka_unit_test(test_dagger_cuts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,6 +186,10 @@ static void test_trainconf(void **state) {
                       "bad.yaml:4:14: dagger_soft: must be >= 0 and <= 10, got \"11\"");
     expect_conf_error("mode: general\ngenerator: g.yaml\ndagger: 1\ndagger_focus: 5\n",
                       "bad.yaml:4:15: dagger_focus: weighs the soft lesson at the cut: needs dagger_soft > 0");
+    expect_conf_error("mode: general\ngenerator: g.yaml\ndagger_cuts: 4\n",
+                      "bad.yaml:3:14: dagger_cuts: cuts the DAgger episodes: needs dagger > 0");
+    expect_conf_error("mode: general\ngenerator: g.yaml\ndagger: 1\ndagger_cuts: 17\n",
+                      "bad.yaml:4:14: dagger_cuts: must be >= 1 and <= 16, got \"17\"");
     expect_conf_error("mode: general\ngenerator: g.yaml\nnode_dagger: 1\n",
                       "bad.yaml:3:14: node_dagger: corrects the node head: needs placement: policy");
     expect_conf_error("mode: general\ngenerator: g.yaml\nplacement: policy\nnode_dagger: -1\n",
@@ -255,7 +259,9 @@ static void test_trainconf_defaults(void **state) {
         SAME_NUM(dagger);
         SAME_NUM(dagger_soft);
         SAME_NUM(dagger_focus);
+        SAME_INT(dagger_cuts);
         assert_true(want->dagger_soft == 0 && want->dagger_focus == 0); /* off unless asked */
+        assert_int_equal(want->dagger_cuts, 1);
         SAME_INT(reference);
         SAME_INT(placement);
         SAME_INT(net.embed);
