@@ -191,7 +191,7 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
      * weights on them (agent_ckpt_read), it plays the same policy. Version
      * 3 has the same rows, its completions by stages blind to the unit
      * counts: read as it is, it meets the counted figures (a policy trained
-     * on version 3 plans better on them, docs/agent.md) */
+     * on version 3 plans better on them, docs/agent-runs.md) */
     int64_t fv = 0;
     if (get_int(in, "agent_features", &fv) || (fv != AGENT_FEATURES_VERSION && fv != 2 && fv != 3)) {
         snprintf(err, errlen,

@@ -37,7 +37,7 @@
                                  (q8: 8 repair as many as 64 do) */
 #define FLIP_SHARE 4          /* best of N: each round of flips takes N / FLIP_SHARE
                                  of the candidates (flip_path; chosen on held-out
-                                 draws 10 and 12, docs/agent.md) */
+                                 draws 10 and 12, docs/agent-runs.md) */
 #define FLIP_ROUNDS 2         /* greedy's plan flipped, then the best flip's */
 #define POLICY_IDLE 8   /* rollouts kept for the next decodes */
 #define POLICY_KEEP_BYTES ((size_t)16 << 20) /* ... when their decode took less (estimate) */

@@ -254,8 +254,8 @@ const double *agent_rollout_shadow_prices(const agent_rollout *r, int g);
  * throughput at least R x AGENT_LA_RATIO^m (level 0 every usable stage),
  * m < AGENT_LA_LEVELS (the top one R x 76), and the cheapest
  * completion found is within AGENT_LA_RATIO (15%) of the relaxation's
- * optimum. (224 levels 1.02 apart were tried: docs/agent.md, "Finer
- * levels".) */
+ * optimum. (224 levels 1.02 apart were tried: docs/agent-runs.md,
+ * "Finer levels, and every level's fit".) */
 #define AGENT_LA_LEVELS 32
 #define AGENT_LA_RATIO 1.15
 

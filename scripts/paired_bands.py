@@ -10,7 +10,7 @@ run, over as many draws as are given, and prints, per size band and
 method, the mean of candidate - base in points with a 95% interval from a
 bootstrap over the jobs (resampled within each draw, so every draw keeps
 its number of jobs), and the mean per draw. An interval that holds 0 is a
-difference the draws cannot tell from noise (docs/agent.md, "Faster
+difference the draws cannot tell from noise (docs/agent-runs.md, "Faster
 draws, 90 more minutes").
 
 Usage:
