@@ -149,6 +149,45 @@ static void pair_free(run_pair *r) {
     agent_trainconf_free(r->tcb);
 }
 
+/* check_played asserts that `plan` keeps greedy[0..cut) and completes it
+ * with the cheapest plan that does (solve_run_fixed, the trainer's
+ * completion), and returns its cost. */
+static double check_played(const model_job *job, const model_cluster *cl, const int *greedy, int cut,
+                           const int *plan) {
+    int L = job->n_layers, fixed[8];
+    for (int l = 0; l < L; l++) fixed[l] = l < cut ? greedy[l] : -1;
+    solve_result *res = solve_result_create(L);
+    model_plan *mp = model_plan_create(L);
+    assert_non_null(res);
+    assert_non_null(mp);
+    solve_opts so;
+    solve_opts_default(&so);
+    assert_int_equal(solve_run_fixed(job, cl, &so, fixed, res), 0);
+    assert_int_equal(model_eval(job, cl, plan, mp), MODEL_FEASIBLE);
+    assert_true(fabs(mp->cost - res->plan->cost) <= 1e-12 * res->plan->cost);
+    for (int l = 0; l < cut; l++) assert_int_equal(plan[l], greedy[l]);
+    double cost = mp->cost;
+    model_plan_free(mp);
+    solve_result_free(res);
+    return cost;
+}
+
+/* replay plays `plan` forced on the one instance *ai from the weights p
+ * (one recorded episode, as the trainer records a DAgger episode) and
+ * returns its TYPE trajectory; *K receives the padded candidate count,
+ * *mask and *probs the masks and probabilities [T*K] it was played with. */
+static agent_type_traj replay(agent_rollout *ro, const nn_params *p, const agent_instance *ai, const int *plan,
+                              double penalty, agent_pool *pool, int *K, const uint8_t **mask, const float **probs) {
+    char err[2048];
+    int of[1] = {0}, T;
+    const int *forced[1] = {plan}, *ra;
+    agent_rollout_opts fo = {.placement = PLACER_PLACE_NONE, .penalty = penalty, .seed = 1, .stream = 1,
+                             .ep_base = 0, .ep_total = 1, .record = 1, .forced = forced};
+    if (agent_rollout_run(ro, p, ai, 1, of, 1, &fo, pool, err, sizeof err)) fail_msg("%s", err);
+    agent_rollout_type_steps(ro, &T, K, &ra, mask, probs);
+    return *agent_rollout_type_traj(ro, NULL);
+}
+
 static void test_dagger_step(void **state) {
     (void)state;
     run_pair pr;
@@ -183,37 +222,22 @@ static void test_dagger_step(void **state) {
     for (int l = 0; l < L; l++) assert_int_equal(greedy[l], mine[l]);
 
     /* the plan played: the policy's prefix, then the cheapest completion */
-    int fixed[6];
-    for (int l = 0; l < L; l++) fixed[l] = l < cut ? greedy[l] : -1;
-    solve_result *res = solve_result_create(L);
-    solve_opts so;
-    solve_opts_default(&so);
-    assert_int_equal(solve_run_fixed(job, cl, &so, fixed, res), 0);
-    model_plan *mp = model_plan_create(L);
-    assert_int_equal(model_eval(job, cl, plan, mp), MODEL_FEASIBLE);
-    assert_true(fabs(mp->cost - res->plan->cost) <= 1e-12 * res->plan->cost);
-    for (int l = 0; l < cut; l++) assert_int_equal(plan[l], greedy[l]);
+    double played = check_played(job, cl, greedy, cut, plan);
     print_message("greedy %d%d%d%d%d%d, played %d%d%d%d%d%d (cut %d), $%.4f; exact $%.4f\n", greedy[0], greedy[1],
                   greedy[2], greedy[3], greedy[4], greedy[5], plan[0], plan[1], plan[2], plan[3], plan[4], plan[5],
-                  cut, mp->cost, exact);
+                  cut, played, exact);
     /* recorded decisions: none before the cut, the plan's from it */
     for (int l = 0; l < L; l++) assert_int_equal(actions[l], l < cut ? -1 : plan[l]);
 
     /* the forced episode, replayed from the initial weights */
-    const int *forced[1] = {plan};
-    agent_rollout_opts fo = {.placement = PLACER_PLACE_NONE, .penalty = tca->penalty, .seed = 1, .stream = 1,
-                             .ep_base = 0, .ep_total = 1, .record = 1, .forced = forced};
-    if (agent_rollout_run(ro, p0, &ai, 1, of, 1, &fo, pool, err, sizeof err)) fail_msg("%s", err);
-    agent_type_traj tr = *agent_rollout_type_traj(ro, NULL);
+    int K;
+    const uint8_t *rm;
+    const float *rp;
+    agent_type_traj tr = replay(ro, p0, &ai, plan, tca->penalty, pool, &K, &rm, &rp);
     int *act = malloc((size_t)tr.T * tr.B * sizeof *act);
     assert_non_null(act);
     memcpy(act, tr.action, (size_t)tr.T * tr.B * sizeof *act);
     double xent = 0;
-    int T, K;
-    const int *ra;
-    const uint8_t *rm;
-    const float *rp;
-    agent_rollout_type_steps(ro, &T, &K, &ra, &rm, &rp);
     for (int l = cut; l < L; l++) xent += -log((double)rp[(size_t)l * K + plan[l]]) / (L - cut);
     const agent_metrics *ma = agent_train_last(a), *mb = agent_train_last(b);
     assert_true(ma->dagger_played == 1.0);
@@ -257,8 +281,6 @@ static void test_dagger_step(void **state) {
     free(want);
     free(act);
     agent_net_ws_free(ws);
-    model_plan_free(mp);
-    solve_result_free(res);
     agent_pool_free(pool);
     agent_rollout_free(ro);
     pair_free(&pr);
@@ -325,17 +347,10 @@ static void test_dagger_soft(void **state) {
     agent_rollout *ro = agent_rollout_create(&tcs->net);
     agent_pool *pool = agent_pool_create(1);
     agent_instance ai = {.job = job, .cl = cl, .ref_cost = 1.0};
-    int of[1] = {0};
-    const int *forced[1] = {plan};
-    agent_rollout_opts fo = {.placement = PLACER_PLACE_NONE, .penalty = tcs->penalty, .seed = 1, .stream = 1,
-                             .ep_base = 0, .ep_total = 1, .record = 1, .forced = forced};
-    if (agent_rollout_run(ro, p0, &ai, 1, of, 1, &fo, pool, err, sizeof err)) fail_msg("%s", err);
-    agent_type_traj tr = *agent_rollout_type_traj(ro, NULL);
-    int T, K;
-    const int *ra;
+    int K;
     const uint8_t *rm;
     const float *rp;
-    agent_rollout_type_steps(ro, &T, &K, &ra, &rm, &rp);
+    agent_type_traj tr = replay(ro, p0, &ai, plan, tcs->penalty, pool, &K, &rm, &rp);
     const uint8_t *mk = rm + (size_t)cut * K;
     double cstar = INFINITY, sum = 0, w[8];
     for (int k = 0; k < n; k++)
@@ -418,13 +433,10 @@ static void test_dagger_cuts(void **state) {
     agent_rollout *ro = agent_rollout_create(&tca->net);
     agent_pool *pool = agent_pool_create(1);
     agent_net_ws *ws = agent_net_ws_create(&tca->net);
-    solve_result *res = solve_result_create(L);
     assert_non_null(ro);
     assert_non_null(pool);
     assert_non_null(ws);
-    assert_non_null(res);
     agent_instance ai = {.job = job, .cl = cl, .ref_cost = 1.0};
-    int of[1] = {0};
     float adv = (float)(tca->dagger * tca->samples), scale = 1.0f / (float)(tca->instances * tca->samples);
     nn_params_zero_grad(p0);
     double xent = 0;
@@ -438,32 +450,15 @@ static void test_dagger_cuts(void **state) {
         assert_int_equal(cut, want_cut[j]);
         for (int l = 0; l < L; l++) assert_int_equal(greedy[l], pr.greedy[l]); /* one greedy plan */
         /* the plan played: the greedy prefix, then the cheapest completion */
-        int fixed[6];
-        for (int l = 0; l < L; l++) fixed[l] = l < cut ? greedy[l] : -1;
-        solve_opts so;
-        solve_opts_default(&so);
-        assert_int_equal(solve_run_fixed(job, cl, &so, fixed, res), 0);
-        model_plan *mp = model_plan_create(L);
-        assert_int_equal(model_eval(job, cl, plan, mp), MODEL_FEASIBLE);
-        assert_true(fabs(mp->cost - res->plan->cost) <= 1e-12 * res->plan->cost);
-        model_plan_free(mp);
-        for (int l = 0; l < L; l++) {
-            if (l < cut) assert_int_equal(plan[l], greedy[l]);
-            assert_int_equal(actions[l], l < cut ? -1 : plan[l]);
-        }
+        check_played(job, cl, greedy, cut, plan);
+        for (int l = 0; l < L; l++) assert_int_equal(actions[l], l < cut ? -1 : plan[l]);
         memcpy(plans[j], plan, sizeof plans[j]);
         /* its lesson's gradient, accumulated over the three */
-        const int *forced[1] = {plans[j]};
-        agent_rollout_opts fo = {.placement = PLACER_PLACE_NONE, .penalty = tca->penalty, .seed = 1, .stream = 1,
-                                 .ep_base = 0, .ep_total = 1, .record = 1, .forced = forced};
-        if (agent_rollout_run(ro, p0, &ai, 1, of, 1, &fo, pool, err, sizeof err)) fail_msg("%s", err);
-        agent_type_traj tr = *agent_rollout_type_traj(ro, NULL);
-        int T, K, act[6];
-        const int *ra;
+        int K, act[6];
         const uint8_t *rm;
         const float *rp;
-        agent_rollout_type_steps(ro, &T, &K, &ra, &rm, &rp);
-        assert_int_equal(T * tr.B, L);
+        agent_type_traj tr = replay(ro, p0, &ai, plans[j], tca->penalty, pool, &K, &rm, &rp);
+        assert_int_equal(tr.T * tr.B, L);
         for (int l = 0; l < L; l++) {
             act[l] = l < cut ? -1 : tr.action[l];
             if (l >= cut) xent += -log((double)rp[(size_t)l * K + plan[l]]), decisions++;
@@ -492,7 +487,6 @@ static void test_dagger_cuts(void **state) {
     assert_true(maxw > 1e-3);
     assert_true(maxerr <= 1e-4 * maxw);
 
-    solve_result_free(res);
     agent_net_ws_free(ws);
     agent_pool_free(pool);
     agent_rollout_free(ro);
