@@ -826,10 +826,11 @@ static int dagger_plans(agent_trainer *t, const tr_step *st, char *err, size_t e
         }
         if (agent_rollout_episode(t->ro, k)->dead_end) continue; /* the policy has no plan */
         memcpy(dg->greedy, agent_rollout_assign(t->ro, k), (size_t)L * sizeof *dg->greedy);
-        /* the j-th cut: L / nc past the first (wrapping), none when the
-         * job has fewer layers than cuts */
+        /* the j-th cut: j L / nc layers past the first (wrapping); a job of
+         * fewer layers than cuts is cut at every layer, once */
         if (j >= L) continue;
-        dg->cut = (dagger_cut(tc->seed, st->s, st->g0 + i, L) + (int)((long)j * L / nc)) % L;
+        long off = L >= nc ? (long)j * L / nc : j;
+        dg->cut = (int)((dagger_cut(tc->seed, st->s, st->g0 + i, L) + off) % L);
     }
     dag_ctx dc = {t, 0};
     agent_pool_for(t->pool, n * nc, dag_solve_fn, &dc);

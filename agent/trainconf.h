@@ -88,9 +88,10 @@ typedef struct {
                             (a decision it gets wrong; needs dagger_soft > 0) */
     int dagger_cuts;     /* n >= 1: DAgger episodes per instance and step, each
                             from its own cut (the first uniform in [0, L), the
-                            others L/n apart from it, wrapping; layers past L
-                            give none), each weighing dagger (n > 1 needs
-                            dagger > 0); 1 by default */
+                            others L/n apart from it, wrapping; a job of fewer
+                            layers than n is cut at every layer, once), each
+                            weighing dagger (n > 1 needs dagger > 0); 1 by
+                            default */
     double node_dagger;  /* 0, or the weight of a cross-entropy term towards placer_complete's
                             completion of the node head's own greedy placement of the
                             greedy plan from a random cut (one episode per instance;

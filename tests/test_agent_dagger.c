@@ -491,6 +491,25 @@ static void test_dagger_cuts(void **state) {
     agent_pool_free(pool);
     agent_rollout_free(ro);
     pair_free(&pr);
+
+    /* more cuts than layers: every layer cut once, the rest none */
+    if (pair_step(&pr, "agent_dagger_cuts8", "dagger: 2\ndagger_cuts: 8\n")) fail_msg("no STRATA_TMP");
+    int seen[6] = {0};
+    for (int j = 0; j < 8; j++) {
+        int cut, actions[6];
+        const int *greedy, *plan;
+        int rc = agent_train_dagger(pr.a, j, &cut, &greedy, &plan, actions);
+        if (j >= L) {
+            assert_int_equal(rc, -1);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(cut, (2 + j) % L);
+        seen[cut]++;
+    }
+    for (int l = 0; l < L; l++) assert_int_equal(seen[l], 1);
+    assert_true(agent_train_last(pr.a)->dagger_played == 6.0 / 8.0);
+    pair_free(&pr);
 }
 
 int main(void) {
