@@ -67,6 +67,11 @@ _Static_assert(sizeof(tr_outcome) == 7 * sizeof(double), "tr_outcome is doubles 
  * draw_budget (wide-family jobs of 40+ layers can take seconds). */
 #define TR_EXACT_BUDGET_MS 5000
 
+/* demos_per_instance is the room each instance has for demonstration
+ * episodes after the sampled ones: imitation, dagger_cuts DAgger episodes
+ * and node DAgger. */
+static int demos_per_instance(const agent_trainconf *tc) { return 2 + tc->dagger_cuts; }
+
 /* One DAgger episode of a step (tc->dagger > 0): the j-th of local instance
  * i is t->dag[i * dagger_cuts + j]. */
 typedef struct {
@@ -523,9 +528,7 @@ static agent_trainer *create(const agent_trainconf *tc, const char *resume, cons
     t->ws = agent_net_ws_create(&tc->net);
     t->ro = agent_rollout_create(&tc->net);
     t->ai = calloc((size_t)tc->instances, sizeof *t->ai);
-    /* room for the demonstrations of each instance: imitation, dagger_cuts
-     * DAgger episodes and node DAgger */
-    size_t demos = (size_t)(2 + tc->dagger_cuts) * (size_t)tc->instances;
+    size_t demos = (size_t)demos_per_instance(tc) * (size_t)tc->instances;
     t->inst_of = calloc((size_t)Bg + demos, sizeof *t->inst_of);
     t->forced = calloc((size_t)Bg + demos, sizeof *t->forced);
     t->node_demo = calloc((size_t)Bg + demos, 1);
@@ -774,7 +777,8 @@ static int dagger_plans(agent_trainer *t, const tr_step *st, char *err, size_t e
     const agent_trainconf *tc = t->tc;
     int n = 0, nc = tc->dagger_cuts;
     for (int g = st->g0; g <= st->g1; g++) {
-        for (int j = 0; j < nc; j++) t->dag[(g - st->g0) * nc + j].cut = t->dag[(g - st->g0) * nc + j].b = -1;
+        tr_dagger *dg = &t->dag[(g - st->g0) * nc];
+        for (int j = 0; j < nc; j++) dg[j].cut = dg[j].b = -1;
         if (g * st->S < st->e0) continue;
         t->dag_ai[n] = t->ai[g - st->g0];
         t->dag_of[n] = g - st->g0;
@@ -879,7 +883,7 @@ static int draw_batch(agent_trainer *t, tr_step *st, char *err, size_t errlen) {
         t->forced[b] = NULL;
         t->node_demo[b] = 0;
     }
-    for (int b = 0; b < st->Bl + (2 + tc->dagger_cuts) * st->nl; b++) t->node_cut[b] = -1.0f;
+    for (int b = 0; b < st->Bl + demos_per_instance(tc) * st->nl; b++) t->node_cut[b] = -1.0f;
     st->nd = 0;
     if (tc->imitation > 0 || tc->node_imitation > 0)
         for (int g = st->g0; g <= st->g1; g++) {
