@@ -186,14 +186,15 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
                  (long long)ver, AGENT_CKPT_VERSION);
         return -1;
     }
-    /* look-ahead features version 2 is version 4 without the last three
-     * type features (the completions by stages): read, then grown with zero
-     * weights on them (agent_ckpt_read), it plays the same policy. Version
-     * 3 has the same rows, its completions by stages blind to the unit
-     * counts: read as it is, it meets the counted figures (a policy trained
-     * on version 3 plans better on them, docs/agent-runs.md) */
+    /* look-ahead features version 2 is version 5 without the last five
+     * type features (the completions by stages), versions 3 and 4 without
+     * the last two (the completions that fit the counts): read, then grown
+     * with zero weights on them (agent_ckpt_read), each plays the same
+     * policy. Version 3's completions by stages were blind to the unit
+     * counts: read, it meets the counted figures (a policy trained on
+     * version 3 plans better on them, docs/agent-runs.md) */
     int64_t fv = 0;
-    if (get_int(in, "agent_features", &fv) || (fv != AGENT_FEATURES_VERSION && fv != 2 && fv != 3)) {
+    if (get_int(in, "agent_features", &fv) || (fv != AGENT_FEATURES_VERSION && (fv < 2 || fv > 4))) {
         snprintf(err, errlen,
                  "%s: trained on the agent's look-ahead features version %lld, this build computes version %d; "
                  "retrain the policy",
@@ -235,7 +236,7 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
     d->clip = (float)clip;
     memset(st, 0, sizeof *st);
     st->node_feats = in->schema_version == 1 ? AGENT_FN_SCHEMA1 : AGENT_FN;
-    st->type_feats = fv == 2 ? AGENT_FT_V2 : AGENT_FT;
+    st->type_feats = fv == 2 ? AGENT_FT_V2 : fv < AGENT_FEATURES_VERSION ? AGENT_FT_V4 : AGENT_FT;
     st->step = in->step;
     get_int(in, "seed", &seed);
     st->seed = (int)seed;

@@ -18,10 +18,9 @@
  *
  * agent_ckpt_read refuses a file of another format or version, of another
  * feature schema (GYM_SCHEMA_VERSION or AGENT_FEATURES_VERSION; schema 1,
- * whose node rows lack the last two features, and look-ahead version 2,
- * whose type rows lack the last three, are read and grown with zero
- * weights on them, the same policy; look-ahead version 3, whose last three
- * ignored the unit counts, is read as it is), or whose network differs from the
+ * whose node rows lack the last two features, and look-ahead versions 2
+ * to 4, whose type rows lack the last five or two, are read and grown with
+ * zero weights on them, the same policy), or whose network differs from the
  * one expected, naming the file and the difference. agent_ckpt_peek (and
  * so every load) refuses a hyperparameter outside its range (the table
  * HP_RANGES in ckptio.c, printed in docs/reliability.md) naming it, and a
@@ -61,12 +60,14 @@ typedef struct {
                           AGENT_FN_SCHEMA1 for a schema-1 file: agent_ckpt_read
                           grows it, its Adam moments left at 0) */
     int type_feats;    /* read: the file's type row features (AGENT_FT, or
-                          AGENT_FT_V2 for look-ahead features version 2,
-                          grown the same way) */
+                          AGENT_FT_V2 for look-ahead features version 2 and
+                          AGENT_FT_V4 for versions 3 and 4, grown the same
+                          way) */
 } agent_ckpt_state;
 
 #define AGENT_FN_SCHEMA1 16 /* node row features of feature schema 1 */
 #define AGENT_FT_V2 (GYM_TYPE_FEATS + AGENT_FX_V2) /* type row features of look-ahead version 2 */
+#define AGENT_FT_V4 (GYM_TYPE_FEATS + AGENT_FX_V4) /* ... of look-ahead versions 3 and 4 */
 
 /* agent_ckpt_write saves p (dims d) and st to path (atomically). */
 int agent_ckpt_write(const char *path, const nn_params *p, const agent_net_dims *d,

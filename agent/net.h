@@ -49,10 +49,11 @@
 
 #define AGENT_FL GYM_LAYER_FEATS  /* layer features */
 #define AGENT_FG GYM_GLOBAL_FEATS /* global features */
-#define AGENT_FX 7                 /* look-ahead features the agent appends to a type row */
+#define AGENT_FX 9                 /* look-ahead features the agent appends to a type row */
 #define AGENT_FX_V2 4              /* ... in features version 2 (read, grown with zero weights) */
+#define AGENT_FX_V4 7              /* ... in features versions 3 and 4 (read, grown with zero weights) */
 #define AGENT_FT (GYM_TYPE_FEATS + AGENT_FX) /* type row features: gym's, then the look-ahead */
-#define AGENT_FEATURES_VERSION 4   /* bumped when the look-ahead features change */
+#define AGENT_FEATURES_VERSION 5   /* bumped when the look-ahead features change */
 #define AGENT_FN GYM_NODE_FEATS   /* node row features */
 
 typedef struct {

@@ -55,6 +55,11 @@ struct agent_rollout {
                             first types (-1: none) */
     double *dp_h;        /* [G, M] the throughput a stage needs at each level */
     double *dp_lam;      /* [G, K] the shadow price of a unit of each type ($/h) */
+    int *dp_units;       /* [G, M, T+1, 2, K] the units of each type that the
+                            run of a row's cheapest and second cheapest entry
+                            (dp_b1, dp_b2) takes: its first stage and the
+                            level's cheapest path after it */
+    size_t cap_dpu;
     size_t cap_dpp, cap_dptr, cap_dpt, cap_dpl, cap_db1, cap_db2, cap_dph, cap_dlam;
     uint64_t *env_tag;   /* [cap_b] env_tag of env[b] as created (0: none): a
                             run whose episode b has the same tag resets env[b]
@@ -197,6 +202,7 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->dp_b2);
     free(r->dp_h);
     free(r->dp_lam);
+    free(r->dp_units);
     free(r->dp_key);
     free(r->gkey);
     free(r->env_tag);
@@ -513,6 +519,40 @@ static uint64_t env_tag(uint64_t key, const agent_instance *in, const gym_opts *
     return h ? h : 1;
 }
 
+/* la_dp_units_at returns the [K] units per type of the run of level v's
+ * (instance g's level m) entry (i, k), k one of the row's two cheapest
+ * first types (dp_b1, dp_b2: the only entries la_dp_after returns). */
+static int *la_dp_units_at(const agent_rollout *r, int g, int m, const la_level *v, int i, int k) {
+    size_t slot = k == v->b1[i] ? 0 : 1;
+    return r->dp_units + ((((size_t)g * LA_DP_LEVELS + m) * (size_t)(r->T + 1) + i) * 2 + slot) * r->K;
+}
+
+/* la_dp_units fills instance g's dp_units from its completions by stages:
+ * per level, layer (backwards) and the row's two cheapest first types, the
+ * units of the first stage plus those of the path that follows it
+ * (la_dp_after). Rows with no completion and the row after the last layer
+ * are zeros. */
+static void la_dp_units(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
+    int L = job->n_layers, n = cl->n_types, K = r->K;
+    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
+    memset(r->dp_units + (size_t)g * LA_DP_LEVELS * (r->T + 1) * 2 * K, 0,
+           (size_t)LA_DP_LEVELS * (r->T + 1) * 2 * K * sizeof(int));
+    for (int m = 0; m < LA_DP_LEVELS; m++) {
+        la_level v = la_dp_at(r, g, m);
+        for (int i = L - 1; i >= 0; i--)
+            for (int q = 0; q < 2; q++) {
+                int k = q ? v.b2[i] : v.b1[i];
+                if (k < 0) continue;
+                int j = v.J[(size_t)i * K + k], *u = la_dp_units_at(r, g, m, &v, i, k);
+                u[k] += la_fill(job, cl, ps, L, k, i, j).units;
+                int t2 = j + 1 < L ? la_dp_after(&v, j + 1, k) : -1;
+                if (t2 < 0) continue;
+                const int *w = la_dp_units_at(r, g, m, &v, j + 1, t2);
+                for (int x = 0; x < n; x++) u[x] += w[x];
+            }
+    }
+}
+
 /* la_dp_fill computes instance g's completions by stages and their shadow
  * prices: from lambda = 0, LA_SHADOW_STEPS subgradient steps on the whole
  * job's completion (la_dp_root), lambda_k += step x (units of k it takes -
@@ -555,6 +595,7 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
         lam[k] = want;
     }
     if (!same) la_dp_pass(r, g, job, cl);
+    la_dp_units(r, g, job, cl);
 }
 
 static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t *mk, float *rw) {
@@ -684,6 +725,36 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         fit_dp[k] = 1;
         for (int x = 0; x < T; x++) fit_dp[k] &= used[x] <= cl->types[x].count;
     }
+    /* completions by stages that fit the counts: k on s..j, then level m's
+     * cheapest path from j + 1, over every j and level, kept only when the
+     * prefix's units and the run's fit every type's count */
+    double c_fit[MODEL_MAX_TYPES], fmin_fit = INFINITY;
+    for (int k = 0; k < T; k++) {
+        c_fit[k] = INFINITY;
+        int closes = t > 0 && k != u, s = k == u ? f : t;
+        if (!mk[k] || !ok_c || (closes && !o_closed.ok)) continue;
+        double th0 = fmin(th_c, closes ? o_closed.th : INFINITY);
+        double pr0 = price_c + (closes ? o_closed.units * cl->types[u].price : 0);
+        int pre[MODEL_MAX_TYPES];
+        memcpy(pre, base, sizeof pre);
+        if (closes) pre[u] += o_closed.units;
+        for (int m = 0; m < LA_DP_LEVELS; m++) {
+            la_level v = la_dp_at(r, g, m);
+            for (int j = t; j < L; j++) {
+                la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
+                double pr, tr, th;
+                if (!A.ok || la_dp_then(&v, cl, A, k, j, L, &pr, &tr, &th)) continue;
+                double c = S / fmin(th0, th) / 3600.0 * (pr0 + tr);
+                if (!(c < c_fit[k])) continue;
+                const int *w = j + 1 < L ? la_dp_units_at(r, g, m, &v, j + 1, la_dp_after(&v, j + 1, k)) : NULL;
+                int fits = pre[k] + A.units + (w ? w[k] : 0) <= cl->types[k].count;
+                for (int x = 0; x < T && fits; x++)
+                    if (x != k) fits = pre[x] + (w ? w[x] : 0) <= cl->types[x].count;
+                if (fits) c_fit[k] = c;
+            }
+        }
+        if (c_fit[k] < fmin_fit) fmin_fit = c_fit[k];
+    }
     for (int k = 0; k < T; k++) {
         if (!mk[k]) continue;
         float *x = rw + (size_t)k * AGENT_FT + GYM_TYPE_FEATS;
@@ -694,6 +765,8 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         x[4] = isfinite(c_dp[k]) ? 1.0f : 0.0f;
         x[5] = isfinite(c_dp[k]) ? (float)fmin(log(c_dp[k] / dmin), LA_CAP) : (float)LA_CAP;
         x[6] = (float)fit_dp[k];
+        x[7] = isfinite(c_fit[k]) ? 1.0f : 0.0f;
+        x[8] = isfinite(c_fit[k]) ? (float)fmin(log(c_fit[k] / fmin_fit), LA_CAP) : (float)LA_CAP;
     }
 }
 
@@ -767,6 +840,8 @@ size_t agent_rollout_lookahead_bytes(int T, int K, size_t states) {
      * dp_price, dp_true, dp_th and dp_last; per level and boundary dp_b1
      * and dp_b2 */
     bytes += (size_t)LA_DP_LEVELS * (t + 1) * (k * (3 * sizeof(double) + sizeof(int)) + 2 * sizeof(int));
+    /* ... and dp_units: per level and boundary, two rows of k */
+    bytes += (size_t)LA_DP_LEVELS * (t + 1) * 2 * k * sizeof(int);
     /* the tree, grown by doubling from 16 nodes up to LA_TREE_BYTES */
     size_t nb = lt_node_bytes((int)k), most = LA_TREE_BYTES / nb;
     size_t n = states < most ? states : most, cap = 16;
@@ -1165,6 +1240,7 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         grow(&r->dp_b2, &r->cap_db2, (size_t)G * LA_DP_LEVELS * (T + 1), sizeof(int)) ||
         grow(&r->dp_h, &r->cap_dph, (size_t)G * LA_DP_LEVELS, sizeof(double)) ||
         grow(&r->dp_lam, &r->cap_dlam, (size_t)G * K, sizeof(double)) ||
+        grow(&r->dp_units, &r->cap_dpu, (size_t)G * LA_DP_LEVELS * (T + 1) * 2 * K, sizeof(int)) ||
         grow(&r->dp_key, &r->cap_dkey, (size_t)G, sizeof(uint64_t)) ||
         grow(&r->gkey, &r->cap_gkey, (size_t)G, sizeof(uint64_t)) ||
         grow(&r->la_rep, &r->cap_larep, (size_t)B, sizeof(int)) ||

@@ -39,12 +39,20 @@
  *      the whole job's cheapest run tends to fit the counts), d* the least
  *      c_k over the allowed types; costs at the types' own prices
  *   6  1 if that completion's stages together fit the unit counts
+ *   7  1 if some completion the programme has fits the counts: k from
+ *      this layer to some layer j, then one level's cheapest run of
+ *      stages from j + 1, whose units with the prefix's fit every type's
+ *      count (over every j and every level)
+ *   8  min(log(e_k / e*), 4), or 4 when none: e_k the cost of the cheapest
+ *      such fitting completion, e* the least e_k over the allowed types
  * Masked rows get zeros. They tell the policy what "stay on k", "stay on
  * k, then switch once" and "k, then the cheapest stages whatever their
- * number" would cost, which the per-step gym features cannot. (Features
- * version 2 had 0-3 alone; its checkpoints read 4-6 with zero weights.
+ * number" would cost, which the per-step gym features cannot, and 7-8
+ * what the cheapest of those that the unit counts allow would. (Features
+ * version 2 had 0-3 alone; its checkpoints read 4-8 with zero weights.
  * Version 3 admitted stages of any unit count in 4-6 and had no shadow
- * prices; its checkpoints are read as they are and meet these figures.)
+ * prices; versions 3 and 4 had 0-6, and their checkpoints read 7-8 with
+ * zero weights.)
  *
  * Rewards (larger is better), by opts->reward (agent_reward of
  * agent/trainconf.h):

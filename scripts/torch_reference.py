@@ -370,7 +370,7 @@ def agent_forward(c, p, inp):
 
 def write_agent(h5):
     # feature widths of env/gym.h and agent/net.h (the C test checks them)
-    c = dict(FL=12, FG=24, FT=23, FN=18, E=5, H=6, Hd=7, D=8, clip=2.5, beta=0.125, scale=0.25,
+    c = dict(FL=12, FG=24, FT=25, FN=18, E=5, H=6, Hd=7, D=8, clip=2.5, beta=0.125, scale=0.25,
              T=4, G=2, B=3, K=3, N=5, Kn=4)
     rs = np.random.RandomState(11)
     p, inp = agent_case(rs, c)

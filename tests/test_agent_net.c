@@ -292,7 +292,13 @@ static void test_gradients_soft(void **state) {
  * whose every stage from layer t on fits its type's count alone, the
  * units of those stages priced with the shadow prices lam[K] on top; the
  * cheapest of those by cost at the own prices, then checked on the real
+ * counts; features 7-8: per level and end j of k's first stage, the
+ * least-priced such completion, the cheapest of those that fit the real
  * counts). */
+static int n_fit_checked, n_fit_apart; /* features 7-8 checked; of those, a fitting
+                                        completion where feature 6 says the
+                                        cheapest by stages does not fit */
+
 static void check_lookahead(const agent_instance *in, const int *prefix, int t, int K,
                             const unsigned char *mask, const float *rw, const double *lam) {
     const model_job *job = in->job;
@@ -305,10 +311,10 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
         big[k].count = 1 << 20;
     }
     nocount.types = big;
-    double all[8], two[8], best = INFINITY, dp[8], dbest = INFINITY;
-    int dfit[8], dunique = 1;
+    double all[8], two[8], best = INFINITY, dp[8], dbest = INFINITY, fit[8], fbest = INFINITY;
+    int dfit[8], dunique = 1, funique = 1;
     for (int k = 0; k < K; k++) {
-        all[k] = two[k] = dp[k] = INFINITY;
+        all[k] = two[k] = dp[k] = fit[k] = INFINITY;
         dfit[k] = 0;
         if (!mask[k]) continue;
         /* every completion a[t+1..L-1] (an odometer over K types), priced
@@ -318,7 +324,7 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
         int n = 1;
         for (int l = t + 1; l < L; l++) n *= K;
         double cpr[243], ccost[243], cth[243];
-        int cfit[243], nc = 0;
+        int cfit[243], cj[243], nc = 0;
         assert_true(n <= 243);
         for (int c = 0; c < n; c++) {
             for (int l = 0, v = c; l < L; l++)
@@ -339,6 +345,8 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
             cth[nc] = INFINITY;
             for (int q = 0; q < plan->n_stages; q++)
                 if (plan->stages[q].last >= t) cth[nc] = fmin(cth[nc], plan->stages[q].throughput);
+            cj[nc] = t;
+            while (cj[nc] + 1 < L && a[cj[nc] + 1] == k) cj[nc]++;
             cfit[nc++] = model_eval(job, in->cl, a, plan) == 0;
         }
         /* per level (R x AGENT_LA_RATIO^m, AGENT_LA_LEVELS of them, level 0
@@ -361,6 +369,25 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
             }
         }
         if (dp[k] < dbest) dbest = dp[k];
+        /* features 7-8: per level and end j of the first stage, the
+         * least-priced completion whose first stage ends at j, kept when
+         * it fits the counts */
+        for (int m = 0; m < AGENT_LA_LEVELS; m++) {
+            double h = m ? job->min_throughput * pow(AGENT_LA_RATIO, m) : 0;
+            for (int j = t; j < L; j++) {
+                double pmin = INFINITY;
+                int at = -1;
+                for (int c = 0; c < nc; c++) {
+                    if (cj[c] != j || cth[c] < h) continue;
+                    if (at >= 0 && fabs(cpr[c] - pmin) <= 1e-9 * pmin &&
+                        (cfit[c] != cfit[at] || fabs(ccost[c] - ccost[at]) > 1e-9 * ccost[at]))
+                        funique = 0;
+                    if (cpr[c] < pmin * (1 - 1e-9)) pmin = cpr[c], at = c;
+                }
+                if (at >= 0 && cfit[at] && ccost[at] < fit[k]) fit[k] = ccost[at];
+            }
+        }
+        if (fit[k] < fbest) fbest = fit[k];
         for (int l = 0; l < L; l++) a[l] = l < t ? prefix[l] : k;
         if (model_eval(job, in->cl, a, plan) == 0) all[k] = plan->cost;
         two[k] = all[k];
@@ -387,6 +414,14 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
             fail_msg("layer %d type %d: look-ahead %g %g, by model_eval %g %g", t, k, x[1], x[3], w1, w3);
         assert_true(x[3] <= x[1] + 1e-6); /* a second stage is never worse */
         assert_true(x[4] == (isfinite(dp[k]) ? 1.0f : 0.0f));
+        if (funique) {
+            double w8 = isfinite(fit[k]) ? fmin(log(fit[k] / fbest), 4) : 4;
+            if (x[7] != (isfinite(fit[k]) ? 1.0f : 0.0f) || fabs(x[8] - w8) > 1e-5)
+                fail_msg("layer %d type %d: fitting completion %g %g, by model_eval %d %g", t, k, x[7], x[8],
+                         isfinite(fit[k]), w8);
+            n_fit_checked++;
+            n_fit_apart += isfinite(fit[k]) && isfinite(dp[k]) && !dfit[k];
+        }
         if (!dunique) continue; /* two completions at one price: either may be priced */
         double w5 = isfinite(dp[k]) ? fmin(log(dp[k] / dbest), 4) : 4;
         if (fabs(x[5] - w5) > 1e-5 || x[6] != (float)dfit[k])
@@ -629,6 +664,10 @@ static void test_lookahead_random(void **state) {
         checked += check_episodes(ro, &ai, tt, 6);
     }
     assert_true(checked > 300);
+    /* the fitting completions were checked, and some differ from the
+     * cheapest by stages (which did not fit) */
+    assert_true(n_fit_checked > 300);
+    assert_true(n_fit_apart > 0);
     agent_rollout_free(ro);
     nn_params_free(p);
 }

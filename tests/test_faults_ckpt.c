@@ -257,27 +257,25 @@ static void test_schema1_migrates(void **state) {
     nn_params_free(old);
 }
 
-/* A policy of look-ahead features version 2 (type rows of 4 look-ahead
- * features, before the completions by stages) loads, grown with zero
- * weights on the three it lacks -- in the type scorer's rows and in the
- * decoder's input of the previous choice -- and plays the old policy
- * whatever those features hold. Version 3 loads as it is; an unknown
- * version is refused. */
-static void test_features2_migrate(void **state) {
-    (void)state;
+/* migrate_type writes a policy whose type rows read ft features (an older
+ * look-ahead version's width) and says look-ahead version v, reads it into
+ * this build's network and checks that it is grown with zero weights on
+ * the features it lacks -- in the type scorer's rows and in the decoder's
+ * input of the previous choice -- every other weight as in the file, and
+ * that the type head's probabilities do not depend on those features. */
+static void migrate_type(const char *name, int ft, int64_t v) {
     agent_net_dims d = {8, 8, 8, 8, 10.0f};
     char path[1300];
-    int ft, fn;
-    snprintf(path, sizeof path, "%s/features2.h5", dir);
-    nn_params *old = write_older(path, &d, AGENT_FT_V2, AGENT_FN, 5, 9);
-    int64_t v2 = 2;
+    int rft, rfn;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    nn_params *old = write_older(path, &d, ft, AGENT_FN, 5, 9);
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
     assert_true(f >= 0);
-    assert_int_equal(forge_attr(f, "agent_features", H5T_STD_I64LE, H5T_NATIVE_INT64, &v2), 0);
+    assert_int_equal(forge_attr(f, "agent_features", H5T_STD_I64LE, H5T_NATIVE_INT64, &v), 0);
     H5Fclose(f);
-    nn_params *p = read_grown(path, &d, 9, &ft, &fn);
-    assert_int_equal(ft, AGENT_FT_V2);
-    assert_int_equal(fn, AGENT_FN);
+    nn_params *p = read_grown(path, &d, 9, &rft, &rfn);
+    assert_int_equal(rft, ft);
+    assert_int_equal(rfn, AGENT_FN);
     for (int i = 0; i < AN_N_TENSORS; i++) {
         if (i == AN_TROW_W || i == AN_DEC_WIH) continue;
         assert_memory_equal(nn_param(p, i), nn_param(old, i), p->size[i] * sizeof(float));
@@ -285,13 +283,13 @@ static void test_features2_migrate(void **state) {
     const float *w = nn_param(p, AN_TROW_W), *w0 = nn_param(old, AN_TROW_W);
     for (int r = 0; r < d.scorer; r++)
         for (int c = 0; c < AGENT_FT; c++)
-            assert_true(w[r * AGENT_FT + c] == (c < AGENT_FT_V2 ? w0[r * AGENT_FT_V2 + c] : 0.0f));
-    int din = 2 * d.hidden + AGENT_FG + AGENT_FT, din0 = din - AGENT_FX + AGENT_FX_V2, pc = din - AGENT_FT;
+            assert_true(w[r * AGENT_FT + c] == (c < ft ? w0[r * ft + c] : 0.0f));
+    int din = 2 * d.hidden + AGENT_FG + AGENT_FT, din0 = din - AGENT_FT + ft, pc = din - AGENT_FT;
     w = nn_param(p, AN_DEC_WIH);
     w0 = nn_param(old, AN_DEC_WIH);
     for (int r = 0; r < 4 * d.decoder; r++)
         for (int c = 0; c < din; c++)
-            assert_true(w[r * din + c] == (c < pc + AGENT_FT_V2 ? w0[r * din0 + c] : 0.0f));
+            assert_true(w[r * din + c] == (c < pc + ft ? w0[r * din0 + c] : 0.0f));
     /* the type head's probabilities do not depend on the new features */
     enum { B = 2, K = 3 };
     float lf[2 * AGENT_FL], glob[B * AGENT_FG], r0[B * K * AGENT_FT], r1[B * K * AGENT_FT];
@@ -302,15 +300,15 @@ static void test_features2_migrate(void **state) {
     for (int i = 0; i < B * AGENT_FG; i++) glob[i] = (float)((i * 7) % 5) * 0.3f - 0.5f;
     for (int k = 0; k < B * K; k++)
         for (int c = 0; c < AGENT_FT; c++) {
-            float v = (float)((k * 13 + c * 5) % 11) * 0.2f - 1.0f;
-            r0[k * AGENT_FT + c] = c < AGENT_FT_V2 ? v : 0.0f;
-            r1[k * AGENT_FT + c] = c < AGENT_FT_V2 ? v : 2.0f + (float)k;
+            float x = (float)((k * 13 + c * 5) % 11) * 0.2f - 1.0f;
+            r0[k * AGENT_FT + c] = c < ft ? x : 0.0f;
+            r1[k * AGENT_FT + c] = c < ft ? x : 2.0f + (float)k;
         }
     for (int b = 0; b < B; b++)
         for (int c = 0; c < AGENT_FT; c++) {
-            float v = (float)((b * 5 + c * 3) % 7) * 0.25f - 0.7f;
-            p0[b * AGENT_FT + c] = c < AGENT_FT_V2 ? v : 0.0f;
-            p1[b * AGENT_FT + c] = c < AGENT_FT_V2 ? v : -1.5f;
+            float x = (float)((b * 5 + c * 3) % 7) * 0.25f - 0.7f;
+            p0[b * AGENT_FT + c] = c < ft ? x : 0.0f;
+            p1[b * AGENT_FT + c] = c < ft ? x : -1.5f;
         }
     agent_net_ws *ws = agent_net_ws_create(&d);
     assert_int_equal(agent_net_encode(ws, p, lf, len, 2, 1, inst, B), 0);
@@ -320,31 +318,38 @@ static void test_features2_migrate(void **state) {
     for (int i = 0; i < B * K; i++) assert_true(q0[i] == q1[i]);
     assert_true(q0[0] > 0 && q0[0] < 1);
     agent_net_ws_free(ws);
-    /* version 3 (the same rows, completions blind to the unit counts) is
-     * read as it is */
-    char path3[1300];
-    snprintf(path3, sizeof path3, "%s/features3.h5", dir);
-    nn_params *old3 = write_older(path3, &d, AGENT_FT, AGENT_FN, 5, 9);
-    int64_t v3 = 3;
-    f = H5Fopen(path3, H5F_ACC_RDWR, H5P_DEFAULT);
-    assert_true(f >= 0);
-    assert_int_equal(forge_attr(f, "agent_features", H5T_STD_I64LE, H5T_NATIVE_INT64, &v3), 0);
-    H5Fclose(f);
-    nn_params *p3 = read_grown(path3, &d, 9, &ft, &fn);
-    assert_int_equal(ft, AGENT_FT);
-    for (int i = 0; i < AN_N_TENSORS; i++)
-        assert_memory_equal(nn_param(p3, i), nn_param(old3, i), p3->size[i] * sizeof(float));
-    nn_params_free(p3);
-    nn_params_free(old3);
-    /* a version this build does not know */
-    int64_t v9 = 9;
-    f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    assert_true(f >= 0);
-    assert_int_equal(forge_attr(f, "agent_features", H5T_STD_I64LE, H5T_NATIVE_INT64, &v9), 0);
-    H5Fclose(f);
-    expect_refused(path, "features2.h5", "look-ahead features version 9", NULL);
     nn_params_free(p);
     nn_params_free(old);
+}
+
+/* Policies of look-ahead features version 2 (type rows of 4 look-ahead
+ * features, before the completions by stages) and versions 3 and 4 (7,
+ * before the completions that fit the counts) load, grown with zero
+ * weights on the features they lack, and play the old policy whatever
+ * those features hold. A version-4 file with this build's wider rows, and
+ * a version this build does not know, are refused naming the file. */
+static void test_features2_migrate(void **state) {
+    (void)state;
+    migrate_type("features2.h5", AGENT_FT_V2, 2);
+    migrate_type("features3.h5", AGENT_FT_V4, 3);
+    migrate_type("features4.h5", AGENT_FT_V4, 4);
+    agent_net_dims d = {8, 8, 8, 8, 10.0f};
+    char path[1300];
+    snprintf(path, sizeof path, "%s/features4_wide.h5", dir);
+    nn_params *now = write_older(path, &d, AGENT_FT, AGENT_FN, 5, 9);
+    int64_t v = 4;
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_int_equal(forge_attr(f, "agent_features", H5T_STD_I64LE, H5T_NATIVE_INT64, &v), 0);
+    H5Fclose(f);
+    expect_refused(path, "features4_wide.h5", "/decoder/w_ih", NULL);
+    v = 9;
+    f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_int_equal(forge_attr(f, "agent_features", H5T_STD_I64LE, H5T_NATIVE_INT64, &v), 0);
+    H5Fclose(f);
+    expect_refused(path, "features4_wide.h5", "look-ahead features version 9", NULL);
+    nn_params_free(now);
 }
 
 static void test_huge_dims(void **state) {
