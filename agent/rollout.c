@@ -738,12 +738,15 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         int pre[MODEL_MAX_TYPES];
         memcpy(pre, base, sizeof pre);
         if (closes) pre[u] += o_closed.units;
-        for (int m = 0; m < LA_DP_LEVELS; m++) {
-            la_level v = la_dp_at(r, g, m);
-            for (int j = t; j < L; j++) {
-                la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
+        for (int j = t; j < L; j++) {
+            la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
+            if (!A.ok) continue;
+            /* the levels the stage reaches; a level with no run after it
+             * has none above it either */
+            for (int m = 0; m < LA_DP_LEVELS && A.th >= r->dp_h[(size_t)g * LA_DP_LEVELS + m]; m++) {
+                la_level v = la_dp_at(r, g, m);
                 double pr, tr, th;
-                if (!A.ok || la_dp_then(&v, cl, A, k, j, L, &pr, &tr, &th)) continue;
+                if (la_dp_then(&v, cl, A, k, j, L, &pr, &tr, &th)) break;
                 double c = S / fmin(th0, th) / 3600.0 * (pr0 + tr);
                 if (!(c < c_fit[k])) continue;
                 const int *w = j + 1 < L ? la_dp_units_at(r, g, m, &v, j + 1, la_dp_after(&v, j + 1, k)) : NULL;
