@@ -678,59 +678,12 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
      * together */
     double c_dp[MODEL_MAX_TYPES], dmin = INFINITY;
     int fit_dp[MODEL_MAX_TYPES] = {0};
-    for (int k = 0; k < T; k++) {
-        c_dp[k] = INFINITY;
-        int closes = t > 0 && k != u, s = k == u ? f : t;
-        if (!mk[k] || !ok_c || (closes && !o_closed.ok)) continue;
-        double th0 = fmin(th_c, closes ? o_closed.th : INFINITY);
-        double pr0 = price_c + (closes ? o_closed.units * cl->types[u].price : 0);
-        int bm = -1, bj = -1;
-        for (int m = 0; m < LA_DP_LEVELS; m++) {
-            la_level v = la_dp_at(r, g, m);
-            double best = INFINITY, btrue = INFINITY, bth = INFINITY;
-            int mj = -1;
-            if (s == t) { /* a new stage at t: the level's own entry */
-                size_t e = (size_t)t * r->K + k;
-                best = v.P[e];
-                btrue = v.TR[e];
-                bth = v.TH[e];
-                mj = v.J[e];
-            } else { /* the open run goes on: k on f..j */
-                for (int j = t; j < L; j++) {
-                    la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
-                    double pr, tr, th;
-                    if (!A.ok || la_dp_then(&v, cl, A, k, j, L, &pr, &tr, &th) || !(pr < best)) continue;
-                    best = pr;
-                    btrue = tr;
-                    bth = th;
-                    mj = j;
-                }
-            }
-            if (mj < 0) break; /* no path at this level: none above it either */
-            double c = S / fmin(th0, bth) / 3600.0 * (pr0 + btrue);
-            if (c < c_dp[k]) {
-                c_dp[k] = c;
-                bm = m;
-                bj = mj;
-            }
-        }
-        if (bm < 0) continue;
-        if (c_dp[k] < dmin) dmin = c_dp[k];
-        la_level v = la_dp_at(r, g, bm);
-        int used[MODEL_MAX_TYPES];
-        memcpy(used, base, sizeof used);
-        if (closes) used[u] += o_closed.units;
-        used[k] += la_get(r, g, job, cl, ps, L, k, s, bj).units;
-        la_dp_path(r, g, &v, job, cl, ps, bj + 1, k, used);
-        fit_dp[k] = 1;
-        for (int x = 0; x < T; x++) fit_dp[k] &= used[x] <= cl->types[x].count;
-    }
-    /* completions by stages that fit the counts: k on s..j, then level m's
-     * cheapest path from j + 1, over every j and level, kept only when the
-     * prefix's units and the run's fit every type's count */
+    /* and those that fit the counts (features 7-8): k on s..j, then level
+     * m's cheapest path from j + 1, over every j and level, kept only when
+     * the prefix's units and the run's fit every type's count */
     double c_fit[MODEL_MAX_TYPES], fmin_fit = INFINITY;
     for (int k = 0; k < T; k++) {
-        c_fit[k] = INFINITY;
+        c_dp[k] = c_fit[k] = INFINITY;
         int closes = t > 0 && k != u, s = k == u ? f : t;
         if (!mk[k] || !ok_c || (closes && !o_closed.ok)) continue;
         double th0 = fmin(th_c, closes ? o_closed.th : INFINITY);
@@ -738,15 +691,29 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         int pre[MODEL_MAX_TYPES];
         memcpy(pre, base, sizeof pre);
         if (closes) pre[u] += o_closed.units;
+        /* per level, the run of least price (ties: the shortest first
+         * stage): price, own price, throughput, last layer of k's stage */
+        double lp[LA_DP_LEVELS], lt[LA_DP_LEVELS], lh[LA_DP_LEVELS];
+        int lj[LA_DP_LEVELS];
+        for (int m = 0; m < LA_DP_LEVELS; m++) {
+            lp[m] = lt[m] = lh[m] = INFINITY;
+            lj[m] = -1;
+        }
+        /* by the end j of k's stage, then the levels the stage reaches; a
+         * level with no run after it has none above it either */
         for (int j = t; j < L; j++) {
             la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
             if (!A.ok) continue;
-            /* the levels the stage reaches; a level with no run after it
-             * has none above it either */
             for (int m = 0; m < LA_DP_LEVELS && A.th >= r->dp_h[(size_t)g * LA_DP_LEVELS + m]; m++) {
                 la_level v = la_dp_at(r, g, m);
                 double pr, tr, th;
                 if (la_dp_then(&v, cl, A, k, j, L, &pr, &tr, &th)) break;
+                if (pr < lp[m]) {
+                    lp[m] = pr;
+                    lt[m] = tr;
+                    lh[m] = th;
+                    lj[m] = j;
+                }
                 double c = S / fmin(th0, th) / 3600.0 * (pr0 + tr);
                 if (!(c < c_fit[k])) continue;
                 const int *w = j + 1 < L ? la_dp_units_at(r, g, m, &v, j + 1, la_dp_after(&v, j + 1, k)) : NULL;
@@ -757,6 +724,34 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
             }
         }
         if (c_fit[k] < fmin_fit) fmin_fit = c_fit[k];
+        if (s == t) /* a new stage at t: the levels' own entries, the same runs */
+            for (int m = 0; m < LA_DP_LEVELS; m++) {
+                la_level v = la_dp_at(r, g, m);
+                size_t e = (size_t)t * r->K + k;
+                lp[m] = v.P[e];
+                lt[m] = v.TR[e];
+                lh[m] = v.TH[e];
+                lj[m] = v.J[e];
+            }
+        int bm = -1, bj = -1;
+        for (int m = 0; m < LA_DP_LEVELS; m++) {
+            if (lj[m] < 0) break; /* no path at this level: none above it either */
+            double c = S / fmin(th0, lh[m]) / 3600.0 * (pr0 + lt[m]);
+            if (c < c_dp[k]) {
+                c_dp[k] = c;
+                bm = m;
+                bj = lj[m];
+            }
+        }
+        if (bm < 0) continue;
+        if (c_dp[k] < dmin) dmin = c_dp[k];
+        la_level v = la_dp_at(r, g, bm);
+        int used[MODEL_MAX_TYPES];
+        memcpy(used, pre, sizeof used);
+        used[k] += la_get(r, g, job, cl, ps, L, k, s, bj).units;
+        la_dp_path(r, g, &v, job, cl, ps, bj + 1, k, used);
+        fit_dp[k] = 1;
+        for (int x = 0; x < T; x++) fit_dp[k] &= used[x] <= cl->types[x].count;
     }
     for (int k = 0; k < T; k++) {
         if (!mk[k]) continue;
