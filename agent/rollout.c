@@ -678,6 +678,8 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
      * together */
     double c_dp[MODEL_MAX_TYPES], dmin = INFINITY;
     int fit_dp[MODEL_MAX_TYPES] = {0};
+    la_level lv[LA_DP_LEVELS];
+    for (int m = 0; m < LA_DP_LEVELS; m++) lv[m] = la_dp_at(r, g, m);
     /* and those that fit the counts (features 7-8): k on s..j, then level
      * m's cheapest path from j + 1, over every j and level, kept only when
      * the prefix's units and the run's fit every type's count */
@@ -704,10 +706,10 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         for (int j = t; j < L; j++) {
             la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
             if (!A.ok) continue;
-            for (int m = 0; m < LA_DP_LEVELS && A.th >= r->dp_h[(size_t)g * LA_DP_LEVELS + m]; m++) {
-                la_level v = la_dp_at(r, g, m);
+            for (int m = 0; m < LA_DP_LEVELS && A.th >= lv[m].h; m++) {
+                const la_level *v = &lv[m];
                 double pr, tr, th;
-                if (la_dp_then(&v, cl, A, k, j, L, &pr, &tr, &th)) break;
+                if (la_dp_then(v, cl, A, k, j, L, &pr, &tr, &th)) break;
                 if (pr < lp[m]) {
                     lp[m] = pr;
                     lt[m] = tr;
@@ -716,7 +718,7 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
                 }
                 double c = S / fmin(th0, th) / 3600.0 * (pr0 + tr);
                 if (!(c < c_fit[k])) continue;
-                const int *w = j + 1 < L ? la_dp_units_at(r, g, m, &v, j + 1, la_dp_after(&v, j + 1, k)) : NULL;
+                const int *w = j + 1 < L ? la_dp_units_at(r, g, m, v, j + 1, la_dp_after(v, j + 1, k)) : NULL;
                 int fits = pre[k] + A.units + (w ? w[k] : 0) <= cl->types[k].count;
                 for (int x = 0; x < T && fits; x++)
                     if (x != k) fits = pre[x] + (w ? w[x] : 0) <= cl->types[x].count;
@@ -726,12 +728,11 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         if (c_fit[k] < fmin_fit) fmin_fit = c_fit[k];
         if (s == t) /* a new stage at t: the levels' own entries, the same runs */
             for (int m = 0; m < LA_DP_LEVELS; m++) {
-                la_level v = la_dp_at(r, g, m);
                 size_t e = (size_t)t * r->K + k;
-                lp[m] = v.P[e];
-                lt[m] = v.TR[e];
-                lh[m] = v.TH[e];
-                lj[m] = v.J[e];
+                lp[m] = lv[m].P[e];
+                lt[m] = lv[m].TR[e];
+                lh[m] = lv[m].TH[e];
+                lj[m] = lv[m].J[e];
             }
         int bm = -1, bj = -1;
         for (int m = 0; m < LA_DP_LEVELS; m++) {
@@ -745,11 +746,10 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         }
         if (bm < 0) continue;
         if (c_dp[k] < dmin) dmin = c_dp[k];
-        la_level v = la_dp_at(r, g, bm);
         int used[MODEL_MAX_TYPES];
         memcpy(used, pre, sizeof used);
         used[k] += la_get(r, g, job, cl, ps, L, k, s, bj).units;
-        la_dp_path(r, g, &v, job, cl, ps, bj + 1, k, used);
+        la_dp_path(r, g, &lv[bm], job, cl, ps, bj + 1, k, used);
         fit_dp[k] = 1;
         for (int x = 0; x < T; x++) fit_dp[k] &= used[x] <= cl->types[x].count;
     }
