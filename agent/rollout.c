@@ -519,6 +519,14 @@ static uint64_t env_tag(uint64_t key, const agent_instance *in, const gym_opts *
     return h ? h : 1;
 }
 
+/* la_fits returns 1 when used[] (units per type) is within every type's
+ * count of cl, else 0. */
+static int la_fits(const int *used, const model_cluster *cl) {
+    for (int x = 0; x < cl->n_types; x++)
+        if (used[x] > cl->types[x].count) return 0;
+    return 1;
+}
+
 /* la_dp_units_at returns the [K] units per type of the run of level v's
  * (instance g's level m) entry (i, k), k one of the row's two cheapest
  * first types (dp_b1, dp_b2: the only entries la_dp_after returns). */
@@ -572,8 +580,7 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
     for (int it = 0; it < LA_SHADOW_STEPS; it++) {
         double c = la_dp_root(r, g, job, cl, used);
         if (!isfinite(c)) break;
-        int fits = 1, moved = 0;
-        for (int k = 0; k < n; k++) fits &= used[k] <= cl->types[k].count;
+        int fits = la_fits(used, cl), moved = 0;
         if (fits && c < kept) {
             kept = c;
             memcpy(keep, lam, (size_t)n * sizeof *lam);
@@ -624,7 +631,7 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
             if (st.throughput < th_c) th_c = st.throughput;
             i = j + 1;
         }
-        for (int x = 0; x < T; x++) ok_c &= base[x] <= cl->types[x].count;
+        ok_c &= la_fits(base, cl);
     }
     la_stage o_closed = {1, 0, INFINITY};
     if (t > 0) {
@@ -719,10 +726,10 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
                 double c = S / fmin(th0, th) / 3600.0 * (pr0 + tr);
                 if (!(c < c_fit[k])) continue;
                 const int *w = j + 1 < L ? la_dp_units_at(r, g, m, v, j + 1, la_dp_after(v, j + 1, k)) : NULL;
-                int fits = pre[k] + A.units + (w ? w[k] : 0) <= cl->types[k].count;
-                for (int x = 0; x < T && fits; x++)
-                    if (x != k) fits = pre[x] + (w ? w[x] : 0) <= cl->types[x].count;
-                if (fits) c_fit[k] = c;
+                int used[MODEL_MAX_TYPES];
+                for (int x = 0; x < T; x++) used[x] = pre[x] + (w ? w[x] : 0);
+                used[k] += A.units;
+                if (la_fits(used, cl)) c_fit[k] = c;
             }
         }
         if (c_fit[k] < fmin_fit) fmin_fit = c_fit[k];
@@ -750,8 +757,7 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         memcpy(used, pre, sizeof used);
         used[k] += la_get(r, g, job, cl, ps, L, k, s, bj).units;
         la_dp_path(r, g, &lv[bm], job, cl, ps, bj + 1, k, used);
-        fit_dp[k] = 1;
-        for (int x = 0; x < T; x++) fit_dp[k] &= used[x] <= cl->types[x].count;
+        fit_dp[k] = la_fits(used, cl);
     }
     for (int k = 0; k < T; k++) {
         if (!mk[k]) continue;
