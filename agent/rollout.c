@@ -701,7 +701,9 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
         memcpy(pre, base, sizeof pre);
         if (closes) pre[u] += o_closed.units;
         /* per level, the run of least price (ties: the shortest first
-         * stage): price, own price, throughput, last layer of k's stage */
+         * stage): price, own price, throughput, last layer of k's stage --
+         * for a new stage at t (s == t), the programme's own entry (t, k),
+         * found by the same walk */
         double lp[LA_DP_LEVELS], lt[LA_DP_LEVELS], lh[LA_DP_LEVELS];
         int lj[LA_DP_LEVELS];
         for (int m = 0; m < LA_DP_LEVELS; m++) {
@@ -733,14 +735,6 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
             }
         }
         if (c_fit[k] < fmin_fit) fmin_fit = c_fit[k];
-        if (s == t) /* a new stage at t: the levels' own entries, the same runs */
-            for (int m = 0; m < LA_DP_LEVELS; m++) {
-                size_t e = (size_t)t * r->K + k;
-                lp[m] = lv[m].P[e];
-                lt[m] = lv[m].TR[e];
-                lh[m] = lv[m].TH[e];
-                lj[m] = lv[m].J[e];
-            }
         int bm = -1, bj = -1;
         for (int m = 0; m < LA_DP_LEVELS; m++) {
             if (lj[m] < 0) break; /* no path at this level: none above it either */
