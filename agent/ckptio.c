@@ -194,7 +194,7 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
      * counts: read, it meets the counted figures (a policy trained on
      * version 3 plans better on them, docs/agent-runs.md) */
     int64_t fv = 0;
-    if (get_int(in, "agent_features", &fv) || (fv != AGENT_FEATURES_VERSION && (fv < 2 || fv > 4))) {
+    if (get_int(in, "agent_features", &fv) || fv < 2 || fv > AGENT_FEATURES_VERSION) {
         snprintf(err, errlen,
                  "%s: trained on the agent's look-ahead features version %lld, this build computes version %d; "
                  "retrain the policy",
