@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""ckpt_widen.py -- start look-ahead features 7-8 from their version-4 analogues.
+
+A version-4 policy (checkpoints/general.h5 until the twenty-fifth session)
+read by this build gets look-ahead features 7 and 8 (the cheapest
+completion that fits the unit counts, agent/rollout.h) with zero weights
+and no Adam moments: the same policy, which then has to learn to read
+them. This script writes the version-4 file's weights, Adam moments and
+step into the version-5 layout with those two features' weights -- in
+the type scorer's first layer (type_row/w) and in the decoder's input for
+the previous choice (decoder/w_ih) -- and moments copied from features 6
+and 5 (whether the cheapest completion fits, and its cost), so that the
+network reads the fitting completion as it read the cheapest one. It was
+the start of configs/train/general-fit-d.yaml (docs/agent-runs.md,
+"Look-ahead version 5, a third seed").
+
+The layout comes from a version-5 file of the same network, which strata
+writes without taking a training step:
+  OPENBLAS_NUM_THREADS=1 build/strata train configs/train/general-fit-d.yaml \\
+      --resume checkpoints/general.h5 --stop-at 39113 --out /tmp/grown
+  /usr/bin/python3 scripts/ckpt_widen.py checkpoints/general.h5 /tmp/grown/last.h5 /tmp/start.h5
+
+Usage: /usr/bin/python3 scripts/ckpt_widen.py V4.h5 LAYOUT_V5.h5 OUT.h5
+"""
+import shutil
+import sys
+
+import h5py
+import numpy as np
+
+GYM_TYPE_FEATS = 16  # gym's features of a type row, before the look-ahead's
+FX4, FX5 = 7, 9      # look-ahead features in versions 4 and 5
+# the layers whose input ends (decoder) or starts (type scorer) with a type row
+ROWS = {"type_row/w": "first", "decoder/w_ih": "last"}
+
+
+def widen(x, shape, where):
+    """x[out, in] of version 4 in a version-5 shape: the type row's two new
+    columns after its FX4 look-ahead ones, copied from features 6 and 5."""
+    y = np.zeros(shape, x.dtype)
+    row = 0 if where == "first" else x.shape[1] - GYM_TYPE_FEATS - FX4
+    look = row + GYM_TYPE_FEATS
+    y[:, :look + FX4] = x[:, :look + FX4]
+    y[:, look + FX5:] = x[:, look + FX4:]
+    y[:, look + 7] = x[:, look + 6]
+    y[:, look + 8] = x[:, look + 5]
+    return y
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__.strip().splitlines()[-1])
+    v4, layout, out = sys.argv[1:4]
+    with h5py.File(v4, "r") as s, h5py.File(layout, "r") as t:
+        for name in ROWS:
+            if t[name].shape[1] != s[name].shape[1] + FX5 - FX4:
+                sys.exit("%s and %s: %s has %d and %d inputs, not a version-4 file and its version-5 layout"
+                         % (v4, layout, name, s[name].shape[1], t[name].shape[1]))
+    shutil.copy(layout, out)
+    with h5py.File(v4, "r") as s, h5py.File(out, "r+") as o:
+        names = []
+        s.visititems(lambda n, d: names.append(n) if isinstance(d, h5py.Dataset) and not n.startswith("meta") else None)
+        for name in names:
+            for pre in ("", "meta/optimizer/m/", "meta/optimizer/v/"):
+                x = s[pre + name][...]
+                o[pre + name][...] = widen(x, o[pre + name].shape, ROWS[name]) if name in ROWS else x
+        for k, v in s["meta"].attrs.items():
+            o["meta"].attrs[k] = v
+    print("%s -> %s: version-5 layout, features 7-8 from 6 and 5 (weights and Adam moments)" % (v4, out))
+
+
+if __name__ == "__main__":
+    main()
