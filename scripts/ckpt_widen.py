@@ -47,20 +47,35 @@ def widen(x, shape, where):
     return y
 
 
+def tensors(f):
+    """The names of f's network tensors (its datasets outside /meta)."""
+    names = []
+    f.visititems(lambda n, d: names.append(n) if isinstance(d, h5py.Dataset) and not n.startswith("meta") else None)
+    return names
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__.strip().splitlines()[-1])
     v4, layout, out = sys.argv[1:4]
+    for path in (v4, layout):
+        try:
+            h5py.File(path, "r").close()
+        except OSError as e:
+            sys.exit("%s: cannot be read as HDF5 (%s)" % (path, e))
     with h5py.File(v4, "r") as s, h5py.File(layout, "r") as t:
-        for name in ROWS:
-            if t[name].shape[1] != s[name].shape[1] + FX5 - FX4:
-                sys.exit("%s and %s: %s has %d and %d inputs, not a version-4 file and its version-5 layout"
-                         % (v4, layout, name, s[name].shape[1], t[name].shape[1]))
+        names = tensors(s)
+        if sorted(names) != sorted(tensors(t)):
+            sys.exit("%s and %s: not the same tensors" % (v4, layout))
+        for name in names:
+            a, b = s[name].shape, t[name].shape
+            want = (a[0], a[1] + FX5 - FX4) if name in ROWS else a
+            if b != want:
+                sys.exit("%s and %s: %s is %s and %s, not a version-4 file and its version-5 layout"
+                         % (v4, layout, name, a, b))
     shutil.copy(layout, out)
     with h5py.File(v4, "r") as s, h5py.File(out, "r+") as o:
-        names = []
-        s.visititems(lambda n, d: names.append(n) if isinstance(d, h5py.Dataset) and not n.startswith("meta") else None)
-        for name in names:
+        for name in tensors(s):
             for pre in ("", "meta/optimizer/m/", "meta/optimizer/v/"):
                 x = s[pre + name][...]
                 o[pre + name][...] = widen(x, o[pre + name].shape, ROWS[name]) if name in ROWS else x

@@ -9,8 +9,8 @@ the result against the version-4 file -- the type rows' two new columns
 equal to features 6 and 5, every other column where it was -- and the
 step; with strata, that the grown file decodes the same plan as the
 version-4 file (growing adds zero weights), that the widened file loads
-and decodes a plan of its own, and that a layout of the wrong width is
-refused with a message naming both files.
+and decodes a plan of its own, and that a layout of the wrong width or a
+missing file is refused with a message naming the file.
 
 Usage: ckpt_widen_check.py STRATA TMPDIR
 """
@@ -106,9 +106,13 @@ def main():
     check(cw is not None, "the widened file loads and decodes a plan ($%s; %s)" % (cw, "" if cw else whyw))
 
     p = run([sys.executable, SCRIPT, V4, V4, os.path.join(tmp, "bad.h5")])
-    check(p.returncode != 0 and V4 in p.stderr and "type_row/w" in p.stderr,
+    check(p.returncode != 0 and V4 in p.stderr and "not a version-4 file and its version-5 layout" in p.stderr,
           "a layout of the wrong width is refused, naming the files (%s)" % p.stderr.strip())
     check(not os.path.exists(os.path.join(tmp, "bad.h5")), "and nothing is written")
+    missing = os.path.join(tmp, "missing.h5")
+    p = run([sys.executable, SCRIPT, missing, grown, os.path.join(tmp, "bad.h5")])
+    check(p.returncode != 0 and missing in p.stderr and "Traceback" not in p.stderr,
+          "a missing file is an error naming it (%s)" % p.stderr.strip()[:200])
     if failures:
         print("%d check(s) failed" % len(failures))
         sys.exit(1)
