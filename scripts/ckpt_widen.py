@@ -54,16 +54,19 @@ def tensors(f):
     return names
 
 
+def open_h5(path):
+    """path opened read-only, or the script stops with a line naming it."""
+    try:
+        return h5py.File(path, "r")
+    except OSError as e:
+        sys.exit("%s: cannot be read as HDF5 (%s)" % (path, e))
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__.strip().splitlines()[-1])
     v4, layout, out = sys.argv[1:4]
-    for path in (v4, layout):
-        try:
-            h5py.File(path, "r").close()
-        except OSError as e:
-            sys.exit("%s: cannot be read as HDF5 (%s)" % (path, e))
-    with h5py.File(v4, "r") as s, h5py.File(layout, "r") as t:
+    with open_h5(v4) as s, open_h5(layout) as t:
         names = tensors(s)
         if sorted(names) != sorted(tensors(t)):
             sys.exit("%s and %s: not the same tensors" % (v4, layout))
@@ -74,7 +77,7 @@ def main():
                 sys.exit("%s and %s: %s is %s and %s, not a version-4 file and its version-5 layout"
                          % (v4, layout, name, a, b))
     shutil.copy(layout, out)
-    with h5py.File(v4, "r") as s, h5py.File(out, "r+") as o:
+    with open_h5(v4) as s, h5py.File(out, "r+") as o:
         for name in tensors(s):
             for pre in ("", "meta/optimizer/m/", "meta/optimizer/v/"):
                 x = s[pre + name][...]

@@ -9,8 +9,9 @@ the result against the version-4 file -- the type rows' two new columns
 equal to features 6 and 5, every other column where it was -- and the
 step; with strata, that the grown file decodes the same plan as the
 version-4 file (growing adds zero weights), that the widened file loads
-and decodes a plan of its own, and that a layout of the wrong width or a
-missing file is refused with a message naming the file.
+and decodes a plan of its own; and that a layout of the wrong width, of
+another tensor shape or without a tensor, and a missing file, are
+refused with a message naming the file, writing nothing.
 
 Usage: ckpt_widen_check.py STRATA TMPDIR
 """
@@ -44,6 +45,23 @@ def run(args, **kw):
     return subprocess.run(args, capture_output=True, text=True, env=env, **kw)
 
 
+def tensors(f):
+    """The names of f's network tensors (its datasets outside /meta)."""
+    names = []
+    f.visititems(lambda n, d: names.append(n) if isinstance(d, h5py.Dataset) and not n.startswith("meta") else None)
+    return names
+
+
+def refused(args, what, *named):
+    """Runs the script on args (its output bad.h5), checks it fails with a
+    message holding every string of named and writes nothing."""
+    bad = args[-1]
+    p = run([sys.executable, SCRIPT] + args)
+    check(p.returncode != 0 and all(x in p.stderr for x in named) and "Traceback" not in p.stderr,
+          "%s is refused, naming %s (%s)" % (what, ", ".join(named), p.stderr.strip()[:200]))
+    check(not os.path.exists(bad), "and %s is not written" % os.path.basename(bad))
+
+
 def plan_cost(strata, ckpt):
     p = run([strata, "solve", JOB, "--method", "policy", "--policy", ckpt])
     if p.returncode != 0:
@@ -71,13 +89,8 @@ def main():
         sys.exit(1)
 
     with h5py.File(V4, "r") as s, h5py.File(out, "r") as o:
-        names = []
-        s.visititems(lambda n, d: names.append(n)
-                     if isinstance(d, h5py.Dataset) and not n.startswith("meta") else None)
-        onames = []
-        o.visititems(lambda n, d: onames.append(n)
-                     if isinstance(d, h5py.Dataset) and not n.startswith("meta") else None)
-        check(len(names) > 20 and sorted(names) == sorted(onames),
+        names = tensors(s)
+        check(len(names) > 20 and sorted(names) == sorted(tensors(o)),
               "the same %d tensors in both files" % len(names))
         for name in names:
             for pre in ("", "meta/optimizer/m/", "meta/optimizer/v/"):
@@ -99,20 +112,26 @@ def main():
         check(np.any(o["type_row/w"][:, GT + 8] != 0), "feature 8's weights are not zero")
 
     c4, why4 = plan_cost(strata, V4)
-    cg, whyg = plan_cost(strata, grown)
+    cg, _ = plan_cost(strata, grown)
     cw, whyw = plan_cost(strata, out)
     check(c4 is not None, "the version-4 file decodes a plan (%s)" % (c4 or why4))
     check(c4 is not None and c4 == cg, "the grown file decodes the same plan's cost ($%s, $%s)" % (c4, cg))
     check(cw is not None, "the widened file loads and decodes a plan ($%s; %s)" % (cw, "" if cw else whyw))
 
-    p = run([sys.executable, SCRIPT, V4, V4, os.path.join(tmp, "bad.h5")])
-    check(p.returncode != 0 and V4 in p.stderr and "not a version-4 file and its version-5 layout" in p.stderr,
-          "a layout of the wrong width is refused, naming the files (%s)" % p.stderr.strip())
-    check(not os.path.exists(os.path.join(tmp, "bad.h5")), "and nothing is written")
+    bad = os.path.join(tmp, "bad.h5")
+    refused([V4, V4, bad], "a layout of the version-4 width", V4, "not a version-4 file and its version-5 layout")
     missing = os.path.join(tmp, "missing.h5")
-    p = run([sys.executable, SCRIPT, missing, grown, os.path.join(tmp, "bad.h5")])
-    check(p.returncode != 0 and missing in p.stderr and "Traceback" not in p.stderr,
-          "a missing file is an error naming it (%s)" % p.stderr.strip()[:200])
+    refused([missing, grown, bad], "a missing file", missing, "cannot be read as HDF5")
+    # a layout of another network: one tensor of another shape, or one short
+    other = os.path.join(tmp, "other.h5")
+    shutil.copy(grown, other)
+    with h5py.File(other, "r+") as f:
+        del f["embed/w"]
+        f.create_dataset("embed/w", data=np.zeros((33, 12), np.float32))
+    refused([V4, other, bad], "a layout whose embed/w is wider", "embed/w", "(33, 12)")
+    with h5py.File(other, "r+") as f:
+        del f["embed/w"]
+    refused([V4, other, bad], "a layout without embed/w", other, "not the same tensors")
     if failures:
         print("%d check(s) failed" % len(failures))
         sys.exit(1)
