@@ -186,13 +186,16 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
                  (long long)ver, AGENT_CKPT_VERSION);
         return -1;
     }
-    /* look-ahead features version 2 is version 5 without the last five
+    /* look-ahead features version 2 is version 6 without the last five
      * type features (the completions by stages), versions 3 and 4 without
      * the last two (the completions that fit the counts): read, then grown
      * with zero weights on them (agent_ckpt_read), each plays the same
      * policy. Version 3's completions by stages were blind to the unit
      * counts: read, it meets the counted figures (a policy trained on
-     * version 3 plans better on them, docs/agent-runs.md) */
+     * version 3 plans better on them, docs/agent-runs.md). Version 5 has
+     * version 6's rows; its shadow prices were sought less widely, so that
+     * on some jobs no completion fit the counts (rollout.c, la_dp_fill):
+     * read as it is, it meets version 6's figures */
     int64_t fv = 0;
     if (get_int(in, "agent_features", &fv) || fv < 2 || fv > AGENT_FEATURES_VERSION) {
         snprintf(err, errlen,
@@ -236,7 +239,8 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
     d->clip = (float)clip;
     memset(st, 0, sizeof *st);
     st->node_feats = in->schema_version == 1 ? AGENT_FN_SCHEMA1 : AGENT_FN;
-    st->type_feats = fv == 2 ? AGENT_FT_V2 : fv < AGENT_FEATURES_VERSION ? AGENT_FT_V4 : AGENT_FT;
+    st->type_feats = fv == 2 ? AGENT_FT_V2 : fv <= 4 ? AGENT_FT_V4 : AGENT_FT;
+    st->features = (int)fv;
     st->step = in->step;
     get_int(in, "seed", &seed);
     st->seed = (int)seed;

@@ -63,6 +63,8 @@ typedef struct {
                           AGENT_FT_V2 for look-ahead features version 2 and
                           AGENT_FT_V4 for versions 3 and 4, grown the same
                           way) */
+    int features;      /* read: the file's look-ahead features version (2 to
+                          AGENT_FEATURES_VERSION), for agent_rollout_set_features */
 } agent_ckpt_state;
 
 #define AGENT_FN_SCHEMA1 16 /* node row features of feature schema 1 */

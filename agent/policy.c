@@ -48,6 +48,7 @@ struct agent_policy {
     nn_params *p;
     int64_t step;
     int placement; /* the NODE-phase method it was trained with */
+    int features;  /* the look-ahead features version it was trained on */
     char hash[17];
     struct idle_list *idle; /* rollouts lent to decodes (the only part decoding writes) */
 };
@@ -66,7 +67,8 @@ static agent_rollout *take_rollout(const agent_policy *pol) {
     pthread_mutex_lock(&il->lock);
     if (il->n > 0) ro = il->ro[--il->n];
     pthread_mutex_unlock(&il->lock);
-    return ro ? ro : agent_rollout_create(&pol->d);
+    if (!ro && (ro = agent_rollout_create(&pol->d))) agent_rollout_set_features(ro, pol->features);
+    return ro;
 }
 
 /* give_rollout puts ro back on the idle list when keep and there is room,
@@ -104,6 +106,7 @@ agent_policy *agent_policy_load(const char *path, char *err, size_t errlen) {
     }
     pol->step = st.step;
     pol->placement = st.placement;
+    pol->features = st.features;
     agent_ckpt_state_clear(&st);
     nn_tensor_spec table[AN_N_TENSORS];
     agent_net_table(&pol->d, table);

@@ -123,6 +123,8 @@ struct agent_rollout {
     uint8_t *la_known;        /* [G,K,T,T]: 1 where la_memo holds the figures */
     size_t cap_lamemo, cap_laknown;
     int la_memo_on;           /* the memo serves this run */
+    int la_version;           /* the look-ahead features version computed
+                                 (agent_rollout_set_features) */
     int la_memo_off;          /* agent_rollout_set_memo(r, 0): never use it (nor the tree) */
     /* the look-ahead's features by prefix, kept between runs (la_tree_*):
      * node n is a state (instance slot, decisions so far); nodes 0..G-1
@@ -161,6 +163,7 @@ agent_rollout *agent_rollout_create(const agent_net_dims *d) {
     agent_rollout *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->d = *d;
+    r->la_version = AGENT_FEATURES_VERSION;
     r->ws = agent_net_ws_create(d);
     if (!r->ws) {
         free(r);
@@ -357,7 +360,8 @@ static la_stage la_get(agent_rollout *r, int g, const model_job *job, const mode
  * completion leaned on it until the units ran out.) */
 #define LA_DP_LEVELS AGENT_LA_LEVELS
 #define LA_DP_RATIO AGENT_LA_RATIO
-#define LA_SHADOW_STEPS 16 /* subgradient steps on the shadow prices per instance */
+#define LA_SHADOW_STEPS 48    /* subgradient steps on the shadow prices per instance */
+#define LA_SHADOW_STEPS_V5 16 /* ... for features versions 4-5 (la_dp_fill) */
 
 /* la_dp_next returns the type other than `prev` whose completion from layer i
  * is the cheapest (dp_price row P of that layer, n types; ties: the lowest
@@ -484,22 +488,59 @@ static void la_dp_path(agent_rollout *r, int g, const la_level *v, const model_j
     }
 }
 
-/* la_dp_root returns the cost (at the own prices) of the whole job's
- * completion by stages: over the levels, the cheapest path from layer 0 of
- * least cost, its units per type in used[n]; INFINITY when there is none. */
+/* la_fits returns 1 when used[] (units per type) is within every type's
+ * count of cl, else 0. */
+static int la_fits(const int *used, const model_cluster *cl) {
+    for (int x = 0; x < cl->n_types; x++)
+        if (used[x] > cl->types[x].count) return 0;
+    return 1;
+}
+
+/* la_dp_root returns the cost of the whole job's completion by stages
+ * that steers the shadow prices: over the levels, the path from layer 0
+ * whose price times S / theta / 3600 is least -- the price with shadow
+ * prices (dp_price) when shadow, else at the own prices (dp_true, features
+ * versions 4-5) -- its units per type in used[n]; INFINITY when there is
+ * none. At lambda = 0 both are the path of least cost. (Chosen at the own
+ * prices, the path can ignore the shadow prices: a level whose paths all
+ * lean on the priced type stays the cheapest, and the prices rise without
+ * end.) */
 static double la_dp_root(const agent_rollout *r, int g, const model_job *job, const model_cluster *cl,
-                         int *used) {
+                         int *used, int shadow) {
     const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
     double best = INFINITY;
     for (int m = 0; m < LA_DP_LEVELS; m++) {
         la_level v = la_dp_at(r, g, m);
         int t0 = v.b1[0];
         if (t0 < 0) break; /* none at this level: none above it either */
-        double c = job->samples / v.TH[t0] / 3600.0 * v.TR[t0];
+        double c = job->samples / v.TH[t0] / 3600.0 * (shadow ? v.P[t0] : v.TR[t0]);
         if (!(c < best)) continue;
         best = c;
         memset(used, 0, (size_t)cl->n_types * sizeof *used);
         la_dp_path(NULL, g, &v, job, cl, ps, 0, -1, used);
+    }
+    return best;
+}
+
+/* la_dp_fitting returns the least cost (at the own prices) of the whole
+ * job's completions by stages at the current shadow prices whose stages
+ * together fit the unit counts: over the levels, the path from layer 0
+ * that starts with the cheapest first type (dp_b1) and the one that starts
+ * with the second cheapest (dp_b2); INFINITY when none fits. */
+static double la_dp_fitting(const agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
+    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
+    double best = INFINITY;
+    for (int m = 0; m < LA_DP_LEVELS; m++) {
+        la_level v = la_dp_at(r, g, m);
+        if (v.b1[0] < 0) break; /* none at this level: none above it either */
+        for (int q = 0; q < 2; q++) {
+            int t0 = q ? v.b2[0] : v.b1[0], used[MODEL_MAX_TYPES] = {0};
+            if (t0 < 0) continue;
+            double c = job->samples / v.TH[t0] / 3600.0 * v.TR[t0];
+            if (!(c < best)) continue;
+            la_dp_path(NULL, g, &v, job, cl, ps, 0, q ? v.b1[0] : -1, used);
+            if (la_fits(used, cl)) best = c;
+        }
     }
     return best;
 }
@@ -517,14 +558,6 @@ static uint64_t env_tag(uint64_t key, const agent_instance *in, const gym_opts *
     h = mkey_fnv(h, &go->workers, sizeof go->workers);
     h = mkey_fnv(h, &go->ps, sizeof go->ps);
     return h ? h : 1;
-}
-
-/* la_fits returns 1 when used[] (units per type) is within every type's
- * count of cl, else 0. */
-static int la_fits(const int *used, const model_cluster *cl) {
-    for (int x = 0; x < cl->n_types; x++)
-        if (used[x] > cl->types[x].count) return 0;
-    return 1;
 }
 
 /* la_dp_units_at returns the [K] units per type of the run of level v's
@@ -562,30 +595,37 @@ static void la_dp_units(agent_rollout *r, int g, const model_job *job, const mod
 }
 
 /* la_dp_fill computes instance g's completions by stages and their shadow
- * prices: from lambda = 0, LA_SHADOW_STEPS subgradient steps on the whole
- * job's completion (la_dp_root), lambda_k += step x (units of k it takes -
+ * prices: from lambda = 0, subgradient steps on the whole job's completion
+ * that steers them (la_dp_root), lambda_k += step x (units of k it takes -
  * c_k) / (c_k + 1), floored at 0, step = the mean unit price / (1 + step
- * number); the prices whose completion fits the counts at the least cost
- * are kept (none fits: lambda = 0, version 3's paths with the stages held
- * to their counts). A job whose cheapest completion fits keeps lambda = 0
- * after one pass. */
+ * number); the prices under which a completion fits the counts at the
+ * least cost are kept (none fits: lambda = 0, version 3's paths with the
+ * stages held to their counts). A job whose cheapest completion fits keeps
+ * lambda = 0 after one pass. Features version 6 (r->la_version) steers by
+ * the shadow-priced path, takes LA_SHADOW_STEPS steps and checks every
+ * level's two paths at each (la_dp_fitting); versions 4-5 steered by the
+ * path of least cost, took LA_SHADOW_STEPS_V5 steps and checked that path
+ * alone, and on 62 of 800 held-out jobs, each with a feasible plan, no
+ * prices fit (32 with version 6: docs/agent-runs.md). */
 static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
-    int n = cl->n_types, used[MODEL_MAX_TYPES], found = 0;
+    int n = cl->n_types, used[MODEL_MAX_TYPES], found = 0, v6 = r->la_version >= 6;
     double *lam = r->dp_lam + (size_t)g * r->K, keep[MODEL_MAX_TYPES], kept = INFINITY, mean = 0;
     for (int k = 0; k < r->K; k++) lam[k] = 0;
     for (int k = 0; k < n; k++) mean += cl->types[k].price / n;
     for (int m = 0; m < LA_DP_LEVELS; m++) /* the levels' thresholds, for every pass */
         r->dp_h[(size_t)g * LA_DP_LEVELS + m] = m ? job->min_throughput * pow(LA_DP_RATIO, m) : 0.0;
     la_dp_pass(r, g, job, cl);
-    for (int it = 0; it < LA_SHADOW_STEPS; it++) {
-        double c = la_dp_root(r, g, job, cl, used);
-        if (!isfinite(c)) break;
-        int fits = la_fits(used, cl), moved = 0;
-        if (fits && c < kept) {
-            kept = c;
+    for (int it = 0; it < (v6 ? LA_SHADOW_STEPS : LA_SHADOW_STEPS_V5); it++) {
+        double f = v6 ? la_dp_fitting(r, g, job, cl) : INFINITY;
+        double c = la_dp_root(r, g, job, cl, used, v6);
+        if (!v6 && la_fits(used, cl)) f = c;
+        if (f < kept) {
+            kept = f;
             memcpy(keep, lam, (size_t)n * sizeof *lam);
             found = 1;
         }
+        if (!isfinite(c)) break;
+        int moved = 0;
         for (int k = 0; k < n; k++) {
             double x = fmax(0.0, lam[k] + mean / (1.0 + it) * (used[k] - cl->types[k].count) /
                                               (cl->types[k].count + 1.0));
@@ -1582,6 +1622,14 @@ const double *agent_rollout_shadow_prices(const agent_rollout *r, int g) {
 agent_net_ws *agent_rollout_ws(agent_rollout *r) { return r->ws; }
 
 void agent_rollout_set_memo(agent_rollout *r, int on) { r->la_memo_off = !on; }
+
+void agent_rollout_set_features(agent_rollout *r, int version) {
+    version = version < AGENT_FEATURES_VERSION ? 5 : AGENT_FEATURES_VERSION;
+    if (version == r->la_version) return;
+    r->la_version = version;
+    r->dp_n = 0; /* the completions and the tree kept were the other version's */
+    r->lt_n = 0;
+}
 
 void agent_rollout_set_policy(agent_rollout *r, agent_type_policy fn, void *ctx) {
     r->policy = fn;

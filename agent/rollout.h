@@ -52,7 +52,9 @@
  * version 2 had 0-3 alone; its checkpoints read 4-8 with zero weights.
  * Version 3 admitted stages of any unit count in 4-6 and had no shadow
  * prices; versions 3 and 4 had 0-6, and their checkpoints read 7-8 with
- * zero weights.)
+ * zero weights. Versions 4 and 5 sought the shadow prices less widely, and
+ * on some jobs found none under which a completion fits; a policy of an
+ * older version decodes on version 5's figures: agent_rollout_set_features.)
  *
  * Rewards (larger is better), by opts->reward (agent_reward of
  * agent/trainconf.h):
@@ -237,6 +239,15 @@ void agent_rollout_set_policy(agent_rollout *r, agent_type_policy fn, void *ctx)
  * stage and every state's features, for the tests that check the memos
  * change nothing. */
 void agent_rollout_set_memo(agent_rollout *r, int on);
+
+/* agent_rollout_set_features makes the following runs of r compute the
+ * look-ahead features of the given version (AGENT_FEATURES_VERSION, the
+ * default, or an older one: versions below 6 are computed as version 5,
+ * whose shadow prices la_dp_fill seeks less widely), so that a policy
+ * decodes on the features it was trained on (agent_policy_load passes its
+ * file's version). Forgets the completions and features kept from earlier
+ * runs when the version changes. */
+void agent_rollout_set_features(agent_rollout *r, int version);
 
 /* agent_rollout_lookahead_bytes bounds the bytes the look-ahead keeps for
  * runs on one instance of T layers and K types that meet `states`

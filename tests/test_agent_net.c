@@ -527,13 +527,16 @@ static void test_features_and_masks(void **state) {
     nn_params_free(p);
 }
 
-/* root_fits finds by brute force the whole job's completion by stages at
- * the shadow prices lam[3] (as check_lookahead, from layer 0: per level
- * the least-priced plan with every stage within its type's count, the
- * cheapest of those by cost) and returns whether its stages together fit
- * the unit counts (-1: there is none; -2: two plans share a level's least
- * price, and the dynamic programme may have taken either). */
-static int root_fits(const agent_instance *in, const double *lam) {
+/* root_fits finds by brute force the whole job's completions by stages at
+ * the shadow prices lam[3] (as check_lookahead, from layer 0): per level
+ * the least-priced plan with every stage within its type's count, and the
+ * least-priced one whose first stage has another type. With any = 0 it
+ * returns whether the cheapest by cost of the levels' least-priced plans
+ * fits the unit counts (the path that steered version 5's prices); with
+ * any = 1, whether any of either kind fits (what version 6 checks,
+ * la_dp_fitting). -1: there is none; -2: two plans share a least price,
+ * and the dynamic programme may have taken either. */
+static int root_fits(const agent_instance *in, const double *lam, int any) {
     const model_job *job = in->job;
     int L = job->n_layers, a[6], n = 1, fits = -1;
     model_plan *plan = model_plan_create(L);
@@ -546,38 +549,45 @@ static int root_fits(const agent_instance *in, const double *lam) {
     nocount.types = big;
     for (int l = 0; l < L; l++) n *= 3;
     double best = INFINITY;
-    for (int m = 0; m < AGENT_LA_LEVELS; m++) {
-        double h = m ? job->min_throughput * pow(AGENT_LA_RATIO, m) : 0, pmin = INFINITY, cost = 0;
-        int fit = 0, tie = 0;
-        for (int c = 0; c < n; c++) {
-            for (int l = 0, v = c; l < L; l++) a[l] = v % 3, v /= 3;
-            if (model_eval(job, &nocount, a, plan)) continue;
-            double pr = plan->unit_price, th = INFINITY;
-            int over = 0, used[3] = {0, 0, 0};
-            for (int q = 0; q < plan->n_stages; q++) {
-                const model_stage *st = &plan->stages[q];
-                over |= st->units > in->cl->types[st->type].count;
-                pr += st->units * lam[st->type];
-                used[st->type] += st->units;
-                th = fmin(th, st->throughput);
+    for (int m = 0; m < AGENT_LA_LEVELS && fits != -2; m++) {
+        double h = m ? job->min_throughput * pow(AGENT_LA_RATIO, m) : 0, pmin[2] = {INFINITY, INFINITY}, cost = 0;
+        int fit[2] = {0, 0}, tie[2] = {0, 0}, first = -1;
+        for (int pass = 0; pass < 2; pass++) /* 0: the least-priced; 1: ... of another first type */
+            for (int c = 0; c < n; c++) {
+                for (int l = 0, v = c; l < L; l++) a[l] = v % 3, v /= 3;
+                if (pass && a[0] == first) continue;
+                if (model_eval(job, &nocount, a, plan)) continue;
+                double pr = plan->unit_price, th = INFINITY;
+                int over = 0, used[3] = {0, 0, 0};
+                for (int q = 0; q < plan->n_stages; q++) {
+                    const model_stage *st = &plan->stages[q];
+                    over |= st->units > in->cl->types[st->type].count;
+                    pr += st->units * lam[st->type];
+                    used[st->type] += st->units;
+                    th = fmin(th, st->throughput);
+                }
+                if (over || th < h) continue;
+                if (fabs(pr - pmin[pass]) <= 1e-9 * pmin[pass]) tie[pass] = 1;
+                if (!(pr < pmin[pass] * (1 - 1e-9))) continue;
+                tie[pass] = 0;
+                pmin[pass] = pr;
+                if (!pass) {
+                    cost = plan->cost;
+                    first = a[0];
+                }
+                fit[pass] = 1;
+                for (int k = 0; k < 3; k++) fit[pass] &= used[k] <= in->cl->types[k].count;
             }
-            if (over || th < h) continue;
-            if (fabs(pr - pmin) <= 1e-9 * pmin) tie = 1;
-            if (!(pr < pmin * (1 - 1e-9))) continue;
-            tie = 0;
-            pmin = pr;
-            cost = plan->cost;
-            fit = 1;
-            for (int k = 0; k < 3; k++) fit &= used[k] <= in->cl->types[k].count;
-        }
-        if (!isfinite(pmin)) break;
-        if (tie) {
+        if (!isfinite(pmin[0])) break;
+        if (tie[0] || (any && isfinite(pmin[1]) && tie[1])) {
             fits = -2;
             break;
         }
-        if (cost < best) {
+        if (any) {
+            fits = fits == 1 || fit[0] || (isfinite(pmin[1]) && fit[1]);
+        } else if (cost < best) {
             best = cost;
-            fits = fit;
+            fits = fit[0];
         }
     }
     model_plan_free(plan);
@@ -706,37 +716,50 @@ static void test_lookahead_kept(void **state) {
 }
 
 /* The shadow prices on random jobs of 4 to 6 layers on 1 to 3 units a
- * type: 0 where the whole job's completion by stages fits the counts
- * without them; where it does not, prices whose completion fits (when the
- * subgradient steps find one) or 0 again -- never a price that leaves the
- * completion over the counts. On the priced jobs every step's look-ahead
- * is checked against the brute force at those prices. (Of 400 jobs, 61
- * break the counts, most with no feasible plan at all; 10 are priced.) */
+ * type, under features versions 5 and 6 (agent_rollout_set_features): 0
+ * where the whole job's completion by stages fits the counts without
+ * them; where it does not, prices under which a completion fits (when the
+ * subgradient steps find some) or 0 again -- never prices under which none
+ * fits: for version 5 the cheapest path fits, for version 6 some level's
+ * path does. On the priced jobs every step's look-ahead is checked against
+ * the brute force at those prices. (Of 400 jobs, 61 break the counts,
+ * most with no feasible plan at all; version 5 prices 10, and a
+ * completion fits on those 10; version 6 finds one on 14, 10 of them at
+ * lambda = 0 on a level or first type the cheapest path does not take.) */
 static void test_shadow_prices(void **state) {
     (void)state;
-    uint64_t x = 777;
     nn_params *p = make_params(&TINY, 2);
     agent_rollout *ro = agent_rollout_create(&TINY);
-    int priced = 0, over = 0;
-    for (int rep = 0; rep < 400; rep++) {
-        inst in;
-        model_layer ls[6];
-        random_small(&in, ls, &x, 4, 3);
-        agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
-        agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)rep, 1);
-        const double *lam = agent_rollout_shadow_prices(ro, 0);
-        int plain = root_fits(&ai, (double[3]){0, 0, 0}), at = root_fits(&ai, lam);
-        for (int k = 0; k < 3; k++) assert_true(lam[k] >= 0);
-        if (plain == -2 || at == -2) continue; /* a tie: either path may be the programme's */
-        over += plain == 0;
-        if (lam[0] == 0 && lam[1] == 0 && lam[2] == 0) continue;
-        assert_int_equal(plain, 0);
-        assert_int_equal(at, 1);
-        assert_true(check_episodes(ro, &ai, tt, 1) > 0);
-        priced++;
+    int priced[2] = {0, 0}, fitted[2] = {0, 0}, over = 0;
+    for (int ver = 5; ver <= 6; ver++) {
+        uint64_t x = 777;
+        agent_rollout_set_features(ro, ver);
+        for (int rep = 0; rep < 400; rep++) {
+            inst in;
+            model_layer ls[6];
+            random_small(&in, ls, &x, 4, 3);
+            agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
+            agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)rep, 1);
+            const double *lam = agent_rollout_shadow_prices(ro, 0);
+            int plain = root_fits(&ai, (double[3]){0, 0, 0}, 0), at = root_fits(&ai, lam, ver == 6);
+            for (int k = 0; k < 3; k++) assert_true(lam[k] >= 0);
+            if (plain == -2 || at == -2) continue; /* a tie: either path may be the programme's */
+            over += ver == 5 && plain == 0;
+            fitted[ver - 5] += plain == 0 && at == 1;
+            if (lam[0] == 0 && lam[1] == 0 && lam[2] == 0) continue;
+            assert_int_equal(plain, 0);
+            assert_int_equal(at, 1);
+            assert_true(check_episodes(ro, &ai, tt, 1) > 0);
+            priced[ver - 5]++;
+        }
     }
+    print_message("shadow prices: %d jobs break the counts; a completion fits on %d (version 5, %d priced), "
+                  "%d (version 6, %d priced)\n",
+                  over, fitted[0], priced[0], fitted[1], priced[1]);
     assert_true(over >= 20); /* jobs whose cheapest completion breaks the counts */
-    assert_true(priced >= 5);
+    assert_true(priced[0] >= 5 && priced[1] >= 3);
+    assert_true(fitted[1] > fitted[0]);
+    assert_true(fitted[1] - priced[1] >= 5); /* fits found at lambda = 0 off the cheapest path */
     agent_rollout_free(ro);
     nn_params_free(p);
 }
