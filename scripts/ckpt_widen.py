@@ -12,10 +12,12 @@ the previous choice (decoder/w_ih) -- and moments copied from features 6
 and 5 (whether the cheapest completion fits, and its cost), so that the
 network reads the fitting completion as it read the cheapest one. It was
 the start of configs/train/general-fit-d.yaml (docs/agent-runs.md,
-"Look-ahead version 5, a third seed").
+"Look-ahead version 5, a third seed") and of general-fit-f.yaml.
 
-The layout comes from a version-5 file of the same network, which strata
-writes without taking a training step:
+The layout comes from a file of the same network written by this build
+(versions 5 and 6 share the rows; the output records the layout file's
+version, and the twenty-sixth session's general-fit-f.yaml started from a
+version-6 one), which strata writes without taking a training step:
   OPENBLAS_NUM_THREADS=1 build/strata train configs/train/general-fit-d.yaml \\
       --resume checkpoints/general.h5 --stop-at 39113 --out /tmp/grown
   /usr/bin/python3 scripts/ckpt_widen.py checkpoints/general.h5 /tmp/grown/last.h5 /tmp/start.h5
