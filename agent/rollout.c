@@ -522,29 +522,6 @@ static double la_dp_root(const agent_rollout *r, int g, const model_job *job, co
     return best;
 }
 
-/* la_dp_fitting returns the least cost (at the own prices) of the whole
- * job's completions by stages at the current shadow prices whose stages
- * together fit the unit counts: over the levels, the path from layer 0
- * that starts with the cheapest first type (dp_b1) and the one that starts
- * with the second cheapest (dp_b2); INFINITY when none fits. */
-static double la_dp_fitting(const agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
-    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
-    double best = INFINITY;
-    for (int m = 0; m < LA_DP_LEVELS; m++) {
-        la_level v = la_dp_at(r, g, m);
-        if (v.b1[0] < 0) break; /* none at this level: none above it either */
-        for (int q = 0; q < 2; q++) {
-            int t0 = q ? v.b2[0] : v.b1[0], used[MODEL_MAX_TYPES] = {0};
-            if (t0 < 0) continue;
-            double c = job->samples / v.TH[t0] / 3600.0 * v.TR[t0];
-            if (!(c < best)) continue;
-            la_dp_path(NULL, g, &v, job, cl, ps, 0, q ? v.b1[0] : -1, used);
-            if (la_fits(used, cl)) best = c;
-        }
-    }
-    return best;
-}
-
 /* env_tag returns the digest of what gym_create made an episode's
  * environment from: the instance (key, its mkey_digest, and the job and
  * cluster objects themselves, which the environment borrows) and the
@@ -594,6 +571,48 @@ static void la_dp_units(agent_rollout *r, int g, const model_job *job, const mod
     }
 }
 
+/* la_dp_fitting returns the least cost (at the own prices) of the whole
+ * job's completions by stages at the current shadow prices whose stages
+ * together fit the unit counts, over the levels: with every = 0 (features
+ * version 6) the path from layer 0 that starts with the cheapest first
+ * type (dp_b1) and the one that starts with the second cheapest (dp_b2);
+ * with every = 1 (version 7) every first stage, k on layers 0..j for every
+ * k and j, then the level's cheapest path from j + 1 -- the completions the
+ * look-ahead tries at the first decision (its units from dp_units, filled
+ * here for the current prices). INFINITY when none fits. */
+static double la_dp_fitting(agent_rollout *r, int g, const model_job *job, const model_cluster *cl, int every) {
+    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
+    int L = job->n_layers, n = cl->n_types;
+    double best = INFINITY;
+    if (every) la_dp_units(r, g, job, cl);
+    for (int m = 0; m < LA_DP_LEVELS; m++) {
+        la_level v = la_dp_at(r, g, m);
+        if (v.b1[0] < 0) break; /* none at this level: none above it either */
+        for (int q = 0; q < 2 && !every; q++) {
+            int t0 = q ? v.b2[0] : v.b1[0], used[MODEL_MAX_TYPES] = {0};
+            if (t0 < 0) continue;
+            double c = job->samples / v.TH[t0] / 3600.0 * v.TR[t0];
+            if (!(c < best)) continue;
+            la_dp_path(NULL, g, &v, job, cl, ps, 0, q ? v.b1[0] : -1, used);
+            if (la_fits(used, cl)) best = c;
+        }
+        for (int k = 0; k < n && every; k++)
+            for (int j = 0; j < L; j++) {
+                la_stage A = la_fill(job, cl, ps, L, k, 0, j);
+                double pr, tr, th;
+                if (!A.ok || la_dp_then(&v, cl, A, k, j, L, &pr, &tr, &th)) continue;
+                double c = job->samples / th / 3600.0 * tr;
+                if (!(c < best)) continue;
+                int used[MODEL_MAX_TYPES] = {0};
+                if (j + 1 < L) memcpy(used, la_dp_units_at(r, g, m, &v, j + 1, la_dp_after(&v, j + 1, k)),
+                                      (size_t)n * sizeof *used);
+                used[k] += A.units;
+                if (la_fits(used, cl)) best = c;
+            }
+    }
+    return best;
+}
+
 /* la_dp_fill computes instance g's completions by stages and their shadow
  * prices: from lambda = 0, subgradient steps on the whole job's completion
  * that steers them (la_dp_root), lambda_k += step x (units of k it takes -
@@ -603,10 +622,11 @@ static void la_dp_units(agent_rollout *r, int g, const model_job *job, const mod
  * stages held to their counts). A job whose cheapest completion fits keeps
  * lambda = 0 after one pass. Features version 6 (r->la_version) steers by
  * the shadow-priced path, takes LA_SHADOW_STEPS steps and checks every
- * level's two paths at each (la_dp_fitting); versions 4-5 steered by the
+ * level's two paths at each (la_dp_fitting), version 7 every first stage
+ * and the level's path after it; versions 4-5 steered by the
  * path of least cost, took LA_SHADOW_STEPS_V5 steps and checked that path
  * alone, and on 62 of 800 held-out jobs, each with a feasible plan, no
- * prices fit (32 with version 6: docs/agent-runs.md). */
+ * prices fit (32 with version 6, 16 with version 7: docs/agent-runs.md). */
 static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
     int n = cl->n_types, used[MODEL_MAX_TYPES], found = 0, v6 = r->la_version >= 6;
     double *lam = r->dp_lam + (size_t)g * r->K, keep[MODEL_MAX_TYPES], kept = INFINITY, mean = 0;
@@ -616,7 +636,7 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
         r->dp_h[(size_t)g * LA_DP_LEVELS + m] = m ? job->min_throughput * pow(LA_DP_RATIO, m) : 0.0;
     la_dp_pass(r, g, job, cl);
     for (int it = 0; it < (v6 ? LA_SHADOW_STEPS : LA_SHADOW_STEPS_V5); it++) {
-        double f = v6 ? la_dp_fitting(r, g, job, cl) : INFINITY;
+        double f = v6 ? la_dp_fitting(r, g, job, cl, r->la_version >= 7) : INFINITY;
         double c = la_dp_root(r, g, job, cl, used, v6);
         if (!v6 && la_fits(used, cl)) f = c;
         if (f < kept) {
@@ -1624,7 +1644,7 @@ agent_net_ws *agent_rollout_ws(agent_rollout *r) { return r->ws; }
 void agent_rollout_set_memo(agent_rollout *r, int on) { r->la_memo_off = !on; }
 
 void agent_rollout_set_features(agent_rollout *r, int version) {
-    version = version < AGENT_FEATURES_VERSION ? 5 : AGENT_FEATURES_VERSION;
+    version = version < 6 ? 5 : version < AGENT_FEATURES_VERSION ? version : AGENT_FEATURES_VERSION;
     if (version == r->la_version) return;
     r->la_version = version;
     r->dp_n = 0; /* the completions and the tree kept were the other version's */

@@ -594,6 +594,64 @@ static int root_fits(const agent_instance *in, const double *lam, int any) {
     return fits;
 }
 
+/* stage_fits is root_fits for features version 7: per level and first
+ * stage (type k on layers 0..j, every k and j), the least-priced plan at
+ * the shadow prices lam[3] that starts with exactly that stage, every
+ * stage within its type's count and as fast as the level asks; returns
+ * whether any of those fits the unit counts (-1: none exists; -2: a tie
+ * for some least price). */
+static int stage_fits(const agent_instance *in, const double *lam) {
+    const model_job *job = in->job;
+    int L = job->n_layers, a[6], n = 1, fits = -1;
+    model_plan *plan = model_plan_create(L);
+    model_type big[3];
+    model_cluster nocount = *in->cl;
+    for (int k = 0; k < 3; k++) {
+        big[k] = in->cl->types[k];
+        big[k].count = 1 << 20;
+    }
+    nocount.types = big;
+    for (int l = 0; l < L; l++) n *= 3;
+    for (int m = 0; m < AGENT_LA_LEVELS && fits != -2; m++) {
+        double h = m ? job->min_throughput * pow(AGENT_LA_RATIO, m) : 0, pmin[3][6];
+        int fit[3][6] = {{0}}, tie[3][6] = {{0}}, any = 0;
+        for (int k = 0; k < 3; k++)
+            for (int j = 0; j < 6; j++) pmin[k][j] = INFINITY;
+        for (int c = 0; c < n; c++) {
+            for (int l = 0, v = c; l < L; l++) a[l] = v % 3, v /= 3;
+            if (model_eval(job, &nocount, a, plan)) continue;
+            double pr = plan->unit_price, th = INFINITY;
+            int over = 0, used[3] = {0, 0, 0}, j = 0;
+            while (j + 1 < L && a[j + 1] == a[0]) j++;
+            for (int q = 0; q < plan->n_stages; q++) {
+                const model_stage *st = &plan->stages[q];
+                over |= st->units > in->cl->types[st->type].count;
+                pr += st->units * lam[st->type];
+                used[st->type] += st->units;
+                th = fmin(th, st->throughput);
+            }
+            if (over || th < h) continue;
+            double *pm = &pmin[a[0]][j];
+            if (fabs(pr - *pm) <= 1e-9 * *pm) tie[a[0]][j] = 1;
+            if (!(pr < *pm * (1 - 1e-9))) continue;
+            tie[a[0]][j] = 0;
+            *pm = pr;
+            any = 1;
+            fit[a[0]][j] = 1;
+            for (int k = 0; k < 3; k++) fit[a[0]][j] &= used[k] <= in->cl->types[k].count;
+        }
+        if (!any) break;
+        for (int k = 0; k < 3; k++)
+            for (int j = 0; j < L; j++) {
+                if (!isfinite(pmin[k][j])) continue;
+                if (tie[k][j]) fits = -2;
+                else if (fits != -2) fits = fits == 1 || fit[k][j];
+            }
+    }
+    model_plan_free(plan);
+    return fits;
+}
+
 /* The look-ahead on random small instances with tight unit counts, so that
  * capacity, memory and the closing of the open stage all bite: every step
  * of every episode against the brute force of check_lookahead. */
@@ -716,22 +774,24 @@ static void test_lookahead_kept(void **state) {
 }
 
 /* The shadow prices on random jobs of 4 to 6 layers on 1 to 3 units a
- * type, under features versions 5 and 6 (agent_rollout_set_features): 0
+ * type, under features versions 5 to 7 (agent_rollout_set_features): 0
  * where the whole job's completion by stages fits the counts without
  * them; where it does not, prices under which a completion fits (when the
  * subgradient steps find some) or 0 again -- never prices under which none
  * fits: for version 5 the cheapest path fits, for version 6 some level's
- * path does. On the priced jobs every step's look-ahead is checked against
- * the brute force at those prices. (Of 400 jobs, 61 break the counts,
+ * path does, for version 7 some first stage's. On the priced jobs every
+ * step's look-ahead is checked against the brute force at those prices.
+ * (Of 400 jobs, 61 break the counts,
  * most with no feasible plan at all; version 5 prices 10, and a
  * completion fits on those 10; version 6 finds one on 14, 10 of them at
- * lambda = 0 on a level or first type the cheapest path does not take.) */
+ * lambda = 0 on a level or first type the cheapest path does not take;
+ * version 7, which checks every first stage (stage_fits), on 21.) */
 static void test_shadow_prices(void **state) {
     (void)state;
     nn_params *p = make_params(&TINY, 2);
     agent_rollout *ro = agent_rollout_create(&TINY);
-    int priced[2] = {0, 0}, fitted[2] = {0, 0}, over = 0;
-    for (int ver = 5; ver <= 6; ver++) {
+    int priced[3] = {0, 0, 0}, fitted[3] = {0, 0, 0}, over = 0;
+    for (int ver = 5; ver <= 7; ver++) {
         uint64_t x = 777;
         agent_rollout_set_features(ro, ver);
         for (int rep = 0; rep < 400; rep++) {
@@ -741,7 +801,8 @@ static void test_shadow_prices(void **state) {
             agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
             agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)rep, 1);
             const double *lam = agent_rollout_shadow_prices(ro, 0);
-            int plain = root_fits(&ai, (double[3]){0, 0, 0}, 0), at = root_fits(&ai, lam, ver == 6);
+            int plain = root_fits(&ai, (double[3]){0, 0, 0}, 0),
+                at = ver == 7 ? stage_fits(&ai, lam) : root_fits(&ai, lam, ver == 6);
             for (int k = 0; k < 3; k++) assert_true(lam[k] >= 0);
             if (plain == -2 || at == -2) continue; /* a tie: either path may be the programme's */
             over += ver == 5 && plain == 0;
@@ -754,12 +815,13 @@ static void test_shadow_prices(void **state) {
         }
     }
     print_message("shadow prices: %d jobs break the counts; a completion fits on %d (version 5, %d priced), "
-                  "%d (version 6, %d priced)\n",
-                  over, fitted[0], priced[0], fitted[1], priced[1]);
+                  "%d (version 6, %d priced), %d (version 7, %d priced)\n",
+                  over, fitted[0], priced[0], fitted[1], priced[1], fitted[2], priced[2]);
     assert_true(over >= 20); /* jobs whose cheapest completion breaks the counts */
     assert_true(priced[0] >= 5 && priced[1] >= 3);
     assert_true(fitted[1] > fitted[0]);
     assert_true(fitted[1] - priced[1] >= 5); /* fits found at lambda = 0 off the cheapest path */
+    assert_true(fitted[2] > fitted[1]);     /* ... and after other first stages */
     agent_rollout_free(ro);
     nn_params_free(p);
 }
