@@ -527,6 +527,56 @@ static void test_features_and_masks(void **state) {
     nn_params_free(p);
 }
 
+/* The brute forces below walk every plan of a job of at most 6 layers on
+ * 3 types (3^L of them) on its cluster with the unit counts lifted. */
+typedef struct {
+    model_type big[3];     /* the types, counts lifted */
+    model_cluster nocount; /* the cluster on them */
+    model_plan *plan;      /* the plan scored last */
+    int a[6];              /* its assignment [L] */
+    int n;                 /* plans: 3^L */
+} bf_ctx;
+
+/* bf_begin sets b up for instance in; bf_end frees what it holds. */
+static void bf_begin(bf_ctx *b, const agent_instance *in) {
+    b->nocount = *in->cl;
+    for (int k = 0; k < 3; k++) {
+        b->big[k] = in->cl->types[k];
+        b->big[k].count = 1 << 20;
+    }
+    b->nocount.types = b->big;
+    b->plan = model_plan_create(in->job->n_layers);
+    b->n = 1;
+    for (int l = 0; l < in->job->n_layers; l++) b->n *= 3;
+}
+
+static void bf_end(bf_ctx *b) { model_plan_free(b->plan); }
+
+/* bf_plan scores plan c (digit l of c in base 3 the type of layer l, into
+ * b->a): returns 0 with its price at the shadow prices lam[3] (*pr), its
+ * throughput (*th), its own cost (*cost) and whether its units fit the
+ * real counts (*fit); -1 when it does not evaluate or a stage takes more
+ * units than its type has. */
+static int bf_plan(bf_ctx *b, const agent_instance *in, int c, const double *lam, double *pr, double *th,
+                   double *cost, int *fit) {
+    int L = in->job->n_layers, used[3] = {0, 0, 0};
+    for (int l = 0, v = c; l < L; l++) b->a[l] = v % 3, v /= 3;
+    if (model_eval(in->job, &b->nocount, b->a, b->plan)) return -1;
+    *pr = b->plan->unit_price;
+    *th = INFINITY;
+    *cost = b->plan->cost;
+    for (int q = 0; q < b->plan->n_stages; q++) {
+        const model_stage *st = &b->plan->stages[q];
+        if (st->units > in->cl->types[st->type].count) return -1;
+        *pr += st->units * lam[st->type];
+        used[st->type] += st->units;
+        *th = fmin(*th, st->throughput);
+    }
+    *fit = 1;
+    for (int k = 0; k < 3; k++) *fit &= used[k] <= in->cl->types[k].count;
+    return 0;
+}
+
 /* root_fits finds by brute force the whole job's completions by stages at
  * the shadow prices lam[3] (as check_lookahead, from layer 0): per level
  * the least-priced plan with every stage within its type's count, and the
@@ -538,45 +588,29 @@ static void test_features_and_masks(void **state) {
  * and the dynamic programme may have taken either. */
 static int root_fits(const agent_instance *in, const double *lam, int any) {
     const model_job *job = in->job;
-    int L = job->n_layers, a[6], n = 1, fits = -1;
-    model_plan *plan = model_plan_create(L);
-    model_type big[3];
-    model_cluster nocount = *in->cl;
-    for (int k = 0; k < 3; k++) {
-        big[k] = in->cl->types[k];
-        big[k].count = 1 << 20;
-    }
-    nocount.types = big;
-    for (int l = 0; l < L; l++) n *= 3;
+    int fits = -1, *a;
+    bf_ctx b;
+    bf_begin(&b, in);
+    a = b.a;
     double best = INFINITY;
     for (int m = 0; m < AGENT_LA_LEVELS && fits != -2; m++) {
         double h = m ? job->min_throughput * pow(AGENT_LA_RATIO, m) : 0, pmin[2] = {INFINITY, INFINITY}, cost = 0;
         int fit[2] = {0, 0}, tie[2] = {0, 0}, first = -1;
         for (int pass = 0; pass < 2; pass++) /* 0: the least-priced; 1: ... of another first type */
-            for (int c = 0; c < n; c++) {
-                for (int l = 0, v = c; l < L; l++) a[l] = v % 3, v /= 3;
-                if (pass && a[0] == first) continue;
-                if (model_eval(job, &nocount, a, plan)) continue;
-                double pr = plan->unit_price, th = INFINITY;
-                int over = 0, used[3] = {0, 0, 0};
-                for (int q = 0; q < plan->n_stages; q++) {
-                    const model_stage *st = &plan->stages[q];
-                    over |= st->units > in->cl->types[st->type].count;
-                    pr += st->units * lam[st->type];
-                    used[st->type] += st->units;
-                    th = fmin(th, st->throughput);
-                }
-                if (over || th < h) continue;
+            for (int c = 0; c < b.n; c++) {
+                double pr, th, co;
+                int f;
+                if (bf_plan(&b, in, c, lam, &pr, &th, &co, &f) || th < h || (pass && a[0] == first))
+                    continue;
                 if (fabs(pr - pmin[pass]) <= 1e-9 * pmin[pass]) tie[pass] = 1;
                 if (!(pr < pmin[pass] * (1 - 1e-9))) continue;
                 tie[pass] = 0;
                 pmin[pass] = pr;
                 if (!pass) {
-                    cost = plan->cost;
+                    cost = co;
                     first = a[0];
                 }
-                fit[pass] = 1;
-                for (int k = 0; k < 3; k++) fit[pass] &= used[k] <= in->cl->types[k].count;
+                fit[pass] = f;
             }
         if (!isfinite(pmin[0])) break;
         if (tie[0] || (any && isfinite(pmin[1]) && tie[1])) {
@@ -590,7 +624,7 @@ static int root_fits(const agent_instance *in, const double *lam, int any) {
             fits = fit[0];
         }
     }
-    model_plan_free(plan);
+    bf_end(&b);
     return fits;
 }
 
@@ -602,43 +636,27 @@ static int root_fits(const agent_instance *in, const double *lam, int any) {
  * for some least price). */
 static int stage_fits(const agent_instance *in, const double *lam) {
     const model_job *job = in->job;
-    int L = job->n_layers, a[6], n = 1, fits = -1;
-    model_plan *plan = model_plan_create(L);
-    model_type big[3];
-    model_cluster nocount = *in->cl;
-    for (int k = 0; k < 3; k++) {
-        big[k] = in->cl->types[k];
-        big[k].count = 1 << 20;
-    }
-    nocount.types = big;
-    for (int l = 0; l < L; l++) n *= 3;
+    int L = job->n_layers, fits = -1, *a;
+    bf_ctx b;
+    bf_begin(&b, in);
+    a = b.a;
     for (int m = 0; m < AGENT_LA_LEVELS && fits != -2; m++) {
         double h = m ? job->min_throughput * pow(AGENT_LA_RATIO, m) : 0, pmin[3][6];
         int fit[3][6] = {{0}}, tie[3][6] = {{0}}, any = 0;
         for (int k = 0; k < 3; k++)
             for (int j = 0; j < 6; j++) pmin[k][j] = INFINITY;
-        for (int c = 0; c < n; c++) {
-            for (int l = 0, v = c; l < L; l++) a[l] = v % 3, v /= 3;
-            if (model_eval(job, &nocount, a, plan)) continue;
-            double pr = plan->unit_price, th = INFINITY;
-            int over = 0, used[3] = {0, 0, 0}, j = 0;
+        for (int c = 0; c < b.n; c++) {
+            double pr, th, co;
+            int f, j = 0;
+            if (bf_plan(&b, in, c, lam, &pr, &th, &co, &f) || th < h) continue;
             while (j + 1 < L && a[j + 1] == a[0]) j++;
-            for (int q = 0; q < plan->n_stages; q++) {
-                const model_stage *st = &plan->stages[q];
-                over |= st->units > in->cl->types[st->type].count;
-                pr += st->units * lam[st->type];
-                used[st->type] += st->units;
-                th = fmin(th, st->throughput);
-            }
-            if (over || th < h) continue;
             double *pm = &pmin[a[0]][j];
             if (fabs(pr - *pm) <= 1e-9 * *pm) tie[a[0]][j] = 1;
             if (!(pr < *pm * (1 - 1e-9))) continue;
             tie[a[0]][j] = 0;
             *pm = pr;
             any = 1;
-            fit[a[0]][j] = 1;
-            for (int k = 0; k < 3; k++) fit[a[0]][j] &= used[k] <= in->cl->types[k].count;
+            fit[a[0]][j] = f;
         }
         if (!any) break;
         for (int k = 0; k < 3; k++)
@@ -648,7 +666,7 @@ static int stage_fits(const agent_instance *in, const double *lam) {
                 else if (fits != -2) fits = fits == 1 || fit[k][j];
             }
     }
-    model_plan_free(plan);
+    bf_end(&b);
     return fits;
 }
 
