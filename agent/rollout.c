@@ -588,15 +588,18 @@ static double la_dp_fitting(agent_rollout *r, int g, const model_job *job, const
     for (int m = 0; m < LA_DP_LEVELS; m++) {
         la_level v = la_dp_at(r, g, m);
         if (v.b1[0] < 0) break; /* none at this level: none above it either */
-        for (int q = 0; q < 2 && !every; q++) {
-            int t0 = q ? v.b2[0] : v.b1[0], used[MODEL_MAX_TYPES] = {0};
-            if (t0 < 0) continue;
-            double c = job->samples / v.TH[t0] / 3600.0 * v.TR[t0];
-            if (!(c < best)) continue;
-            la_dp_path(NULL, g, &v, job, cl, ps, 0, q ? v.b1[0] : -1, used);
-            if (la_fits(used, cl)) best = c;
+        if (!every) {
+            for (int q = 0; q < 2; q++) {
+                int t0 = q ? v.b2[0] : v.b1[0], used[MODEL_MAX_TYPES] = {0};
+                if (t0 < 0) continue;
+                double c = job->samples / v.TH[t0] / 3600.0 * v.TR[t0];
+                if (!(c < best)) continue;
+                la_dp_path(NULL, g, &v, job, cl, ps, 0, q ? v.b1[0] : -1, used);
+                if (la_fits(used, cl)) best = c;
+            }
+            continue;
         }
-        for (int k = 0; k < n && every; k++)
+        for (int k = 0; k < n; k++)
             for (int j = 0; j < L; j++) {
                 la_stage A = la_fill(job, cl, ps, L, k, 0, j);
                 double pr, tr, th;
@@ -638,7 +641,7 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
     for (int it = 0; it < (v6 ? LA_SHADOW_STEPS : LA_SHADOW_STEPS_V5); it++) {
         double f = v6 ? la_dp_fitting(r, g, job, cl, r->la_version >= 7) : INFINITY;
         double c = la_dp_root(r, g, job, cl, used, v6);
-        if (!v6 && la_fits(used, cl)) f = c;
+        if (!v6 && isfinite(c) && la_fits(used, cl)) f = c; /* used[] is unset when c is not */
         if (f < kept) {
             kept = f;
             memcpy(keep, lam, (size_t)n * sizeof *lam);
