@@ -829,11 +829,11 @@ size_t agent_policy_decode_bytes(const model_job *job, const model_cluster *cl,
     size_t bytes = TB * (AGENT_FG * f + K * AGENT_FT * f + AGENT_FT * f + K + sizeof(int) +
                          K * f + sizeof(int));
     bytes += T * AGENT_FL * f * 2 + B * (K > Kn ? K : Kn) * f;
-    /* the look-ahead's memo, completions and tree (agent/rollout.c), the
-     * tree holding the states of the sampled batch and up to 32 more
-     * passes of one episode (greedy's, the repairs', the anchored tries',
-     * polish's) */
-    bytes += agent_rollout_lookahead_bytes((int)T, (int)K, TB + 32 * T + 1);
+    /* the look-ahead's memo, completions (held units' too) and tree
+     * (agent/rollout.c), the tree holding the states of the sampled batch
+     * and up to 32 more passes of one episode (greedy's, the repairs', the
+     * anchored tries', polish's) */
+    bytes += agent_rollout_lookahead_bytes((int)T, (int)K, cl, TB + 32 * T + 1);
     /* one environment per episode: its plan and its task table */
     size_t tasks = (size_t)agent_policy_task_cap(job, cl, opts);
     bytes += B * (T * 64 + tasks * 16 + Kn * 64);

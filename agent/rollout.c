@@ -55,6 +55,10 @@ struct agent_rollout {
                             first types (-1: none) */
     double *dp_h;        /* [G, M] the throughput a stage needs at each level */
     double *dp_lam;      /* [G, K] the shadow price of a unit of each type ($/h) */
+    struct la_budget **dp_bud; /* [cap_dbud] per instance slot, the completions
+                            with one type's units held to its count (features
+                            version 8, la_bud_fill; NULL: none) */
+    size_t cap_dbud;
     int *dp_units;       /* [G, M, T+1, 2, K] the units of each type that the
                             run of a row's cheapest and second cheapest entry
                             (dp_b1, dp_b2) takes: its first stage and the
@@ -145,6 +149,37 @@ struct agent_rollout {
     char why[256];
 };
 
+/* The completions by stages of features version 8 on a job whose shadow
+ * prices find none that fits the unit counts (la_bud_fill): the state
+ * carries the units of one held type x as well, so that entry (level m,
+ * budget b, layer i, type k) is the least-priced run from layer i whose
+ * first stage has type k among those taking at most b units of x, the
+ * other types priced with the shadow prices lam. Views of one (m, b) are
+ * la_levels (la_bud_at). */
+typedef struct la_budget {
+    int x;                       /* the held type */
+    int nb;                      /* budgets 0..count(x) */
+    int T1, K;                   /* rows per view (T + 1) and types per row */
+    double lam[MODEL_MAX_TYPES]; /* the shadow prices of the others (lam[x] = 0) */
+    double *P, *TR, *TH;         /* [M, nb, T+1, K] as dp_price, dp_true, dp_th */
+    int *J;                      /* [M, nb, T+1, K] as dp_last */
+    int *b1, *b2;                /* [M, nb, T+1] as dp_b1, dp_b2 */
+    int *U;                      /* [M, nb, T+1, 2, K] as dp_units */
+} la_budget;
+
+/* la_bud_free frees b and what it holds; NULL is fine. */
+static void la_bud_free(la_budget *b) {
+    if (!b) return;
+    free(b->P);
+    free(b->TR);
+    free(b->TH);
+    free(b->J);
+    free(b->b1);
+    free(b->b2);
+    free(b->U);
+    free(b);
+}
+
 /* grow makes *p hold n elements of `elem` bytes, keeping its contents. */
 static int grow(void *pp, size_t *cap, size_t n, size_t elem) {
     void **p = pp;
@@ -206,6 +241,8 @@ void agent_rollout_free(agent_rollout *r) {
     free(r->dp_h);
     free(r->dp_lam);
     free(r->dp_units);
+    for (size_t g = 0; g < r->cap_dbud; g++) la_bud_free(r->dp_bud[g]);
+    free(r->dp_bud);
     free(r->dp_key);
     free(r->gkey);
     free(r->env_tag);
@@ -616,6 +653,209 @@ static double la_dp_fitting(agent_rollout *r, int g, const model_job *job, const
     return best;
 }
 
+/* Held units (features version 8). On some jobs no shadow prices make a
+ * completion by stages fit the counts: the least-priced path swings from
+ * one type to another as their prices move (on a held-out job of two
+ * types with 16 and 21 units, 21 and 6 units, then 9 and 26), the gap
+ * Lagrange's prices cannot close. The state then carries the units of
+ * the type the paths overran most often, held to its count exactly, and
+ * shadow prices on the others (la_bud_fill). The tables take
+ * LA_DP_LEVELS x (count + 1) x (T + 1) rows of K entries: 40 MiB for 64
+ * layers, 8 types and a held type of 64 units (the most held). */
+#define LA_BUD_MAX_UNITS 64 /* held types of more units are not tried */
+#define LA_BUD_TRIES 2      /* types tried, by how often the paths overran them, until one fits */
+#define LA_BUD_STEPS 16     /* subgradient steps on the others' prices per type */
+
+static la_budget *la_bud_create(int x, int count, int T, int K) {
+    la_budget *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->x = x;
+    b->nb = count + 1;
+    b->T1 = T + 1;
+    b->K = K;
+    size_t rows = (size_t)LA_DP_LEVELS * b->nb * b->T1, e = rows * K;
+    b->P = malloc(e * sizeof *b->P);
+    b->TR = malloc(e * sizeof *b->TR);
+    b->TH = malloc(e * sizeof *b->TH);
+    b->J = malloc(e * sizeof *b->J);
+    b->b1 = malloc(rows * sizeof *b->b1);
+    b->b2 = malloc(rows * sizeof *b->b2);
+    b->U = malloc(e * 2 * sizeof *b->U);
+    if (!b->P || !b->TR || !b->TH || !b->J || !b->b1 || !b->b2 || !b->U) {
+        la_bud_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* la_bud_at returns the view of level m (threshold h) at budget u of b. */
+static la_level la_bud_at(const la_budget *b, int m, int u, double h) {
+    size_t o = ((size_t)m * b->nb + u) * b->T1, e = o * b->K;
+    return (la_level){b->P + e, b->TR + e, b->TH + e, b->J + e, b->b1 + o, b->b2 + o, b->lam, h, b->K};
+}
+
+/* la_bud_units_at returns the [K] units per type of the run of entry
+ * (i, k) of view v (level m, budget u of b), k one of the row's two
+ * cheapest first types. */
+static int *la_bud_units_at(const la_budget *b, int m, int u, const la_level *v, int i, int k) {
+    size_t slot = k == v->b1[i] ? 0 : 1;
+    return b->U + ((((size_t)m * b->nb + u) * b->T1 + i) * 2 + slot) * b->K;
+}
+
+/* la_bud_pass computes b's completions at its shadow prices, as
+ * la_dp_pass, each stage of the held type x spending its units from the
+ * budget: entry (m, u, i, k) takes stage A = k on i..j, then view
+ * (m, u - units of x in A)'s cheapest run from j + 1 not starting with k.
+ * Fills the units of each row's two cheapest entries as it goes (rows
+ * after i are final by then). */
+static void la_bud_pass(agent_rollout *r, int g, la_budget *b, const model_job *job, const model_cluster *cl) {
+    int L = job->n_layers, n = cl->n_types, K = b->K;
+    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1), *H = r->dp_h + (size_t)g * LA_DP_LEVELS;
+    size_t e = (size_t)LA_DP_LEVELS * b->nb * b->T1 * K;
+    for (size_t q = 0; q < e; q++) {
+        b->P[q] = b->TR[q] = b->TH[q] = INFINITY;
+        b->J[q] = -1;
+    }
+    memset(b->U, 0, e * 2 * sizeof *b->U);
+    for (size_t q = 0; q < (size_t)LA_DP_LEVELS * b->nb * b->T1; q++) b->b1[q] = b->b2[q] = -1;
+    for (int i = L - 1; i >= 0; i--) {
+        for (int k = 0; k < n; k++)
+            for (int j = i; j < L; j++) {
+                la_stage A = la_fill(job, cl, ps, L, k, i, j);
+                if (!A.ok) continue;
+                int ax = k == b->x ? A.units : 0;
+                for (int m = 0; m < LA_DP_LEVELS && A.th >= H[m]; m++)
+                    for (int u = ax; u < b->nb; u++) {
+                        la_level rest = la_bud_at(b, m, u - ax, H[m]), v = la_bud_at(b, m, u, H[m]);
+                        double pr, tr, th;
+                        size_t c = (size_t)i * K + k;
+                        if (la_dp_then(&rest, cl, A, k, j, L, &pr, &tr, &th) || !(pr < v.P[c])) continue;
+                        v.P[c] = pr;
+                        v.TR[c] = tr;
+                        v.TH[c] = th;
+                        v.J[c] = j;
+                    }
+            }
+        for (int m = 0; m < LA_DP_LEVELS; m++)
+            for (int u = 0; u < b->nb; u++) {
+                la_level v = la_bud_at(b, m, u, H[m]);
+                const double *P = v.P + (size_t)i * K;
+                v.b1[i] = la_dp_next(P, n, -1);
+                v.b2[i] = v.b1[i] < 0 ? -1 : la_dp_next(P, n, v.b1[i]);
+                for (int q = 0; q < 2; q++) {
+                    int k = q ? v.b2[i] : v.b1[i];
+                    if (k < 0) continue;
+                    int j = v.J[(size_t)i * K + k], *w = la_bud_units_at(b, m, u, &v, i, k);
+                    la_stage A = la_fill(job, cl, ps, L, k, i, j);
+                    w[k] += A.units;
+                    if (j + 1 == L) continue;
+                    int ur = u - (k == b->x ? A.units : 0);
+                    la_level rest = la_bud_at(b, m, ur, H[m]);
+                    const int *z = la_bud_units_at(b, m, ur, &rest, j + 1, la_dp_after(&rest, j + 1, k));
+                    for (int y = 0; y < n; y++) w[y] += z[y];
+                }
+            }
+    }
+}
+
+/* la_bud_then prices, as la_dp_then, the run "stage A (type k, ending at
+ * layer j of L), then the cheapest completion from j + 1 not starting
+ * with k that keeps the held type within `left` units after A", at level
+ * m of b (threshold h); its units per type, A's included, are added to
+ * used[] (which the caller fills with the prefix's). Returns 0, or -1
+ * when A overruns the budget, is below the level or nothing follows. */
+static int la_bud_then(const la_budget *b, const model_cluster *cl, la_stage A, int k, int j, int L, int m,
+                       double h, int left, double *pr, double *tr, double *th, int *used) {
+    left -= k == b->x ? A.units : 0;
+    if (left < 0) return -1;
+    if (left >= b->nb) left = b->nb - 1;
+    la_level rest = la_bud_at(b, m, left, h);
+    if (la_dp_then(&rest, cl, A, k, j, L, pr, tr, th)) return -1;
+    used[k] += A.units;
+    if (j + 1 < L) {
+        const int *z = la_bud_units_at(b, m, left, &rest, j + 1, la_dp_after(&rest, j + 1, k));
+        for (int y = 0; y < cl->n_types; y++) used[y] += z[y];
+    }
+    return 0;
+}
+
+/* la_bud_scan looks at b's whole-job completions at its current prices:
+ * returns the least cost (at the own prices) of those that fit every
+ * count, over the levels and first stages (k on 0..j), as la_dp_fitting
+ * with every = 1 (INFINITY: none fits); the run that steers the prices,
+ * the least by price with shadow prices of the levels' cheapest at the
+ * whole budget, gets its units in steer[] and *steered = 1 (0: none). */
+static double la_bud_scan(agent_rollout *r, int g, const la_budget *b, const model_job *job,
+                          const model_cluster *cl, int *steer, int *steered) {
+    int L = job->n_layers, n = cl->n_types, cx = b->nb - 1;
+    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1), *H = r->dp_h + (size_t)g * LA_DP_LEVELS;
+    double best = INFINITY, sbest = INFINITY;
+    *steered = 0;
+    for (int m = 0; m < LA_DP_LEVELS; m++) {
+        la_level v = la_bud_at(b, m, cx, H[m]);
+        int t0 = v.b1[0];
+        if (t0 < 0) break; /* none at this level: none above it either */
+        double sc = job->samples / v.TH[t0] / 3600.0 * v.P[t0];
+        if (sc < sbest) {
+            sbest = sc;
+            memcpy(steer, la_bud_units_at(b, m, cx, &v, 0, t0), (size_t)n * sizeof *steer);
+            *steered = 1;
+        }
+        for (int k = 0; k < n; k++)
+            for (int j = 0; j < L; j++) {
+                la_stage A = la_fill(job, cl, ps, L, k, 0, j);
+                double pr, tr, th;
+                int used[MODEL_MAX_TYPES] = {0};
+                if (!A.ok || la_bud_then(b, cl, A, k, j, L, m, H[m], cx, &pr, &tr, &th, used)) continue;
+                double c = job->samples / th / 3600.0 * tr;
+                if (c < best && la_fits(used, cl)) best = c;
+            }
+    }
+    return best;
+}
+
+/* la_bud_fill seeks, for instance g, completions by stages that fit the
+ * counts with type x held (la_budget): subgradient steps on the other
+ * types' prices as la_dp_fill's, steered by la_bud_scan's run; returns
+ * the budget at the prices under which the cheapest fitting completion
+ * was found (owned by the caller), or NULL when none fits or memory runs
+ * out. */
+static la_budget *la_bud_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl, int x) {
+    int n = cl->n_types, used[MODEL_MAX_TYPES], steered, found = 0;
+    la_budget *b = la_bud_create(x, cl->types[x].count, r->T, r->K);
+    if (!b) return NULL;
+    double keep[MODEL_MAX_TYPES], passed[MODEL_MAX_TYPES], kept = INFINITY, mean = 0;
+    for (int k = 0; k < n; k++) mean += cl->types[k].price / n;
+    memset(b->lam, 0, sizeof b->lam);
+    for (int it = 0; it < LA_BUD_STEPS; it++) {
+        la_bud_pass(r, g, b, job, cl);
+        memcpy(passed, b->lam, sizeof passed);
+        double f = la_bud_scan(r, g, b, job, cl, used, &steered);
+        if (f < kept) {
+            kept = f;
+            memcpy(keep, b->lam, sizeof keep);
+            found = 1;
+        }
+        if (!steered) break;
+        int moved = 0;
+        for (int k = 0; k < n; k++) {
+            if (k == x) continue;
+            double y = fmax(0.0, b->lam[k] + mean / (1.0 + it) * (used[k] - cl->types[k].count) /
+                                                 (cl->types[k].count + 1.0));
+            moved |= y != b->lam[k];
+            b->lam[k] = y;
+        }
+        if (!moved) break;
+    }
+    if (!found) {
+        la_bud_free(b);
+        return NULL;
+    }
+    memcpy(b->lam, keep, (size_t)n * sizeof *keep);
+    if (memcmp(keep, passed, (size_t)n * sizeof *keep)) la_bud_pass(r, g, b, job, cl);
+    return b;
+}
+
 /* la_dp_fill computes instance g's completions by stages and their shadow
  * prices: from lambda = 0, subgradient steps on the whole job's completion
  * that steers them (la_dp_root), lambda_k += step x (units of k it takes -
@@ -631,7 +871,7 @@ static double la_dp_fitting(agent_rollout *r, int g, const model_job *job, const
  * alone, and on 62 of 800 held-out jobs, each with a feasible plan, no
  * prices fit (32 with version 6, 16 with version 7: docs/agent-runs.md). */
 static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
-    int n = cl->n_types, used[MODEL_MAX_TYPES], found = 0, v6 = r->la_version >= 6;
+    int n = cl->n_types, used[MODEL_MAX_TYPES], found = 0, v6 = r->la_version >= 6, over[MODEL_MAX_TYPES] = {0};
     double *lam = r->dp_lam + (size_t)g * r->K, keep[MODEL_MAX_TYPES], kept = INFINITY, mean = 0;
     for (int k = 0; k < r->K; k++) lam[k] = 0;
     for (int k = 0; k < n; k++) mean += cl->types[k].price / n;
@@ -650,6 +890,7 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
         if (!isfinite(c)) break;
         int moved = 0;
         for (int k = 0; k < n; k++) {
+            over[k] += used[k] > cl->types[k].count;
             double x = fmax(0.0, lam[k] + mean / (1.0 + it) * (used[k] - cl->types[k].count) /
                                               (cl->types[k].count + 1.0));
             moved |= x != lam[k];
@@ -666,6 +907,45 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
     }
     if (!same) la_dp_pass(r, g, job, cl);
     la_dp_units(r, g, job, cl);
+    la_bud_free(r->dp_bud[g]);
+    r->dp_bud[g] = NULL;
+    /* version 8: none found -- hold the type the paths overran most often;
+     * when that finds no fit either, the next (one table at a time) */
+    for (int tries = 0; r->la_version >= 8 && !found && !r->dp_bud[g] && tries < LA_BUD_TRIES; tries++) {
+        int x = -1;
+        for (int k = 0; k < n; k++)
+            if (over[k] > 0 && cl->types[k].count <= LA_BUD_MAX_UNITS && (x < 0 || over[k] > over[x])) x = k;
+        if (x < 0) break;
+        over[x] = 0;
+        r->dp_bud[g] = la_bud_fill(r, g, job, cl, x);
+    }
+}
+
+/* la_bud_fit returns features 7-8's cost for a job with a held type
+ * (la_budget b of instance g): the least cost over the levels and the
+ * ends j of k's stage (s..j, t <= j) of "the prefix (price pr0, throughput
+ * th0, units pre[]), k on s..j, then the cheapest completion that keeps
+ * the held type within its count" among those whose units fit every
+ * count; INFINITY when none does. */
+static double la_bud_fit(agent_rollout *r, int g, const la_budget *b, const model_job *job,
+                         const model_cluster *cl, const double *ps, int k, int s, int t, double th0, double pr0,
+                         const int *pre) {
+    int L = job->n_layers, left = cl->types[b->x].count - pre[b->x];
+    const double *H = r->dp_h + (size_t)g * LA_DP_LEVELS;
+    double best = INFINITY;
+    for (int j = t; j < L; j++) {
+        la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
+        if (!A.ok) continue;
+        for (int m = 0; m < LA_DP_LEVELS && A.th >= H[m]; m++) {
+            double pr, tr, th;
+            int used[MODEL_MAX_TYPES];
+            memcpy(used, pre, (size_t)cl->n_types * sizeof *used);
+            if (la_bud_then(b, cl, A, k, j, L, m, H[m], left, &pr, &tr, &th, used)) break;
+            double c = job->samples / fmin(th0, th) / 3600.0 * (pr0 + tr);
+            if (c < best && la_fits(used, cl)) best = c;
+        }
+    }
+    return best;
 }
 
 static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t *mk, float *rw) {
@@ -754,6 +1034,7 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
      * m's cheapest path from j + 1, over every j and level, kept only when
      * the prefix's units and the run's fit every type's count */
     double c_fit[MODEL_MAX_TYPES], fmin_fit = INFINITY;
+    const la_budget *bud = r->dp_bud[g]; /* version 8, a held type: la_bud_fit instead */
     for (int k = 0; k < T; k++) {
         c_dp[k] = c_fit[k] = INFINITY;
         int closes = t > 0 && k != u, s = k == u ? f : t;
@@ -789,7 +1070,7 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
                     lj[m] = j;
                 }
                 double c = S / fmin(th0, th) / 3600.0 * (pr0 + tr);
-                if (!(c < c_fit[k])) continue;
+                if (bud || !(c < c_fit[k])) continue;
                 const int *w = j + 1 < L ? la_dp_units_at(r, g, m, v, j + 1, la_dp_after(v, j + 1, k)) : NULL;
                 int used[MODEL_MAX_TYPES];
                 for (int x = 0; x < T; x++) used[x] = pre[x] + (w ? w[x] : 0);
@@ -797,6 +1078,7 @@ static void lookahead(agent_rollout *r, int b, int t, int n_types, const uint8_t
                 if (la_fits(used, cl)) c_fit[k] = c;
             }
         }
+        if (bud) c_fit[k] = la_bud_fit(r, g, bud, job, cl, ps, k, s, t, th0, pr0, pre);
         if (c_fit[k] < fmin_fit) fmin_fit = c_fit[k];
         int bm = -1, bj = -1;
         for (int m = 0; m < LA_DP_LEVELS; m++) {
@@ -893,7 +1175,7 @@ static size_t lt_node_bytes(int K) {
     return (size_t)K * (sizeof(int) + AGENT_FX * sizeof(float) + 1) + 1;
 }
 
-size_t agent_rollout_lookahead_bytes(int T, int K, size_t states) {
+size_t agent_rollout_lookahead_bytes(int T, int K, const model_cluster *cl, size_t states) {
     size_t t = (size_t)(T > 0 ? T : 1), k = (size_t)(K > 0 ? K : 1);
     /* the stage memo, when a run of one instance uses it */
     size_t stages = k * t * t, bytes = (stages <= LA_MEMO_MAX ? stages : 0) * (sizeof(la_stage) + 1);
@@ -903,9 +1185,17 @@ size_t agent_rollout_lookahead_bytes(int T, int K, size_t states) {
     bytes += (size_t)LA_DP_LEVELS * (t + 1) * (k * (3 * sizeof(double) + sizeof(int)) + 2 * sizeof(int));
     /* ... and dp_units: per level and boundary, two rows of k */
     bytes += (size_t)LA_DP_LEVELS * (t + 1) * 2 * k * sizeof(int);
+    /* ... and the held units' tables (la_budget, one at a time) for the
+     * largest type that may be held */
+    int most = 0;
+    for (int x = 0; cl && x < cl->n_types; x++)
+        if (cl->types[x].count <= LA_BUD_MAX_UNITS && cl->types[x].count > most) most = cl->types[x].count;
+    if (most > 0)
+        bytes += sizeof(la_budget) + (size_t)LA_DP_LEVELS * (most + 1) * (t + 1) *
+                                         (k * (3 * sizeof(double) + sizeof(int)) + 2 * sizeof(int) + 2 * k * sizeof(int));
     /* the tree, grown by doubling from 16 nodes up to LA_TREE_BYTES */
-    size_t nb = lt_node_bytes((int)k), most = LA_TREE_BYTES / nb;
-    size_t n = states < most ? states : most, cap = 16;
+    size_t nb = lt_node_bytes((int)k), fit = LA_TREE_BYTES / nb;
+    size_t n = states < fit ? states : fit, cap = 16;
     while (cap < n) cap *= 2;
     return bytes + cap * nb;
 }
@@ -1362,6 +1652,17 @@ static int setup(agent_rollout *r, const agent_instance *inst, int G, const int 
         memset(&r->last[b], 0, sizeof r->last[b]);
         r->n_tasks[b] = -1;
     }
+    if ((size_t)G > r->cap_dbud) { /* slots for the held-units completions, new ones empty */
+        la_budget **nb = realloc(r->dp_bud, (size_t)G * sizeof *nb);
+        if (!nb) {
+            free(first);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        for (size_t g = r->cap_dbud; g < (size_t)G; g++) nb[g] = NULL;
+        r->dp_bud = nb;
+        r->cap_dbud = (size_t)G;
+    }
     /* the completions kept from the last run hold for the same layout */
     if (r->dp_T != T || r->dp_K != K) {
         r->dp_T = T;
@@ -1640,6 +1941,12 @@ const agent_rollout_times *agent_rollout_timing(const agent_rollout *r) { return
 
 const double *agent_rollout_shadow_prices(const agent_rollout *r, int g) {
     return r->dp_lam + (size_t)g * r->K;
+}
+
+int agent_rollout_held_type(const agent_rollout *r, int g, const double **lam) {
+    const la_budget *b = (size_t)g < r->cap_dbud ? r->dp_bud[g] : NULL;
+    if (lam) *lam = b ? b->lam : NULL;
+    return b ? b->x : -1;
 }
 
 agent_net_ws *agent_rollout_ws(agent_rollout *r) { return r->ws; }

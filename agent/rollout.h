@@ -251,11 +251,13 @@ void agent_rollout_set_memo(agent_rollout *r, int on);
 void agent_rollout_set_features(agent_rollout *r, int version);
 
 /* agent_rollout_lookahead_bytes bounds the bytes the look-ahead keeps for
- * runs on one instance of T layers and K types that meet `states`
- * distinct states: the stage memo (when it is used), the completions by
- * stages and the tree of the states' features (its 16 MiB cap and its
- * doubling growth counted), for memory estimates. */
-size_t agent_rollout_lookahead_bytes(int T, int K, size_t states);
+ * runs on one instance of T layers and K types on cluster cl (NULL: none
+ * of its types may be held) that meet `states` distinct states: the stage
+ * memo (when it is used), the completions by stages, those with a type's
+ * units held (version 8, sized by the largest count that may be held) and
+ * the tree of the states' features (its 16 MiB cap and its doubling
+ * growth counted), for memory estimates. */
+size_t agent_rollout_lookahead_bytes(int T, int K, const model_cluster *cl, size_t states);
 
 /* agent_rollout_ws returns the network workspace the rollout runs on
  * (owned by r). After agent_rollout_run, and until the parameters change,
@@ -269,6 +271,15 @@ agent_net_ws *agent_rollout_ws(agent_rollout *r);
  * instance's cheapest completion fits the unit counts. For tests and
  * diagnostics. */
 const double *agent_rollout_shadow_prices(const agent_rollout *r, int g);
+
+/* agent_rollout_held_type returns the type whose units the last run's
+ * look-ahead held to its count in instance g's fitting completions
+ * (features 7-8 of version 8, on a job where no shadow prices make a
+ * completion by stages fit: rollout.c, la_bud_fill), the shadow prices of
+ * the other types it priced them with in *lam ([n_types], owned by r;
+ * lam may be NULL); -1 (and *lam NULL) when none is held. For tests and
+ * diagnostics. */
+int agent_rollout_held_type(const agent_rollout *r, int g, const double **lam);
 
 /* The throughput levels of features 4-6: level m admits the stages of
  * throughput at least R x AGENT_LA_RATIO^m (level 0 every usable stage),

@@ -294,13 +294,16 @@ static void test_gradients_soft(void **state) {
  * cheapest of those by cost at the own prices, then checked on the real
  * counts; features 7-8: per level and end j of k's first stage, the
  * least-priced such completion, the cheapest of those that fit the real
- * counts). */
+ * counts -- where the rollout holds a type's units (held >= 0, features
+ * version 8), the least-priced at the prices lamh[K] among those whose
+ * whole plan keeps that type within its count). */
 static int n_fit_checked, n_fit_apart; /* features 7-8 checked; of those, a fitting
                                         completion where feature 6 says the
                                         cheapest by stages does not fit */
 
 static void check_lookahead(const agent_instance *in, const int *prefix, int t, int K,
-                            const unsigned char *mask, const float *rw, const double *lam) {
+                            const unsigned char *mask, const float *rw, const double *lam, int held,
+                            const double *lamh) {
     const model_job *job = in->job;
     int L = job->n_layers, a[8];
     model_plan *plan = model_plan_create(L);
@@ -323,8 +326,8 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
          * whether it fits the real counts */
         int n = 1;
         for (int l = t + 1; l < L; l++) n *= K;
-        double cpr[243], ccost[243], cth[243];
-        int cfit[243], cj[243], nc = 0;
+        double cpr[243], ccost[243], cth[243], cprh[243];
+        int cfit[243], cj[243], cux[243], nc = 0;
         assert_true(n <= 243);
         for (int c = 0; c < n; c++) {
             for (int l = 0, v = c; l < L; l++)
@@ -333,12 +336,15 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
                 else a[l] = v % K, v /= K;
             if (model_eval(job, &nocount, a, plan)) continue;
             int over = 0; /* a stage of the completion beyond its type's count */
-            cpr[nc] = plan->unit_price;
+            cpr[nc] = cprh[nc] = plan->unit_price;
+            cux[nc] = 0;
             for (int q = 0; q < plan->n_stages; q++) {
                 const model_stage *st = &plan->stages[q];
+                if (st->type == held) cux[nc] += st->units; /* the whole plan's */
                 if (st->last < t) continue;
                 over |= st->units > in->cl->types[st->type].count;
                 cpr[nc] += st->units * lam[st->type];
+                if (held >= 0) cprh[nc] += st->units * lamh[st->type];
             }
             if (over) continue;
             ccost[nc] = plan->cost;
@@ -371,18 +377,20 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
         if (dp[k] < dbest) dbest = dp[k];
         /* features 7-8: per level and end j of the first stage, the
          * least-priced completion whose first stage ends at j, kept when
-         * it fits the counts */
+         * it fits the counts (a held type, version 8: among those whose
+         * plan keeps it within its count, at the prices lamh) */
+        const double *fp = held >= 0 ? cprh : cpr;
         for (int m = 0; m < AGENT_LA_LEVELS; m++) {
             double h = m ? job->min_throughput * pow(AGENT_LA_RATIO, m) : 0;
             for (int j = t; j < L; j++) {
                 double pmin = INFINITY;
                 int at = -1;
                 for (int c = 0; c < nc; c++) {
-                    if (cj[c] != j || cth[c] < h) continue;
-                    if (at >= 0 && fabs(cpr[c] - pmin) <= 1e-9 * pmin &&
+                    if (cj[c] != j || cth[c] < h || (held >= 0 && cux[c] > in->cl->types[held].count)) continue;
+                    if (at >= 0 && fabs(fp[c] - pmin) <= 1e-9 * pmin &&
                         (cfit[c] != cfit[at] || fabs(ccost[c] - ccost[at]) > 1e-9 * ccost[at]))
                         funique = 0;
-                    if (cpr[c] < pmin * (1 - 1e-9)) pmin = cpr[c], at = c;
+                    if (fp[c] < pmin * (1 - 1e-9)) pmin = fp[c], at = c;
                 }
                 if (at >= 0 && cfit[at] && ccost[at] < fit[k]) fit[k] = ccost[at];
             }
@@ -491,8 +499,10 @@ static void test_features_and_masks(void **state) {
             assert_memory_equal(gl, ob.global, sizeof ob.global);
             for (int k = 0; k < K; k++) /* gym's features first */
                 assert_memory_equal(rw + k * AGENT_FT, ob.rows + k * GYM_TYPE_FEATS, GYM_TYPE_FEATS * sizeof(float));
+            const double *lamh;
+            int held = agent_rollout_held_type(ro, of[e], &lamh);
             check_lookahead(in, gym_assignment(env, NULL), t, K, ob.mask, rw,
-                            agent_rollout_shadow_prices(ro, of[e]));
+                            agent_rollout_shadow_prices(ro, of[e]), held, lamh);
             for (int k = 0; k < 3; k++) {
                 if (k < K) {
                     assert_int_equal(mk[k], ob.mask[k]);
@@ -534,6 +544,7 @@ typedef struct {
     model_cluster nocount; /* the cluster on them */
     model_plan *plan;      /* the plan scored last */
     int a[6];              /* its assignment [L] */
+    int used[3];           /* its units per type */
     int n;                 /* plans: 3^L */
 } bf_ctx;
 
@@ -555,11 +566,12 @@ static void bf_end(bf_ctx *b) { model_plan_free(b->plan); }
 /* bf_plan scores plan c (digit l of c in base 3 the type of layer l, into
  * b->a): returns 0 with its price at the shadow prices lam[3] (*pr), its
  * throughput (*th), its own cost (*cost) and whether its units fit the
- * real counts (*fit); -1 when it does not evaluate or a stage takes more
- * units than its type has. */
+ * real counts (*fit), its units per type in b->used; -1 when it does not
+ * evaluate or a stage takes more units than its type has. */
 static int bf_plan(bf_ctx *b, const agent_instance *in, int c, const double *lam, double *pr, double *th,
                    double *cost, int *fit) {
-    int L = in->job->n_layers, used[3] = {0, 0, 0};
+    int L = in->job->n_layers, *used = b->used;
+    used[0] = used[1] = used[2] = 0;
     for (int l = 0, v = c; l < L; l++) b->a[l] = v % 3, v /= 3;
     if (model_eval(in->job, &b->nocount, b->a, b->plan)) return -1;
     *pr = b->plan->unit_price;
@@ -631,10 +643,11 @@ static int root_fits(const agent_instance *in, const double *lam, int any) {
 /* stage_fits is root_fits for features version 7: per level and first
  * stage (type k on layers 0..j, every k and j), the least-priced plan at
  * the shadow prices lam[3] that starts with exactly that stage, every
- * stage within its type's count and as fast as the level asks; returns
- * whether any of those fits the unit counts (-1: none exists; -2: a tie
- * for some least price). */
-static int stage_fits(const agent_instance *in, const double *lam) {
+ * stage within its type's count and as fast as the level asks -- with a
+ * held type (held >= 0, version 8), among the plans that keep its units
+ * within its count; returns whether any of those fits the unit counts
+ * (-1: none exists; -2: a tie for some least price). */
+static int stage_fits(const agent_instance *in, const double *lam, int held) {
     const model_job *job = in->job;
     int L = job->n_layers, fits = -1, *a;
     bf_ctx b;
@@ -649,9 +662,10 @@ static int stage_fits(const agent_instance *in, const double *lam) {
             double pr, th, co;
             int f, j = 0;
             if (bf_plan(&b, in, c, lam, &pr, &th, &co, &f) || th < h) continue;
+            if (held >= 0 && b.used[held] > in->cl->types[held].count) continue;
             while (j + 1 < L && a[j + 1] == a[0]) j++;
             double *pm = &pmin[a[0]][j];
-            if (fabs(pr - *pm) <= 1e-9 * *pm) tie[a[0]][j] = 1;
+            if (fabs(pr - *pm) <= 1e-9 * *pm && f != fit[a[0]][j]) tie[a[0]][j] = 1; /* ties of one fit agree */
             if (!(pr < *pm * (1 - 1e-9))) continue;
             tie[a[0]][j] = 0;
             *pm = pr;
@@ -725,8 +739,10 @@ static int check_episodes(const agent_rollout *ro, const agent_instance *ai, con
             if (act < 0) break;
             gym_observation ob;
             gym_obs(env, &ob);
+            const double *lamh;
+            int held = agent_rollout_held_type(ro, 0, &lamh);
             check_lookahead(ai, gym_assignment(env, NULL), t, 3, ob.mask, tt->rows + tb * tt->K * AGENT_FT,
-                            agent_rollout_shadow_prices(ro, 0));
+                            agent_rollout_shadow_prices(ro, 0), held, lamh);
             checked++;
             assert_int_equal(gym_step(env, act, NULL), 0);
         }
@@ -792,24 +808,28 @@ static void test_lookahead_kept(void **state) {
 }
 
 /* The shadow prices on random jobs of 4 to 6 layers on 1 to 3 units a
- * type, under features versions 5 to 7 (agent_rollout_set_features): 0
+ * type, under features versions 5 to 8 (agent_rollout_set_features): 0
  * where the whole job's completion by stages fits the counts without
  * them; where it does not, prices under which a completion fits (when the
  * subgradient steps find some) or 0 again -- never prices under which none
  * fits: for version 5 the cheapest path fits, for version 6 some level's
- * path does, for version 7 some first stage's. On the priced jobs every
- * step's look-ahead is checked against the brute force at those prices.
- * (Of 400 jobs, 61 break the counts,
- * most with no feasible plan at all; version 5 prices 10, and a
- * completion fits on those 10; version 6 finds one on 14, 10 of them at
- * lambda = 0 on a level or first type the cheapest path does not take;
- * version 7, which checks every first stage (stage_fits), on 21.) */
+ * path does, for version 7 some first stage's. Version 8 is version 7
+ * (the same prices) and, where those find no fit, may hold one type's
+ * units: then some first stage's least-priced plan among those keeping it
+ * within its count fits, at the prices it reports. On the priced and
+ * held jobs every step's look-ahead is checked against the brute force at
+ * those prices. (Of 400 jobs, 61 break the counts, most with no feasible
+ * plan at all; version 5 prices 10, and a completion fits on those 10;
+ * version 6 finds one on 14, 10 of them at lambda = 0 on a level or first
+ * type the cheapest path does not take; version 7, which checks every
+ * first stage (stage_fits), on 30; version 8 on 31, holding a type on one:
+ * test_held_units has more.) */
 static void test_shadow_prices(void **state) {
     (void)state;
     nn_params *p = make_params(&TINY, 2);
     agent_rollout *ro = agent_rollout_create(&TINY);
-    int priced[3] = {0, 0, 0}, fitted[3] = {0, 0, 0}, over = 0;
-    for (int ver = 5; ver <= 7; ver++) {
+    int priced[4] = {0}, fitted[4] = {0}, over = 0, held_jobs = 0;
+    for (int ver = 5; ver <= 8; ver++) {
         uint64_t x = 777;
         agent_rollout_set_features(ro, ver);
         for (int rep = 0; rep < 400; rep++) {
@@ -818,12 +838,26 @@ static void test_shadow_prices(void **state) {
             random_small(&in, ls, &x, 4, 3);
             agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
             agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)rep, 1);
-            const double *lam = agent_rollout_shadow_prices(ro, 0);
+            const double *lam = agent_rollout_shadow_prices(ro, 0), *lamh;
+            int held = agent_rollout_held_type(ro, 0, &lamh);
             int plain = root_fits(&ai, (double[3]){0, 0, 0}, 0),
-                at = ver == 7 ? stage_fits(&ai, lam) : root_fits(&ai, lam, ver == 6);
+                at = ver >= 7 ? stage_fits(&ai, lam, -1) : root_fits(&ai, lam, ver == 6);
             for (int k = 0; k < 3; k++) assert_true(lam[k] >= 0);
+            if (ver < 8) assert_int_equal(held, -1);
             if (plain == -2 || at == -2) continue; /* a tie: either path may be the programme's */
             over += ver == 5 && plain == 0;
+            if (held >= 0) { /* only where the prices find no fit */
+                assert_int_equal(plain, 0);
+                assert_int_not_equal(at, 1);
+                for (int k = 0; k < 3; k++) assert_true(lamh[k] >= 0 && (k != held || lamh[k] == 0));
+                int hf = stage_fits(&ai, lamh, held);
+                if (hf == -2) continue;
+                assert_int_equal(hf, 1);
+                assert_true(check_episodes(ro, &ai, tt, 1) > 0);
+                fitted[3]++;
+                held_jobs++;
+                continue;
+            }
             fitted[ver - 5] += plain == 0 && at == 1;
             if (lam[0] == 0 && lam[1] == 0 && lam[2] == 0) continue;
             assert_int_equal(plain, 0);
@@ -833,13 +867,76 @@ static void test_shadow_prices(void **state) {
         }
     }
     print_message("shadow prices: %d jobs break the counts; a completion fits on %d (version 5, %d priced), "
-                  "%d (version 6, %d priced), %d (version 7, %d priced)\n",
-                  over, fitted[0], priced[0], fitted[1], priced[1], fitted[2], priced[2]);
+                  "%d (version 6, %d priced), %d (version 7, %d priced), %d (version 8, %d of them held)\n",
+                  over, fitted[0], priced[0], fitted[1], priced[1], fitted[2], priced[2], fitted[3], held_jobs);
     assert_true(over >= 20); /* jobs whose cheapest completion breaks the counts */
     assert_true(priced[0] >= 5 && priced[1] >= 3);
     assert_true(fitted[1] > fitted[0]);
     assert_true(fitted[1] - priced[1] >= 5); /* fits found at lambda = 0 off the cheapest path */
     assert_true(fitted[2] > fitted[1]);     /* ... and after other first stages */
+    assert_true(priced[3] == priced[2]);    /* version 8 keeps version 7's prices */
+    assert_true(held_jobs >= 1 && fitted[3] == fitted[2] + held_jobs); /* ... and holds a type where none fit */
+    agent_rollout_free(ro);
+    nn_params_free(p);
+}
+
+/* bf_feasible returns the least cost of job in's plans that fit the real
+ * counts and reach its target, by brute force (INFINITY: none). */
+static double bf_feasible(const agent_instance *in) {
+    bf_ctx b;
+    bf_begin(&b, in);
+    double best = INFINITY, zero[3] = {0, 0, 0};
+    for (int c = 0; c < b.n; c++) {
+        double pr, th, co;
+        int f;
+        if (!bf_plan(&b, in, c, zero, &pr, &th, &co, &f) && f && th >= in->job->min_throughput && co < best)
+            best = co;
+    }
+    bf_end(&b);
+    return best;
+}
+
+/* Held units (features version 8) on the random jobs of 4 to 6 layers on
+ * 1 to 3 units a type where version 7's shadow prices find no completion
+ * by stages that fits the counts though a feasible plan exists (a
+ * duality gap, or a fit no level's cheapest path reaches): version 8
+ * holds a type's units on nearly all of them, and where it does some
+ * first stage's least-priced plan among those keeping that type within
+ * its count fits every count at the prices it reports (stage_fits), and
+ * every step's look-ahead matches the brute force (check_lookahead with
+ * the held type). (Of 6000 jobs, 4414 fit at version 7; of the rest 38
+ * have a feasible plan, and version 8 holds a type on 35, each checked.) */
+static void test_held_units(void **state) {
+    (void)state;
+    nn_params *p = make_params(&TINY, 2);
+    agent_rollout *ro = agent_rollout_create(&TINY);
+    uint64_t x = 9090;
+    int hard = 0, held_jobs = 0, fit7 = 0;
+    for (int rep = 0; rep < 6000; rep++) {
+        inst in;
+        model_layer ls[6];
+        random_small(&in, ls, &x, 4, 3);
+        agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
+        agent_rollout_set_features(ro, 7);
+        play_one(ro, p, &ai, (uint64_t)rep, 1);
+        int at = stage_fits(&ai, agent_rollout_shadow_prices(ro, 0), -1);
+        if (at != 0) { fit7 += at == 1; continue; }
+        if (!isfinite(bf_feasible(&ai))) continue;
+        hard++;
+        agent_rollout_set_features(ro, 8);
+        agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)rep, 1);
+        const double *lamh;
+        int held = agent_rollout_held_type(ro, 0, &lamh);
+        if (held < 0) continue;
+        int hf = stage_fits(&ai, lamh, held);
+        if (hf == -2) continue;
+        assert_int_equal(hf, 1);
+        assert_true(check_episodes(ro, &ai, tt, 1) > 0);
+        held_jobs++;
+    }
+    print_message("held units: %d jobs fit at version 7, %d feasible where none did, %d held\n", fit7, hard, held_jobs);
+    assert_true(fit7 > 4000 && hard >= 30);
+    assert_true(held_jobs >= hard - 5); /* a fit for nearly all of them */
     agent_rollout_free(ro);
     nn_params_free(p);
 }
@@ -1374,6 +1471,7 @@ int main(void) {
         cmocka_unit_test(test_lookahead_random),
         cmocka_unit_test(test_lookahead_kept),
         cmocka_unit_test(test_shadow_prices),
+        cmocka_unit_test(test_held_units),
         cmocka_unit_test(test_only_allowed),
         cmocka_unit_test(test_threads_do_not_matter),
         cmocka_unit_test(test_skip_idle_same_update),
