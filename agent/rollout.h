@@ -243,8 +243,9 @@ void agent_rollout_set_memo(agent_rollout *r, int on);
 /* agent_rollout_set_features makes the following runs of r compute the
  * look-ahead features of the given version (AGENT_FEATURES_VERSION, the
  * default, or an older one: versions below 6 are computed as version 5,
- * whose shadow prices la_dp_fill seeks less widely, and version 6 checks
- * fewer completions against the counts than 7), so that a policy
+ * whose shadow prices la_dp_fill seeks less widely, version 6 checks
+ * fewer completions against the counts than 7, and 7 holds no type's
+ * units where no prices fit, as 8 does), so that a policy
  * decodes on the features it was trained on (agent_policy_load passes its
  * file's version). Forgets the completions and features kept from earlier
  * runs when the version changes. */
