@@ -186,16 +186,16 @@ static int decode(const char *path, const ckpt_info *in, agent_net_dims *d, agen
                  (long long)ver, AGENT_CKPT_VERSION);
         return -1;
     }
-    /* look-ahead features version 2 is version 8 without the last five
+    /* look-ahead features version 2 is version 9 without the last five
      * type features (the completions by stages), versions 3 and 4 without
      * the last two (the completions that fit the counts): read, then grown
      * with zero weights on them (agent_ckpt_read), each plays the same
      * policy. Version 3's completions by stages were blind to the unit
      * counts: read, it meets the counted figures (a policy trained on
-     * version 3 plans better on them, docs/agent-runs.md). Versions 5 and
-     * 6-7 have version 8's rows; their shadow prices were sought less
-     * widely (and 7 holds no type's units), so that on more jobs no
-     * completion fit the counts (rollout.c, la_dp_fill): a policy decodes
+     * version 3 plans better on them, docs/agent-runs.md). Versions 5 to
+     * 8 have version 9's rows; their shadow prices were sought less
+     * widely (7 holds no type's units, 8 one at a time), so that on more
+     * jobs no completion fit the counts (rollout.c, la_dp_fill): a policy decodes
      * on its own version's search (agent_rollout_set_features, from
      * st->features) */
     int64_t fv = 0;

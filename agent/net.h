@@ -53,7 +53,7 @@
 #define AGENT_FX_V2 4              /* ... in features version 2 (read, grown with zero weights) */
 #define AGENT_FX_V4 7              /* ... in features versions 3 and 4 (read, grown with zero weights) */
 #define AGENT_FT (GYM_TYPE_FEATS + AGENT_FX) /* type row features: gym's, then the look-ahead */
-#define AGENT_FEATURES_VERSION 8   /* bumped when the look-ahead features change (6-8: shadow prices, held units, rollout.c) */
+#define AGENT_FEATURES_VERSION 9   /* bumped when the look-ahead features change (6-9: shadow prices, held units, rollout.c) */
 #define AGENT_FN GYM_NODE_FEATS   /* node row features */
 
 typedef struct {

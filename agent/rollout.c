@@ -149,18 +149,25 @@ struct agent_rollout {
     char why[256];
 };
 
-/* The completions by stages of features version 8 on a job whose shadow
- * prices find none that fits the unit counts (la_bud_fill): the state
- * carries the units of one held type x as well, so that entry (level m,
- * budget b, layer i, type k) is the least-priced run from layer i whose
- * first stage has type k among those taking at most b units of x, the
- * other types priced with the shadow prices lam. Views of one (m, b) are
- * la_levels (la_bud_at). */
+/* The completions by stages of features versions 8-9 on a job whose
+ * shadow prices find none that fits the unit counts (la_bud_fill): the
+ * state carries the units of the held types as well, so that entry
+ * (level m, budget u, layer i, type k) is the least-priced run from layer
+ * i whose first stage has type k among those taking at most the budget's
+ * units of each held type, the other types priced with the shadow prices
+ * lam. A budget is a number whose digit h (radix count(x[h]) + 1, place
+ * stride[h]) is the units of x[h] left. Views of one (m, u) are la_levels
+ * (la_bud_at). */
+#define LA_BUD_MAX_HELD AGENT_LA_MAX_HELD /* types held at once (version 9; version 8 holds one) */
+
 typedef struct la_budget {
-    int x;                       /* the held type */
-    int nb;                      /* budgets 0..count(x) */
+    int nh;                      /* held types */
+    int x[LA_BUD_MAX_HELD];      /* the held types */
+    int radix[LA_BUD_MAX_HELD];  /* count(x[h]) + 1 */
+    int stride[LA_BUD_MAX_HELD]; /* the place of digit h */
+    int nb;                      /* budgets: the product of the radices */
     int T1, K;                   /* rows per view (T + 1) and types per row */
-    double lam[MODEL_MAX_TYPES]; /* the shadow prices of the others (lam[x] = 0) */
+    double lam[MODEL_MAX_TYPES]; /* the shadow prices of the others (0 on the held) */
     double *P, *TR, *TH;         /* [M, nb, T+1, K] as dp_price, dp_true, dp_th */
     int *J;                      /* [M, nb, T+1, K] as dp_last */
     int *b1, *b2;                /* [M, nb, T+1] as dp_b1, dp_b2 */
@@ -653,24 +660,36 @@ static double la_dp_fitting(agent_rollout *r, int g, const model_job *job, const
     return best;
 }
 
-/* Held units (features version 8). On some jobs no shadow prices make a
- * completion by stages fit the counts: the least-priced path swings from
- * one type to another as their prices move (on a held-out job of two
+/* Held units (features versions 8-9). On some jobs no shadow prices make
+ * a completion by stages fit the counts: the least-priced path swings
+ * from one type to another as their prices move (on a held-out job of two
  * types with 16 and 21 units, 21 and 6 units, then 9 and 26), the gap
  * Lagrange's prices cannot close. The state then carries the units of
  * the type the paths overran most often, held to its count exactly, and
- * shadow prices on the others (la_bud_fill). The tables take
- * LA_DP_LEVELS x (count + 1) x (T + 1) rows of K entries: 40 MiB for 64
- * layers, 8 types and a held type of 64 units (the most held). */
-#define LA_BUD_MAX_UNITS 64 /* held types of more units are not tried */
-#define LA_BUD_TRIES 2      /* types tried, by how often the paths overran them, until one fits */
-#define LA_BUD_STEPS 16     /* subgradient steps on the others' prices per type */
+ * shadow prices on the others (la_bud_fill). When that finds no fit,
+ * version 8 holds the type overrun next instead; version 9 holds it as
+ * well, the next overrun by the held run's paths, up to LA_BUD_MAX_HELD
+ * types. The tables take LA_DP_LEVELS x budgets x (T + 1) rows of K
+ * entries, the budgets at most LA_BUD_MAX_STATES: 40 MiB for 64 layers
+ * and 8 types. */
+#define LA_BUD_MAX_STATES 65 /* budgets at most (one type of 64 units) */
+#define LA_BUD_TRIES_V8 2    /* version 8: types tried one at a time, until one fits */
+#define LA_BUD_STEPS 16      /* subgradient steps on the others' prices per try */
 
-static la_budget *la_bud_create(int x, int count, int T, int K) {
+/* la_bud_create returns empty tables for the nh held types x[] of cl
+ * (their radices' product at most LA_BUD_MAX_STATES) on T layers and K
+ * types, or NULL when memory runs out; la_bud_free frees them. */
+static la_budget *la_bud_create(const int *x, int nh, const model_cluster *cl, int T, int K) {
     la_budget *b = calloc(1, sizeof *b);
     if (!b) return NULL;
-    b->x = x;
-    b->nb = count + 1;
+    b->nh = nh;
+    b->nb = 1;
+    for (int h = 0; h < nh; h++) {
+        b->x[h] = x[h];
+        b->radix[h] = cl->types[x[h]].count + 1;
+        b->stride[h] = b->nb;
+        b->nb *= b->radix[h];
+    }
     b->T1 = T + 1;
     b->K = K;
     size_t rows = (size_t)LA_DP_LEVELS * b->nb * b->T1, e = rows * K;
@@ -688,6 +707,26 @@ static la_budget *la_bud_create(int x, int count, int T, int K) {
     return b;
 }
 
+/* la_bud_spend returns budget u of b after a stage of `units` units of
+ * type k (u itself when k is not held), or -1 when u has fewer left. */
+static int la_bud_spend(const la_budget *b, int u, int k, int units) {
+    for (int h = 0; h < b->nh; h++)
+        if (b->x[h] == k) return (u / b->stride[h]) % b->radix[h] < units ? -1 : u - units * b->stride[h];
+    return u;
+}
+
+/* la_bud_left returns the budget of what the units pre[] (per type) leave
+ * of the held types' counts, or -1 when they overrun one. */
+static int la_bud_left(const la_budget *b, const int *pre) {
+    int u = 0;
+    for (int h = 0; h < b->nh; h++) {
+        int left = b->radix[h] - 1 - pre[b->x[h]];
+        if (left < 0) return -1;
+        u += left * b->stride[h];
+    }
+    return u;
+}
+
 /* la_bud_at returns the view of level m (threshold h) at budget u of b. */
 static la_level la_bud_at(const la_budget *b, int m, int u, double h) {
     size_t o = ((size_t)m * b->nb + u) * b->T1, e = o * b->K;
@@ -703,9 +742,9 @@ static int *la_bud_units_at(const la_budget *b, int m, int u, const la_level *v,
 }
 
 /* la_bud_pass computes b's completions at its shadow prices, as
- * la_dp_pass, each stage of the held type x spending its units from the
+ * la_dp_pass, each stage of a held type spending its units from the
  * budget: entry (m, u, i, k) takes stage A = k on i..j, then view
- * (m, u - units of x in A)'s cheapest run from j + 1 not starting with k.
+ * (m, la_bud_spend(u, A))'s cheapest run from j + 1 not starting with k.
  * Fills the units of each row's two cheapest entries as it goes (rows
  * after i are final by then). */
 static void la_bud_pass(agent_rollout *r, int g, la_budget *b, const model_job *job, const model_cluster *cl) {
@@ -723,10 +762,11 @@ static void la_bud_pass(agent_rollout *r, int g, la_budget *b, const model_job *
             for (int j = i; j < L; j++) {
                 la_stage A = la_fill(job, cl, ps, L, k, i, j);
                 if (!A.ok) continue;
-                int ax = k == b->x ? A.units : 0;
                 for (int m = 0; m < LA_DP_LEVELS && A.th >= H[m]; m++)
-                    for (int u = ax; u < b->nb; u++) {
-                        la_level rest = la_bud_at(b, m, u - ax, H[m]), v = la_bud_at(b, m, u, H[m]);
+                    for (int u = 0; u < b->nb; u++) {
+                        int ur = la_bud_spend(b, u, k, A.units);
+                        if (ur < 0) continue;
+                        la_level rest = la_bud_at(b, m, ur, H[m]), v = la_bud_at(b, m, u, H[m]);
                         double pr, tr, th;
                         size_t c = (size_t)i * K + k;
                         if (la_dp_then(&rest, cl, A, k, j, L, &pr, &tr, &th) || !(pr < v.P[c])) continue;
@@ -749,7 +789,7 @@ static void la_bud_pass(agent_rollout *r, int g, la_budget *b, const model_job *
                     la_stage A = la_fill(job, cl, ps, L, k, i, j);
                     w[k] += A.units;
                     if (j + 1 == L) continue;
-                    int ur = u - (k == b->x ? A.units : 0);
+                    int ur = la_bud_spend(b, u, k, A.units);
                     la_level rest = la_bud_at(b, m, ur, H[m]);
                     const int *z = la_bud_units_at(b, m, ur, &rest, j + 1, la_dp_after(&rest, j + 1, k));
                     for (int y = 0; y < n; y++) w[y] += z[y];
@@ -760,15 +800,15 @@ static void la_bud_pass(agent_rollout *r, int g, la_budget *b, const model_job *
 
 /* la_bud_then prices, as la_dp_then, the run "stage A (type k, ending at
  * layer j of L), then the cheapest completion from j + 1 not starting
- * with k that keeps the held type within `left` units after A", at level
- * m of b (threshold h); its units per type, A's included, are added to
- * used[] (which the caller fills with the prefix's). Returns 0, or -1
- * when A overruns the budget, is below the level or nothing follows. */
+ * with k that keeps the held types within budget `left` less A's units",
+ * at level m of b (threshold h); its units per type, A's included, are
+ * added to used[] (which the caller fills with the prefix's). Returns 0,
+ * or -1 when A overruns the budget, is below the level or nothing
+ * follows. */
 static int la_bud_then(const la_budget *b, const model_cluster *cl, la_stage A, int k, int j, int L, int m,
                        double h, int left, double *pr, double *tr, double *th, int *used) {
-    left -= k == b->x ? A.units : 0;
+    left = la_bud_spend(b, left, k, A.units);
     if (left < 0) return -1;
-    if (left >= b->nb) left = b->nb - 1;
     la_level rest = la_bud_at(b, m, left, h);
     if (la_dp_then(&rest, cl, A, k, j, L, pr, tr, th)) return -1;
     used[k] += A.units;
@@ -815,14 +855,16 @@ static double la_bud_scan(agent_rollout *r, int g, const la_budget *b, const mod
 }
 
 /* la_bud_fill seeks, for instance g, completions by stages that fit the
- * counts with type x held (la_budget): subgradient steps on the other
- * types' prices as la_dp_fill's, steered by la_bud_scan's run; returns
- * the budget at the prices under which the cheapest fitting completion
- * was found (owned by the caller), or NULL when none fits or memory runs
- * out. */
-static la_budget *la_bud_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl, int x) {
+ * counts with the nh types x[] held (la_budget): subgradient steps on the
+ * other types' prices as la_dp_fill's, steered by la_bud_scan's run, each
+ * step adding 1 to over[k] for every type k the steering run overran;
+ * returns the budget at the prices under which the cheapest fitting
+ * completion was found (owned by the caller), or NULL when none fits or
+ * memory runs out. */
+static la_budget *la_bud_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl, const int *x,
+                              int nh, int *over) {
     int n = cl->n_types, used[MODEL_MAX_TYPES], steered, found = 0;
-    la_budget *b = la_bud_create(x, cl->types[x].count, r->T, r->K);
+    la_budget *b = la_bud_create(x, nh, cl, r->T, r->K);
     if (!b) return NULL;
     double keep[MODEL_MAX_TYPES], passed[MODEL_MAX_TYPES], kept = INFINITY, mean = 0;
     for (int k = 0; k < n; k++) mean += cl->types[k].price / n;
@@ -839,7 +881,8 @@ static la_budget *la_bud_fill(agent_rollout *r, int g, const model_job *job, con
         if (!steered) break;
         int moved = 0;
         for (int k = 0; k < n; k++) {
-            if (k == x) continue;
+            over[k] += used[k] > cl->types[k].count; /* never a held type */
+            if (la_bud_spend(b, 0, k, 1) < 0) continue; /* held: no price */
             double y = fmax(0.0, b->lam[k] + mean / (1.0 + it) * (used[k] - cl->types[k].count) /
                                                  (cl->types[k].count + 1.0));
             moved |= y != b->lam[k];
@@ -856,6 +899,17 @@ static la_budget *la_bud_fill(agent_rollout *r, int g, const model_job *job, con
     return b;
 }
 
+/* la_bud_pick returns the type overrun most often (over[], ties: the
+ * lowest) whose count + 1 times `states` stays within LA_BUD_MAX_STATES,
+ * or -1 when none was overrun. */
+static int la_bud_pick(const model_cluster *cl, const int *over, int states) {
+    int x = -1;
+    for (int k = 0; k < cl->n_types; k++)
+        if (over[k] > 0 && states * (cl->types[k].count + 1) <= LA_BUD_MAX_STATES && (x < 0 || over[k] > over[x]))
+            x = k;
+    return x;
+}
+
 /* la_dp_fill computes instance g's completions by stages and their shadow
  * prices: from lambda = 0, subgradient steps on the whole job's completion
  * that steers them (la_dp_root), lambda_k += step x (units of k it takes -
@@ -869,7 +923,9 @@ static la_budget *la_bud_fill(agent_rollout *r, int g, const model_job *job, con
  * and the level's path after it; versions 4-5 steered by the
  * path of least cost, took LA_SHADOW_STEPS_V5 steps and checked that path
  * alone, and on 62 of 800 held-out jobs, each with a feasible plan, no
- * prices fit (32 with version 6, 16 with version 7: docs/agent-runs.md). */
+ * prices fit (32 with version 6, 16 with version 7: docs/agent-runs.md).
+ * Where none fit, versions 8-9 hold types' units (la_bud_fill): 6 jobs
+ * are left with version 8, 5 with version 9. */
 static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
     int n = cl->n_types, used[MODEL_MAX_TYPES], found = 0, v6 = r->la_version >= 6, over[MODEL_MAX_TYPES] = {0};
     double *lam = r->dp_lam + (size_t)g * r->K, keep[MODEL_MAX_TYPES], kept = INFINITY, mean = 0;
@@ -910,29 +966,49 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
     la_bud_free(r->dp_bud[g]);
     r->dp_bud[g] = NULL;
     /* version 8: none found -- hold the type the paths overran most often;
-     * when that finds no fit either, the next (one table at a time) */
-    for (int tries = 0; r->la_version >= 8 && !found && !r->dp_bud[g] && tries < LA_BUD_TRIES; tries++) {
-        int x = -1;
-        for (int k = 0; k < n; k++)
-            if (over[k] > 0 && cl->types[k].count <= LA_BUD_MAX_UNITS && (x < 0 || over[k] > over[x])) x = k;
+     * when that finds no fit either, the next instead (one table at a
+     * time). Version 9 then holds the first and, with it, the type its held
+     * run's paths overran most often, and so on while the budgets stay
+     * within LA_BUD_MAX_STATES */
+    if (r->la_version < 8 || found) return;
+    int held[LA_BUD_MAX_HELD], first = -1, after[MODEL_MAX_TYPES] = {0};
+    for (int tries = 0; !r->dp_bud[g] && tries < LA_BUD_TRIES_V8; tries++) {
+        held[0] = la_bud_pick(cl, over, 1);
+        if (held[0] < 0) break;
+        int next[MODEL_MAX_TYPES] = {0};
+        r->dp_bud[g] = la_bud_fill(r, g, job, cl, held, 1, next);
+        if (!tries) { /* the first held type and what its run overran */
+            first = held[0];
+            memcpy(after, next, sizeof after);
+        }
+        over[held[0]] = 0;
+    }
+    if (r->la_version < 9 || first < 0) return;
+    int nh = 1, states = cl->types[first].count + 1;
+    held[0] = first;
+    while (!r->dp_bud[g] && nh < LA_BUD_MAX_HELD) {
+        int x = la_bud_pick(cl, after, states);
         if (x < 0) break;
-        over[x] = 0;
-        r->dp_bud[g] = la_bud_fill(r, g, job, cl, x);
+        held[nh++] = x;
+        states *= cl->types[x].count + 1;
+        memset(after, 0, sizeof after);
+        r->dp_bud[g] = la_bud_fill(r, g, job, cl, held, nh, after);
     }
 }
 
-/* la_bud_fit returns features 7-8's cost for a job with a held type
+/* la_bud_fit returns features 7-8's cost for a job with held types
  * (la_budget b of instance g): the least cost over the levels and the
  * ends j of k's stage (s..j, t <= j) of "the prefix (price pr0, throughput
  * th0, units pre[]), k on s..j, then the cheapest completion that keeps
- * the held type within its count" among those whose units fit every
+ * the held types within their counts" among those whose units fit every
  * count; INFINITY when none does. */
 static double la_bud_fit(agent_rollout *r, int g, const la_budget *b, const model_job *job,
                          const model_cluster *cl, const double *ps, int k, int s, int t, double th0, double pr0,
                          const int *pre) {
-    int L = job->n_layers, left = cl->types[b->x].count - pre[b->x];
+    int L = job->n_layers, left = la_bud_left(b, pre);
     const double *H = r->dp_h + (size_t)g * LA_DP_LEVELS;
     double best = INFINITY;
+    if (left < 0) return best;
     for (int j = t; j < L; j++) {
         la_stage A = la_get(r, g, job, cl, ps, L, k, s, j);
         if (!A.ok) continue;
@@ -1185,13 +1261,15 @@ size_t agent_rollout_lookahead_bytes(int T, int K, const model_cluster *cl, size
     bytes += (size_t)LA_DP_LEVELS * (t + 1) * (k * (3 * sizeof(double) + sizeof(int)) + 2 * sizeof(int));
     /* ... and dp_units: per level and boundary, two rows of k */
     bytes += (size_t)LA_DP_LEVELS * (t + 1) * 2 * k * sizeof(int);
-    /* ... and the held units' tables (la_budget, one at a time) for the
-     * largest type that may be held */
-    int most = 0;
-    for (int x = 0; cl && x < cl->n_types; x++)
-        if (cl->types[x].count <= LA_BUD_MAX_UNITS && cl->types[x].count > most) most = cl->types[x].count;
-    if (most > 0)
-        bytes += sizeof(la_budget) + (size_t)LA_DP_LEVELS * (most + 1) * (t + 1) *
+    /* ... and the held units' tables (la_budget, one at a time), at most
+     * LA_BUD_MAX_STATES budgets and at most the product of the counts + 1
+     * of the types that may be held */
+    size_t most = 1;
+    for (int x = 0; cl && x < cl->n_types && most < LA_BUD_MAX_STATES; x++)
+        if (cl->types[x].count < LA_BUD_MAX_STATES) most *= (size_t)cl->types[x].count + 1;
+    if (most > LA_BUD_MAX_STATES) most = LA_BUD_MAX_STATES;
+    if (most > 1)
+        bytes += sizeof(la_budget) + (size_t)LA_DP_LEVELS * most * (t + 1) *
                                          (k * (3 * sizeof(double) + sizeof(int)) + 2 * sizeof(int) + 2 * k * sizeof(int));
     /* the tree, grown by doubling from 16 nodes up to LA_TREE_BYTES */
     size_t nb = lt_node_bytes((int)k), fit = LA_TREE_BYTES / nb;
@@ -1943,10 +2021,11 @@ const double *agent_rollout_shadow_prices(const agent_rollout *r, int g) {
     return r->dp_lam + (size_t)g * r->K;
 }
 
-int agent_rollout_held_type(const agent_rollout *r, int g, const double **lam) {
+int agent_rollout_held_types(const agent_rollout *r, int g, int *held, const double **lam) {
     const la_budget *b = (size_t)g < r->cap_dbud ? r->dp_bud[g] : NULL;
     if (lam) *lam = b ? b->lam : NULL;
-    return b ? b->x : -1;
+    for (int h = 0; b && held && h < b->nh; h++) held[h] = b->x[h];
+    return b ? b->nh : 0;
 }
 
 agent_net_ws *agent_rollout_ws(agent_rollout *r) { return r->ws; }

@@ -244,8 +244,9 @@ void agent_rollout_set_memo(agent_rollout *r, int on);
  * look-ahead features of the given version (AGENT_FEATURES_VERSION, the
  * default, or an older one: versions below 6 are computed as version 5,
  * whose shadow prices la_dp_fill seeks less widely, version 6 checks
- * fewer completions against the counts than 7, and 7 holds no type's
- * units where no prices fit, as 8 does), so that a policy
+ * fewer completions against the counts than 7, 7 holds no type's units
+ * where no prices fit, as 8 does, and 8 holds one at a time where 9 holds
+ * up to three together), so that a policy
  * decodes on the features it was trained on (agent_policy_load passes its
  * file's version). Forgets the completions and features kept from earlier
  * runs when the version changes. */
@@ -273,14 +274,15 @@ agent_net_ws *agent_rollout_ws(agent_rollout *r);
  * diagnostics. */
 const double *agent_rollout_shadow_prices(const agent_rollout *r, int g);
 
-/* agent_rollout_held_type returns the type whose units the last run's
- * look-ahead held to its count in instance g's fitting completions
- * (features 7-8 of version 8, on a job where no shadow prices make a
- * completion by stages fit: rollout.c, la_bud_fill), the shadow prices of
- * the other types it priced them with in *lam ([n_types], owned by r;
- * lam may be NULL); -1 (and *lam NULL) when none is held. For tests and
- * diagnostics. */
-int agent_rollout_held_type(const agent_rollout *r, int g, const double **lam);
+/* agent_rollout_held_types returns how many types' units the last run's
+ * look-ahead held to their counts in instance g's fitting completions
+ * (features 7-8 of versions 8-9, on a job where no shadow prices make a
+ * completion by stages fit: rollout.c, la_bud_fill), 0 when none; the
+ * types into held[AGENT_LA_MAX_HELD] (may be NULL) and the shadow prices
+ * of the others it priced them with into *lam ([n_types], owned by r;
+ * NULL when none is held; lam may be NULL). For tests and diagnostics. */
+#define AGENT_LA_MAX_HELD 3
+int agent_rollout_held_types(const agent_rollout *r, int g, int *held, const double **lam);
 
 /* The throughput levels of features 4-6: level m admits the stages of
  * throughput at least R x AGENT_LA_RATIO^m (level 0 every usable stage),

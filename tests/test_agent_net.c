@@ -294,16 +294,36 @@ static void test_gradients_soft(void **state) {
  * cheapest of those by cost at the own prices, then checked on the real
  * counts; features 7-8: per level and end j of k's first stage, the
  * least-priced such completion, the cheapest of those that fit the real
- * counts -- where the rollout holds a type's units (held >= 0, features
- * version 8), the least-priced at the prices lamh[K] among those whose
- * whole plan keeps that type within its count). */
+ * counts -- where the rollout holds types' units (hs->n > 0, features
+ * versions 8-9), the least-priced at the held run's prices among those
+ * whose whole plan keeps those types within their counts). */
+/* The types a rollout held for an instance and the prices of the others
+ * (agent_rollout_held_types). */
+typedef struct {
+    int n, x[AGENT_LA_MAX_HELD];
+    const double *lam;
+} held_set;
+
+static held_set held_of(const agent_rollout *ro, int g) {
+    held_set hs;
+    hs.n = agent_rollout_held_types(ro, g, hs.x, &hs.lam);
+    return hs;
+}
+
+/* held_over returns 1 when units used[] overrun a held type of hs. */
+static int held_over(const held_set *hs, const int *used, const model_cluster *cl) {
+    for (int h = 0; h < hs->n; h++)
+        if (used[hs->x[h]] > cl->types[hs->x[h]].count) return 1;
+    return 0;
+}
+
 static int n_fit_checked, n_fit_apart; /* features 7-8 checked; of those, a fitting
                                         completion where feature 6 says the
                                         cheapest by stages does not fit */
 
 static void check_lookahead(const agent_instance *in, const int *prefix, int t, int K,
-                            const unsigned char *mask, const float *rw, const double *lam, int held,
-                            const double *lamh) {
+                            const unsigned char *mask, const float *rw, const double *lam,
+                            const held_set *hs) {
     const model_job *job = in->job;
     int L = job->n_layers, a[8];
     model_plan *plan = model_plan_create(L);
@@ -327,7 +347,7 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
         int n = 1;
         for (int l = t + 1; l < L; l++) n *= K;
         double cpr[243], ccost[243], cth[243], cprh[243];
-        int cfit[243], cj[243], cux[243], nc = 0;
+        int cfit[243], cj[243], cover[243], nc = 0;
         assert_true(n <= 243);
         for (int c = 0; c < n; c++) {
             for (int l = 0, v = c; l < L; l++)
@@ -336,16 +356,17 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
                 else a[l] = v % K, v /= K;
             if (model_eval(job, &nocount, a, plan)) continue;
             int over = 0; /* a stage of the completion beyond its type's count */
+            int used[8] = {0}; /* the whole plan's units per type */
             cpr[nc] = cprh[nc] = plan->unit_price;
-            cux[nc] = 0;
             for (int q = 0; q < plan->n_stages; q++) {
                 const model_stage *st = &plan->stages[q];
-                if (st->type == held) cux[nc] += st->units; /* the whole plan's */
+                used[st->type] += st->units;
                 if (st->last < t) continue;
                 over |= st->units > in->cl->types[st->type].count;
                 cpr[nc] += st->units * lam[st->type];
-                if (held >= 0) cprh[nc] += st->units * lamh[st->type];
+                if (hs->n) cprh[nc] += st->units * hs->lam[st->type];
             }
+            cover[nc] = held_over(hs, used, in->cl);
             if (over) continue;
             ccost[nc] = plan->cost;
             cth[nc] = INFINITY;
@@ -377,16 +398,16 @@ static void check_lookahead(const agent_instance *in, const int *prefix, int t, 
         if (dp[k] < dbest) dbest = dp[k];
         /* features 7-8: per level and end j of the first stage, the
          * least-priced completion whose first stage ends at j, kept when
-         * it fits the counts (a held type, version 8: among those whose
-         * plan keeps it within its count, at the prices lamh) */
-        const double *fp = held >= 0 ? cprh : cpr;
+         * it fits the counts (held types, versions 8-9: among those whose
+         * plan keeps them within their counts, at the held run's prices) */
+        const double *fp = hs->n ? cprh : cpr;
         for (int m = 0; m < AGENT_LA_LEVELS; m++) {
             double h = m ? job->min_throughput * pow(AGENT_LA_RATIO, m) : 0;
             for (int j = t; j < L; j++) {
                 double pmin = INFINITY;
                 int at = -1;
                 for (int c = 0; c < nc; c++) {
-                    if (cj[c] != j || cth[c] < h || (held >= 0 && cux[c] > in->cl->types[held].count)) continue;
+                    if (cj[c] != j || cth[c] < h || cover[c]) continue;
                     if (at >= 0 && fabs(fp[c] - pmin) <= 1e-9 * pmin &&
                         (cfit[c] != cfit[at] || fabs(ccost[c] - ccost[at]) > 1e-9 * ccost[at]))
                         funique = 0;
@@ -499,10 +520,9 @@ static void test_features_and_masks(void **state) {
             assert_memory_equal(gl, ob.global, sizeof ob.global);
             for (int k = 0; k < K; k++) /* gym's features first */
                 assert_memory_equal(rw + k * AGENT_FT, ob.rows + k * GYM_TYPE_FEATS, GYM_TYPE_FEATS * sizeof(float));
-            const double *lamh;
-            int held = agent_rollout_held_type(ro, of[e], &lamh);
+            held_set hs = held_of(ro, of[e]);
             check_lookahead(in, gym_assignment(env, NULL), t, K, ob.mask, rw,
-                            agent_rollout_shadow_prices(ro, of[e]), held, lamh);
+                            agent_rollout_shadow_prices(ro, of[e]), &hs);
             for (int k = 0; k < 3; k++) {
                 if (k < K) {
                     assert_int_equal(mk[k], ob.mask[k]);
@@ -644,10 +664,10 @@ static int root_fits(const agent_instance *in, const double *lam, int any) {
  * stage (type k on layers 0..j, every k and j), the least-priced plan at
  * the shadow prices lam[3] that starts with exactly that stage, every
  * stage within its type's count and as fast as the level asks -- with a
- * held type (held >= 0, version 8), among the plans that keep its units
- * within its count; returns whether any of those fits the unit counts
- * (-1: none exists; -2: a tie for some least price). */
-static int stage_fits(const agent_instance *in, const double *lam, int held) {
+ * held types (hs not NULL, versions 8-9), among the plans that keep their
+ * units within their counts; returns whether any of those fits the unit
+ * counts (-1: none exists; -2: a tie for some least price). */
+static int stage_fits(const agent_instance *in, const double *lam, const held_set *hs) {
     const model_job *job = in->job;
     int L = job->n_layers, fits = -1, *a;
     bf_ctx b;
@@ -662,7 +682,7 @@ static int stage_fits(const agent_instance *in, const double *lam, int held) {
             double pr, th, co;
             int f, j = 0;
             if (bf_plan(&b, in, c, lam, &pr, &th, &co, &f) || th < h) continue;
-            if (held >= 0 && b.used[held] > in->cl->types[held].count) continue;
+            if (hs && held_over(hs, b.used, in->cl)) continue;
             while (j + 1 < L && a[j + 1] == a[0]) j++;
             double *pm = &pmin[a[0]][j];
             if (fabs(pr - *pm) <= 1e-9 * *pm && f != fit[a[0]][j]) tie[a[0]][j] = 1; /* ties of one fit agree */
@@ -739,10 +759,9 @@ static int check_episodes(const agent_rollout *ro, const agent_instance *ai, con
             if (act < 0) break;
             gym_observation ob;
             gym_obs(env, &ob);
-            const double *lamh;
-            int held = agent_rollout_held_type(ro, 0, &lamh);
+            held_set hs = held_of(ro, 0);
             check_lookahead(ai, gym_assignment(env, NULL), t, 3, ob.mask, tt->rows + tb * tt->K * AGENT_FT,
-                            agent_rollout_shadow_prices(ro, 0), held, lamh);
+                            agent_rollout_shadow_prices(ro, 0), &hs);
             checked++;
             assert_int_equal(gym_step(env, act, NULL), 0);
         }
@@ -808,28 +827,31 @@ static void test_lookahead_kept(void **state) {
 }
 
 /* The shadow prices on random jobs of 4 to 6 layers on 1 to 3 units a
- * type, under features versions 5 to 8 (agent_rollout_set_features): 0
+ * type, under features versions 5 to 9 (agent_rollout_set_features): 0
  * where the whole job's completion by stages fits the counts without
  * them; where it does not, prices under which a completion fits (when the
  * subgradient steps find some) or 0 again -- never prices under which none
  * fits: for version 5 the cheapest path fits, for version 6 some level's
- * path does, for version 7 some first stage's. Version 8 is version 7
- * (the same prices) and, where those find no fit, may hold one type's
- * units: then some first stage's least-priced plan among those keeping it
- * within its count fits, at the prices it reports. On the priced and
- * held jobs every step's look-ahead is checked against the brute force at
- * those prices. (Of 400 jobs, 61 break the counts, most with no feasible
- * plan at all; version 5 prices 10, and a completion fits on those 10;
- * version 6 finds one on 14, 10 of them at lambda = 0 on a level or first
- * type the cheapest path does not take; version 7, which checks every
- * first stage (stage_fits), on 30; version 8 on 31, holding a type on one:
- * test_held_units has more.) */
+ * path does, for version 7 some first stage's. Versions 8-9 are version 7
+ * (the same prices) and, where those find no fit, may hold types' units:
+ * then some first stage's least-priced plan among those keeping them
+ * within their counts fits, at the prices reported (check_held). On the
+ * priced and held jobs every step's look-ahead is checked against the
+ * brute force at those prices. (Of 400 jobs, 61 break the counts, most
+ * with no feasible plan at all; version 5 prices 10, and a completion
+ * fits on those 10; version 6 finds one on 14, 10 of them at lambda = 0
+ * on a level or first type the cheapest path does not take; version 7,
+ * which checks every first stage (stage_fits), on 30; version 8 on 31,
+ * holding a type on one, version 9 on 32: test_held_units has more.) */
+static int check_held(const agent_rollout *ro, const agent_instance *ai, const agent_type_traj *tt, int plain,
+                      int at);
+
 static void test_shadow_prices(void **state) {
     (void)state;
     nn_params *p = make_params(&TINY, 2);
     agent_rollout *ro = agent_rollout_create(&TINY);
-    int priced[4] = {0}, fitted[4] = {0}, over = 0, held_jobs = 0;
-    for (int ver = 5; ver <= 8; ver++) {
+    int priced[5] = {0}, fitted[5] = {0}, held[5] = {0}, over = 0;
+    for (int ver = 5; ver <= 9; ver++) {
         uint64_t x = 777;
         agent_rollout_set_features(ro, ver);
         for (int rep = 0; rep < 400; rep++) {
@@ -838,24 +860,17 @@ static void test_shadow_prices(void **state) {
             random_small(&in, ls, &x, 4, 3);
             agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
             agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)rep, 1);
-            const double *lam = agent_rollout_shadow_prices(ro, 0), *lamh;
-            int held = agent_rollout_held_type(ro, 0, &lamh);
+            const double *lam = agent_rollout_shadow_prices(ro, 0);
             int plain = root_fits(&ai, (double[3]){0, 0, 0}, 0),
-                at = ver >= 7 ? stage_fits(&ai, lam, -1) : root_fits(&ai, lam, ver == 6);
+                at = ver >= 7 ? stage_fits(&ai, lam, NULL) : root_fits(&ai, lam, ver == 6);
             for (int k = 0; k < 3; k++) assert_true(lam[k] >= 0);
-            if (ver < 8) assert_int_equal(held, -1);
+            if (ver < 8) assert_int_equal(agent_rollout_held_types(ro, 0, NULL, NULL), 0);
             if (plain == -2 || at == -2) continue; /* a tie: either path may be the programme's */
             over += ver == 5 && plain == 0;
-            if (held >= 0) { /* only where the prices find no fit */
-                assert_int_equal(plain, 0);
-                assert_int_not_equal(at, 1);
-                for (int k = 0; k < 3; k++) assert_true(lamh[k] >= 0 && (k != held || lamh[k] == 0));
-                int hf = stage_fits(&ai, lamh, held);
-                if (hf == -2) continue;
-                assert_int_equal(hf, 1);
-                assert_true(check_episodes(ro, &ai, tt, 1) > 0);
-                fitted[3]++;
-                held_jobs++;
+            int h = check_held(ro, &ai, tt, plain, at);
+            if (h) { /* held: only where the prices find no fit */
+                held[ver - 5] += h > 0;
+                fitted[ver - 5] += h > 0;
                 continue;
             }
             fitted[ver - 5] += plain == 0 && at == 1;
@@ -867,17 +882,46 @@ static void test_shadow_prices(void **state) {
         }
     }
     print_message("shadow prices: %d jobs break the counts; a completion fits on %d (version 5, %d priced), "
-                  "%d (version 6, %d priced), %d (version 7, %d priced), %d (version 8, %d of them held)\n",
-                  over, fitted[0], priced[0], fitted[1], priced[1], fitted[2], priced[2], fitted[3], held_jobs);
+                  "%d (version 6, %d priced), %d (version 7, %d priced), %d (version 8, %d held), "
+                  "%d (version 9, %d held)\n",
+                  over, fitted[0], priced[0], fitted[1], priced[1], fitted[2], priced[2], fitted[3], held[3],
+                  fitted[4], held[4]);
     assert_true(over >= 20); /* jobs whose cheapest completion breaks the counts */
     assert_true(priced[0] >= 5 && priced[1] >= 3);
     assert_true(fitted[1] > fitted[0]);
     assert_true(fitted[1] - priced[1] >= 5); /* fits found at lambda = 0 off the cheapest path */
     assert_true(fitted[2] > fitted[1]);     /* ... and after other first stages */
-    assert_true(priced[3] == priced[2]);    /* version 8 keeps version 7's prices */
-    assert_true(held_jobs >= 1 && fitted[3] == fitted[2] + held_jobs); /* ... and holds a type where none fit */
+    for (int v = 3; v < 5; v++) {           /* versions 8-9 keep version 7's prices, and hold where none fit */
+        assert_int_equal(priced[v], priced[2]);
+        assert_true(held[v] >= 1 && fitted[v] == fitted[2] + held[v]);
+    }
     agent_rollout_free(ro);
     nn_params_free(p);
+}
+
+/* check_held checks the held types of the rollout's last run on ai
+ * (plain, at: root_fits without prices and stage_fits at the run's, as
+ * test_shadow_prices found them): none, 0; else they are held only where
+ * the prices find no fit, carry no price, some first stage's least-priced
+ * plan keeping them within their counts fits (stage_fits), and every
+ * step's look-ahead matches the brute force -- 1; -1 when a tie leaves
+ * the brute force two answers. */
+static int check_held(const agent_rollout *ro, const agent_instance *ai, const agent_type_traj *tt, int plain,
+                      int at) {
+    held_set hs = held_of(ro, 0);
+    if (!hs.n) return 0;
+    assert_int_equal(plain, 0);
+    assert_int_not_equal(at, 1);
+    for (int k = 0; k < 3; k++) {
+        int is_held = 0;
+        for (int h = 0; h < hs.n; h++) is_held |= hs.x[h] == k;
+        assert_true(hs.lam[k] >= 0 && (!is_held || hs.lam[k] == 0));
+    }
+    int hf = stage_fits(ai, hs.lam, &hs);
+    if (hf == -2) return -1;
+    assert_int_equal(hf, 1);
+    assert_true(check_episodes(ro, ai, tt, 1) > 0);
+    return 1;
 }
 
 /* bf_feasible returns the least cost of job in's plans that fit the real
@@ -896,22 +940,23 @@ static double bf_feasible(const agent_instance *in) {
     return best;
 }
 
-/* Held units (features version 8) on the random jobs of 4 to 6 layers on
- * 1 to 3 units a type where version 7's shadow prices find no completion
- * by stages that fits the counts though a feasible plan exists (a
- * duality gap, or a fit no level's cheapest path reaches): version 8
- * holds a type's units on nearly all of them, and where it does some
- * first stage's least-priced plan among those keeping that type within
- * its count fits every count at the prices it reports (stage_fits), and
- * every step's look-ahead matches the brute force (check_lookahead with
- * the held type). (Of 6000 jobs, 4414 fit at version 7; of the rest 38
- * have a feasible plan, and version 8 holds a type on 35, each checked.) */
+/* Held units (features versions 8-9) on the random jobs of 4 to 6 layers
+ * on 1 to 3 units a type where version 7's shadow prices find no
+ * completion by stages that fits the counts though a feasible plan exists
+ * (a duality gap, or a fit no level's cheapest path reaches): versions 8
+ * and 9 hold types' units on nearly all of them, and check_held finds a
+ * fit among the plans keeping them within their counts and every step's
+ * look-ahead equal to the brute force. Version 9, which holds a second
+ * type as well when the first finds no fit, fits at least where version 8
+ * does. (Of 6000 jobs, 4414 fit at version 7; of the rest 38 have a
+ * feasible plan; version 8 holds a type on 35, version 9 on all 38, two
+ * types on 3.) */
 static void test_held_units(void **state) {
     (void)state;
     nn_params *p = make_params(&TINY, 2);
     agent_rollout *ro = agent_rollout_create(&TINY);
     uint64_t x = 9090;
-    int hard = 0, held_jobs = 0, fit7 = 0;
+    int hard = 0, held[2] = {0, 0}, two = 0, fit7 = 0;
     for (int rep = 0; rep < 6000; rep++) {
         inst in;
         model_layer ls[6];
@@ -919,24 +964,25 @@ static void test_held_units(void **state) {
         agent_instance ai = {&in.job, &in.cl, 1.0, 0, 0};
         agent_rollout_set_features(ro, 7);
         play_one(ro, p, &ai, (uint64_t)rep, 1);
-        int at = stage_fits(&ai, agent_rollout_shadow_prices(ro, 0), -1);
-        if (at != 0) { fit7 += at == 1; continue; }
+        int at = stage_fits(&ai, agent_rollout_shadow_prices(ro, 0), NULL);
+        if (at != 0) {
+            fit7 += at == 1;
+            continue;
+        }
         if (!isfinite(bf_feasible(&ai))) continue;
         hard++;
-        agent_rollout_set_features(ro, 8);
-        agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)rep, 1);
-        const double *lamh;
-        int held = agent_rollout_held_type(ro, 0, &lamh);
-        if (held < 0) continue;
-        int hf = stage_fits(&ai, lamh, held);
-        if (hf == -2) continue;
-        assert_int_equal(hf, 1);
-        assert_true(check_episodes(ro, &ai, tt, 1) > 0);
-        held_jobs++;
+        for (int v = 0; v < 2; v++) {
+            agent_rollout_set_features(ro, 8 + v);
+            agent_type_traj *tt = play_one(ro, p, &ai, (uint64_t)rep, 1);
+            int h = check_held(ro, &ai, tt, 0, at);
+            held[v] += h != 0;
+            two += v == 1 && agent_rollout_held_types(ro, 0, NULL, NULL) > 1;
+        }
     }
-    print_message("held units: %d jobs fit at version 7, %d feasible where none did, %d held\n", fit7, hard, held_jobs);
+    print_message("held units: %d jobs fit at version 7, %d feasible where none did, %d held (version 8), "
+                  "%d (version 9, %d of them two types)\n", fit7, hard, held[0], held[1], two);
     assert_true(fit7 > 4000 && hard >= 30);
-    assert_true(held_jobs >= hard - 5); /* a fit for nearly all of them */
+    assert_true(held[0] >= hard - 5 && held[1] >= held[0]); /* a fit for nearly all of them */
     agent_rollout_free(ro);
     nn_params_free(p);
 }
