@@ -56,8 +56,8 @@ struct agent_rollout {
     double *dp_h;        /* [G, M] the throughput a stage needs at each level */
     double *dp_lam;      /* [G, K] the shadow price of a unit of each type ($/h) */
     struct la_budget **dp_bud; /* [cap_dbud] per instance slot, the completions
-                            with one type's units held to its count (features
-                            version 8, la_bud_fill; NULL: none) */
+                            with some types' units held to their counts
+                            (features versions 8-9, la_bud_fill; NULL: none) */
     size_t cap_dbud;
     int *dp_units;       /* [G, M, T+1, 2, K] the units of each type that the
                             run of a row's cheapest and second cheapest entry
@@ -1268,9 +1268,8 @@ size_t agent_rollout_lookahead_bytes(int T, int K, const model_cluster *cl, size
     for (int x = 0; cl && x < cl->n_types && most < LA_BUD_MAX_STATES; x++)
         if (cl->types[x].count < LA_BUD_MAX_STATES) most *= (size_t)cl->types[x].count + 1;
     if (most > LA_BUD_MAX_STATES) most = LA_BUD_MAX_STATES;
-    if (most > 1)
-        bytes += sizeof(la_budget) + (size_t)LA_DP_LEVELS * most * (t + 1) *
-                                         (k * (3 * sizeof(double) + sizeof(int)) + 2 * sizeof(int) + 2 * k * sizeof(int));
+    size_t row = k * (3 * sizeof(double) + sizeof(int)) + 2 * sizeof(int) + 2 * k * sizeof(int);
+    if (most > 1) bytes += sizeof(la_budget) + (size_t)LA_DP_LEVELS * most * (t + 1) * row;
     /* the tree, grown by doubling from 16 nodes up to LA_TREE_BYTES */
     size_t nb = lt_node_bytes((int)k), fit = LA_TREE_BYTES / nb;
     size_t n = states < fit ? states : fit, cap = 16;
