@@ -284,19 +284,6 @@ static void test_gradients_soft(void **state) {
  * Features and masks: what the rollout records is what gym observes
  * ------------------------------------------------------------------------ */
 
-/* check_lookahead recomputes the look-ahead features of rollout.h for the
- * rows of layer t by brute force with model_eval: "k for every remaining
- * layer", every "k on t..j, then one other type t2 on j+1..L-1", and every
- * completion starting with k (features 4-6: per throughput level, the
- * least-priced one on the cluster with unit counts lifted, among those
- * whose every stage from layer t on fits its type's count alone, the
- * units of those stages priced with the shadow prices lam[K] on top; the
- * cheapest of those by cost at the own prices, then checked on the real
- * counts; features 7-8: per level and end j of k's first stage, the
- * least-priced such completion, the cheapest of those that fit the real
- * counts -- where the rollout holds types' units (hs->n > 0, features
- * versions 8-9), the least-priced at the held run's prices among those
- * whose whole plan keeps those types within their counts). */
 /* The types a rollout held for an instance and the prices of the others
  * (agent_rollout_held_types). */
 typedef struct {
@@ -317,6 +304,19 @@ static int held_over(const held_set *hs, const int *used, const model_cluster *c
     return 0;
 }
 
+/* check_lookahead recomputes the look-ahead features of rollout.h for the
+ * rows of layer t by brute force with model_eval: "k for every remaining
+ * layer", every "k on t..j, then one other type t2 on j+1..L-1", and every
+ * completion starting with k (features 4-6: per throughput level, the
+ * least-priced one on the cluster with unit counts lifted, among those
+ * whose every stage from layer t on fits its type's count alone, the
+ * units of those stages priced with the shadow prices lam[K] on top; the
+ * cheapest of those by cost at the own prices, then checked on the real
+ * counts; features 7-8: per level and end j of k's first stage, the
+ * least-priced such completion, the cheapest of those that fit the real
+ * counts -- where the rollout holds types' units (hs->n > 0, features
+ * versions 8-9), the least-priced at the held run's prices among those
+ * whose whole plan keeps those types within their counts). */
 static int n_fit_checked, n_fit_apart; /* features 7-8 checked; of those, a fitting
                                         completion where feature 6 says the
                                         cheapest by stages does not fit */
@@ -663,7 +663,7 @@ static int root_fits(const agent_instance *in, const double *lam, int any) {
 /* stage_fits is root_fits for features version 7: per level and first
  * stage (type k on layers 0..j, every k and j), the least-priced plan at
  * the shadow prices lam[3] that starts with exactly that stage, every
- * stage within its type's count and as fast as the level asks -- with a
+ * stage within its type's count and as fast as the level asks -- with
  * held types (hs not NULL, versions 8-9), among the plans that keep their
  * units within their counts; returns whether any of those fits the unit
  * counts (-1: none exists; -2: a tie for some least price). */
