@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """ckpt_widen.py -- start look-ahead features 7-8 from their version-4 analogues.
 
-A version-4 policy (checkpoints/general.h5 until the twenty-fifth session)
-read by this build gets look-ahead features 7 and 8 (the cheapest
+A version-4 policy (checkpoints/general-39113.h5, installed until the
+twenty-seventh session) read by this build gets look-ahead features 7 and 8 (the cheapest
 completion that fits the unit counts, agent/rollout.h) with zero weights
 and no Adam moments: the same policy, which then has to learn to read
 them. This script writes the version-4 file's weights, Adam moments and
@@ -15,12 +15,12 @@ the start of configs/train/general-fit-d.yaml (docs/agent-runs.md,
 "Look-ahead version 5, a third seed") and of general-fit-f.yaml.
 
 The layout comes from a file of the same network written by this build
-(versions 5 and 6 share the rows; the output records the layout file's
+(versions 5 to 9 share the rows; the output records the layout file's
 version, and the twenty-sixth session's general-fit-f.yaml started from a
 version-6 one), which strata writes without taking a training step:
   OPENBLAS_NUM_THREADS=1 build/strata train configs/train/general-fit-d.yaml \\
-      --resume checkpoints/general.h5 --stop-at 39113 --out /tmp/grown
-  /usr/bin/python3 scripts/ckpt_widen.py checkpoints/general.h5 /tmp/grown/last.h5 /tmp/start.h5
+      --resume checkpoints/general-39113.h5 --stop-at 39113 --out /tmp/grown
+  /usr/bin/python3 scripts/ckpt_widen.py checkpoints/general-39113.h5 /tmp/grown/last.h5 /tmp/start.h5
 
 Usage: /usr/bin/python3 scripts/ckpt_widen.py V4.h5 LAYOUT_V5.h5 OUT.h5
 """
