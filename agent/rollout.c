@@ -473,49 +473,6 @@ static int la_dp_then(const la_level *v, const model_cluster *cl, la_stage A, in
     return 0;
 }
 
-/* la_dp_pass computes instance g's completions by stages (dp_* of
- * agent_rollout) at the shadow prices dp_lam and thresholds dp_h, per level from the last
- * layer backwards: the exact solver's relaxation with each stage held to
- * its type's unit count, every stage priced as la_fill prices it. For
- * level m, layer i and type k, the least sum of stage prices (units x
- * (price + lambda)) over runs of usable stages of throughput at least
- * R x LA_DP_RATIO^m (level 0: any), covering layers i..L-1, neighbours of
- * different types, whose first stage is k on i..j; ties keep the shortest
- * first stage, then the lowest type. */
-static void la_dp_pass(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
-    int L = job->n_layers, n = cl->n_types;
-    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
-    la_level lv[LA_DP_LEVELS];
-    for (int m = 0; m < LA_DP_LEVELS; m++) {
-        lv[m] = la_dp_at(r, g, m);
-        for (size_t e = 0; e < (size_t)(r->T + 1) * r->K; e++) {
-            lv[m].P[e] = lv[m].TR[e] = lv[m].TH[e] = INFINITY;
-            lv[m].J[e] = -1;
-        }
-    }
-    for (int i = L - 1; i >= 0; i--) {
-        for (int k = 0; k < n; k++)
-            for (int j = i; j < L; j++) {
-                la_stage A = la_fill(job, cl, ps, L, k, i, j);
-                if (!A.ok) continue;
-                for (int m = 0; m < LA_DP_LEVELS && A.th >= lv[m].h; m++) { /* levels only rise */
-                    double pr, tr, th;
-                    size_t c = (size_t)i * r->K + k;
-                    if (la_dp_then(&lv[m], cl, A, k, j, L, &pr, &tr, &th) || !(pr < lv[m].P[c])) continue;
-                    lv[m].P[c] = pr;
-                    lv[m].TR[c] = tr;
-                    lv[m].TH[c] = th;
-                    lv[m].J[c] = j;
-                }
-            }
-        for (int m = 0; m < LA_DP_LEVELS; m++) {
-            const double *P = lv[m].P + (size_t)i * r->K;
-            lv[m].b1[i] = la_dp_next(P, n, -1);
-            lv[m].b2[i] = lv[m].b1[i] < 0 ? -1 : la_dp_next(P, n, lv[m].b1[i]);
-        }
-    }
-}
-
 /* la_dp_path adds to used[] the units of level v's cheapest path from layer
  * i of instance g whose first stage is not of type prev, its stage figures
  * through la_get (r NULL: la_fill, for la_dp_fill, which runs before the
@@ -587,77 +544,6 @@ static uint64_t env_tag(uint64_t key, const agent_instance *in, const gym_opts *
 static int *la_dp_units_at(const agent_rollout *r, int g, int m, const la_level *v, int i, int k) {
     size_t slot = k == v->b1[i] ? 0 : 1;
     return r->dp_units + ((((size_t)g * LA_DP_LEVELS + m) * (size_t)(r->T + 1) + i) * 2 + slot) * r->K;
-}
-
-/* la_dp_units fills instance g's dp_units from its completions by stages:
- * per level, layer (backwards) and the row's two cheapest first types, the
- * units of the first stage plus those of the path that follows it
- * (la_dp_after). Rows with no completion and the row after the last layer
- * are zeros. */
-static void la_dp_units(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
-    int L = job->n_layers, n = cl->n_types, K = r->K;
-    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
-    memset(r->dp_units + (size_t)g * LA_DP_LEVELS * (r->T + 1) * 2 * K, 0,
-           (size_t)LA_DP_LEVELS * (r->T + 1) * 2 * K * sizeof(int));
-    for (int m = 0; m < LA_DP_LEVELS; m++) {
-        la_level v = la_dp_at(r, g, m);
-        for (int i = L - 1; i >= 0; i--)
-            for (int q = 0; q < 2; q++) {
-                int k = q ? v.b2[i] : v.b1[i];
-                if (k < 0) continue;
-                int j = v.J[(size_t)i * K + k], *u = la_dp_units_at(r, g, m, &v, i, k);
-                u[k] += la_fill(job, cl, ps, L, k, i, j).units;
-                int t2 = j + 1 < L ? la_dp_after(&v, j + 1, k) : -1;
-                if (t2 < 0) continue;
-                const int *w = la_dp_units_at(r, g, m, &v, j + 1, t2);
-                for (int x = 0; x < n; x++) u[x] += w[x];
-            }
-    }
-}
-
-/* la_dp_fitting returns the least cost (at the own prices) of the whole
- * job's completions by stages at the current shadow prices whose stages
- * together fit the unit counts, over the levels: with every = 0 (features
- * version 6) the path from layer 0 that starts with the cheapest first
- * type (dp_b1) and the one that starts with the second cheapest (dp_b2);
- * with every = 1 (version 7) every first stage, k on layers 0..j for every
- * k and j, then the level's cheapest path from j + 1 -- the completions the
- * look-ahead tries at the first decision (its units from dp_units, filled
- * here for the current prices). INFINITY when none fits. */
-static double la_dp_fitting(agent_rollout *r, int g, const model_job *job, const model_cluster *cl, int every) {
-    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
-    int L = job->n_layers, n = cl->n_types;
-    double best = INFINITY;
-    if (every) la_dp_units(r, g, job, cl);
-    for (int m = 0; m < LA_DP_LEVELS; m++) {
-        la_level v = la_dp_at(r, g, m);
-        if (v.b1[0] < 0) break; /* none at this level: none above it either */
-        if (!every) {
-            for (int q = 0; q < 2; q++) {
-                int t0 = q ? v.b2[0] : v.b1[0], used[MODEL_MAX_TYPES] = {0};
-                if (t0 < 0) continue;
-                double c = job->samples / v.TH[t0] / 3600.0 * v.TR[t0];
-                if (!(c < best)) continue;
-                la_dp_path(NULL, g, &v, job, cl, ps, 0, q ? v.b1[0] : -1, used);
-                if (la_fits(used, cl)) best = c;
-            }
-            continue;
-        }
-        for (int k = 0; k < n; k++)
-            for (int j = 0; j < L; j++) {
-                la_stage A = la_fill(job, cl, ps, L, k, 0, j);
-                double pr, tr, th;
-                if (!A.ok || la_dp_then(&v, cl, A, k, j, L, &pr, &tr, &th)) continue;
-                double c = job->samples / th / 3600.0 * tr;
-                if (!(c < best)) continue;
-                int used[MODEL_MAX_TYPES] = {0};
-                if (j + 1 < L) memcpy(used, la_dp_units_at(r, g, m, &v, j + 1, la_dp_after(&v, j + 1, k)),
-                                      (size_t)n * sizeof *used);
-                used[k] += A.units;
-                if (la_fits(used, cl)) best = c;
-            }
-    }
-    return best;
 }
 
 /* Held units (features versions 8-9). On some jobs no shadow prices make
@@ -741,12 +627,13 @@ static int *la_bud_units_at(const la_budget *b, int m, int u, const la_level *v,
     return b->U + ((((size_t)m * b->nb + u) * b->T1 + i) * 2 + slot) * b->K;
 }
 
-/* la_bud_pass computes b's completions at its shadow prices, as
- * la_dp_pass, each stage of a held type spending its units from the
- * budget: entry (m, u, i, k) takes stage A = k on i..j, then view
- * (m, la_bud_spend(u, A))'s cheapest run from j + 1 not starting with k.
- * Fills the units of each row's two cheapest entries as it goes (rows
- * after i are final by then). */
+/* la_bud_pass computes b's completions at its shadow prices, per level
+ * from the last layer backwards (la_dp_pass says what an entry is; that
+ * is this with no type held), each stage of a held type spending its
+ * units from the budget: entry (m, u, i, k) takes stage A = k on i..j,
+ * then view (m, la_bud_spend(u, A))'s cheapest run from j + 1 not
+ * starting with k. Fills the units of each row's two cheapest entries as
+ * it goes (rows after i are final by then). */
 static void la_bud_pass(agent_rollout *r, int g, la_budget *b, const model_job *job, const model_cluster *cl) {
     int L = job->n_layers, n = cl->n_types, K = b->K;
     const double *ps = r->psum + (size_t)g * 4 * (r->T + 1), *H = r->dp_h + (size_t)g * LA_DP_LEVELS;
@@ -819,28 +706,17 @@ static int la_bud_then(const la_budget *b, const model_cluster *cl, la_stage A, 
     return 0;
 }
 
-/* la_bud_scan looks at b's whole-job completions at its current prices:
- * returns the least cost (at the own prices) of those that fit every
- * count, over the levels and first stages (k on 0..j), as la_dp_fitting
- * with every = 1 (INFINITY: none fits); the run that steers the prices,
- * the least by price with shadow prices of the levels' cheapest at the
- * whole budget, gets its units in steer[] and *steered = 1 (0: none). */
-static double la_bud_scan(agent_rollout *r, int g, const la_budget *b, const model_job *job,
-                          const model_cluster *cl, int *steer, int *steered) {
+/* la_bud_fitting returns the least cost (at the own prices) of b's
+ * whole-job completions at its current prices that fit every count, over
+ * the levels and first stages (k on 0..j, then the level's cheapest run
+ * from j + 1 within the whole budget); INFINITY when none fits. */
+static double la_bud_fitting(agent_rollout *r, int g, const la_budget *b, const model_job *job,
+                             const model_cluster *cl) {
     int L = job->n_layers, n = cl->n_types, cx = b->nb - 1;
     const double *ps = r->psum + (size_t)g * 4 * (r->T + 1), *H = r->dp_h + (size_t)g * LA_DP_LEVELS;
-    double best = INFINITY, sbest = INFINITY;
-    *steered = 0;
+    double best = INFINITY;
     for (int m = 0; m < LA_DP_LEVELS; m++) {
-        la_level v = la_bud_at(b, m, cx, H[m]);
-        int t0 = v.b1[0];
-        if (t0 < 0) break; /* none at this level: none above it either */
-        double sc = job->samples / v.TH[t0] / 3600.0 * v.P[t0];
-        if (sc < sbest) {
-            sbest = sc;
-            memcpy(steer, la_bud_units_at(b, m, cx, &v, 0, t0), (size_t)n * sizeof *steer);
-            *steered = 1;
-        }
+        if (la_bud_at(b, m, cx, H[m]).b1[0] < 0) break; /* none at this level: none above it either */
         for (int k = 0; k < n; k++)
             for (int j = 0; j < L; j++) {
                 la_stage A = la_fill(job, cl, ps, L, k, 0, j);
@@ -854,41 +730,77 @@ static double la_bud_scan(agent_rollout *r, int g, const la_budget *b, const mod
     return best;
 }
 
+/* la_bud_steer puts into steer[] the units per type of the run that steers
+ * b's prices: of the levels' cheapest whole-job runs within the whole
+ * budget, the least by price with shadow prices. Returns 1, or 0 when
+ * there is none. */
+static int la_bud_steer(agent_rollout *r, int g, const la_budget *b, const model_job *job,
+                        const model_cluster *cl, int *steer) {
+    const double *H = r->dp_h + (size_t)g * LA_DP_LEVELS;
+    int cx = b->nb - 1, steered = 0;
+    double sbest = INFINITY;
+    for (int m = 0; m < LA_DP_LEVELS; m++) {
+        la_level v = la_bud_at(b, m, cx, H[m]);
+        int t0 = v.b1[0];
+        if (t0 < 0) break; /* none at this level: none above it either */
+        double sc = job->samples / v.TH[t0] / 3600.0 * v.P[t0];
+        if (sc < sbest) {
+            sbest = sc;
+            memcpy(steer, la_bud_units_at(b, m, cx, &v, 0, t0), (size_t)cl->n_types * sizeof *steer);
+            steered = 1;
+        }
+    }
+    return steered;
+}
+
+/* la_price_step takes subgradient step `it` (from 0) on the shadow prices
+ * lam[n] of cl's types from the units per type used[] of the run that
+ * steers them: lambda_k += step x (used_k - c_k) / (c_k + 1), floored at 0,
+ * step = the mean unit price / (1 + it), on every type b does not hold
+ * (b NULL: none held); adds 1 to over[k] for every type the run overran.
+ * Returns 1 when a price moved, else 0. */
+static int la_price_step(double *lam, const int *used, const model_cluster *cl, int it, const la_budget *b,
+                         int *over) {
+    int n = cl->n_types, moved = 0;
+    double mean = 0;
+    for (int k = 0; k < n; k++) mean += cl->types[k].price / n;
+    for (int k = 0; k < n; k++) {
+        over[k] += used[k] > cl->types[k].count;
+        if (b && la_bud_spend(b, 0, k, 1) < 0) continue; /* held: no price */
+        double x = fmax(0.0, lam[k] + mean / (1.0 + it) * (used[k] - cl->types[k].count) /
+                                          (cl->types[k].count + 1.0));
+        moved |= x != lam[k];
+        lam[k] = x;
+    }
+    return moved;
+}
+
 /* la_bud_fill seeks, for instance g, completions by stages that fit the
  * counts with the nh types x[] held (la_budget): subgradient steps on the
- * other types' prices as la_dp_fill's, steered by la_bud_scan's run, each
+ * other types' prices as la_dp_fill's, steered by la_bud_steer's run, each
  * step adding 1 to over[k] for every type k the steering run overran;
  * returns the budget at the prices under which the cheapest fitting
  * completion was found (owned by the caller), or NULL when none fits or
  * memory runs out. */
 static la_budget *la_bud_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl, const int *x,
                               int nh, int *over) {
-    int n = cl->n_types, used[MODEL_MAX_TYPES], steered, found = 0;
+    int n = cl->n_types, used[MODEL_MAX_TYPES], found = 0;
     la_budget *b = la_bud_create(x, nh, cl, r->T, r->K);
     if (!b) return NULL;
-    double keep[MODEL_MAX_TYPES], passed[MODEL_MAX_TYPES], kept = INFINITY, mean = 0;
-    for (int k = 0; k < n; k++) mean += cl->types[k].price / n;
+    double keep[MODEL_MAX_TYPES], passed[MODEL_MAX_TYPES], kept = INFINITY;
     memset(b->lam, 0, sizeof b->lam);
     for (int it = 0; it < LA_BUD_STEPS; it++) {
         la_bud_pass(r, g, b, job, cl);
         memcpy(passed, b->lam, sizeof passed);
-        double f = la_bud_scan(r, g, b, job, cl, used, &steered);
+        double f = la_bud_fitting(r, g, b, job, cl);
+        int steered = la_bud_steer(r, g, b, job, cl, used);
         if (f < kept) {
             kept = f;
             memcpy(keep, b->lam, sizeof keep);
             found = 1;
         }
         if (!steered) break;
-        int moved = 0;
-        for (int k = 0; k < n; k++) {
-            over[k] += used[k] > cl->types[k].count; /* never a held type */
-            if (la_bud_spend(b, 0, k, 1) < 0) continue; /* held: no price */
-            double y = fmax(0.0, b->lam[k] + mean / (1.0 + it) * (used[k] - cl->types[k].count) /
-                                                 (cl->types[k].count + 1.0));
-            moved |= y != b->lam[k];
-            b->lam[k] = y;
-        }
-        if (!moved) break;
+        if (!la_price_step(b->lam, used, cl, it, b, over)) break; /* over[]: never a held type */
     }
     if (!found) {
         la_bud_free(b);
@@ -897,6 +809,72 @@ static la_budget *la_bud_fill(agent_rollout *r, int g, const model_job *job, con
     memcpy(b->lam, keep, (size_t)n * sizeof *keep);
     if (memcmp(keep, passed, (size_t)n * sizeof *keep)) la_bud_pass(r, g, b, job, cl);
     return b;
+}
+
+/* la_dp_slot returns instance g's completions by stages (the dp_*
+ * arrays of agent_rollout, its slot) as tables with no type held: one
+ * budget, the shadow prices dp_lam. The tables are borrowed, not owned. */
+static la_budget la_dp_slot(const agent_rollout *r, int g) {
+    size_t o = (size_t)g * LA_DP_LEVELS * (r->T + 1), e = o * r->K;
+    la_budget s = {0};
+    s.nb = 1;
+    s.T1 = r->T + 1;
+    s.K = r->K;
+    memcpy(s.lam, r->dp_lam + (size_t)g * r->K, (size_t)r->K * sizeof *s.lam);
+    s.P = r->dp_price + e;
+    s.TR = r->dp_true + e;
+    s.TH = r->dp_th + e;
+    s.J = r->dp_last + e;
+    s.b1 = r->dp_b1 + o;
+    s.b2 = r->dp_b2 + o;
+    s.U = r->dp_units + e * 2;
+    return s;
+}
+
+/* la_dp_pass computes instance g's completions by stages (dp_* of
+ * agent_rollout) at the shadow prices dp_lam and thresholds dp_h, and the
+ * units of each row's two cheapest entries (dp_units): la_bud_pass with no
+ * type held, the exact solver's relaxation with each stage held to its
+ * type's unit count, every stage priced as la_fill prices it. For level
+ * m, layer i and type k, the least sum of stage prices (units x (price +
+ * lambda)) over runs of usable stages of throughput at least
+ * R x LA_DP_RATIO^m (level 0: any), covering layers i..L-1, neighbours of
+ * different types, whose first stage is k on i..j; ties keep the shortest
+ * first stage, then the lowest type. */
+static void la_dp_pass(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
+    la_budget s = la_dp_slot(r, g);
+    la_bud_pass(r, g, &s, job, cl);
+}
+
+/* la_dp_fitting returns the least cost (at the own prices) of the whole
+ * job's completions by stages at the current shadow prices whose stages
+ * together fit the unit counts, over the levels: with every = 0 (features
+ * version 6) the path from layer 0 that starts with the cheapest first
+ * type (dp_b1) and the one that starts with the second cheapest (dp_b2);
+ * with every = 1 (version 7) every first stage, k on layers 0..j for every
+ * k and j, then the level's cheapest path from j + 1 -- the completions the
+ * look-ahead tries at the first decision (la_bud_fitting on the tables
+ * with no type held). INFINITY when none fits. */
+static double la_dp_fitting(agent_rollout *r, int g, const model_job *job, const model_cluster *cl, int every) {
+    if (every) {
+        la_budget s = la_dp_slot(r, g);
+        return la_bud_fitting(r, g, &s, job, cl);
+    }
+    const double *ps = r->psum + (size_t)g * 4 * (r->T + 1);
+    double best = INFINITY;
+    for (int m = 0; m < LA_DP_LEVELS; m++) {
+        la_level v = la_dp_at(r, g, m);
+        if (v.b1[0] < 0) break; /* none at this level: none above it either */
+        for (int q = 0; q < 2; q++) {
+            int t0 = q ? v.b2[0] : v.b1[0], used[MODEL_MAX_TYPES] = {0};
+            if (t0 < 0) continue;
+            double c = job->samples / v.TH[t0] / 3600.0 * v.TR[t0];
+            if (!(c < best)) continue;
+            la_dp_path(NULL, g, &v, job, cl, ps, 0, q ? v.b1[0] : -1, used);
+            if (la_fits(used, cl)) best = c;
+        }
+    }
+    return best;
 }
 
 /* la_bud_pick returns the type overrun most often (over[], ties: the
@@ -911,10 +889,10 @@ static int la_bud_pick(const model_cluster *cl, const int *over, int states) {
 }
 
 /* la_dp_fill computes instance g's completions by stages and their shadow
- * prices: from lambda = 0, subgradient steps on the whole job's completion
- * that steers them (la_dp_root), lambda_k += step x (units of k it takes -
- * c_k) / (c_k + 1), floored at 0, step = the mean unit price / (1 + step
- * number); the prices under which a completion fits the counts at the
+ * prices: from lambda = 0, subgradient steps (la_price_step) on the whole
+ * job's completion that steers them (la_dp_root), lambda_k += step x
+ * (units of k it takes - c_k) / (c_k + 1), floored at 0, step = the mean
+ * unit price / (1 + step number); the prices under which a completion fits the counts at the
  * least cost are kept (none fits: lambda = 0, version 3's paths with the
  * stages held to their counts). A job whose cheapest completion fits keeps
  * lambda = 0 after one pass. Features version 6 (r->la_version) steers by
@@ -928,9 +906,8 @@ static int la_bud_pick(const model_cluster *cl, const int *over, int states) {
  * are left with version 8, 5 with version 9. */
 static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const model_cluster *cl) {
     int n = cl->n_types, used[MODEL_MAX_TYPES], found = 0, v6 = r->la_version >= 6, over[MODEL_MAX_TYPES] = {0};
-    double *lam = r->dp_lam + (size_t)g * r->K, keep[MODEL_MAX_TYPES], kept = INFINITY, mean = 0;
+    double *lam = r->dp_lam + (size_t)g * r->K, keep[MODEL_MAX_TYPES], kept = INFINITY;
     for (int k = 0; k < r->K; k++) lam[k] = 0;
-    for (int k = 0; k < n; k++) mean += cl->types[k].price / n;
     for (int m = 0; m < LA_DP_LEVELS; m++) /* the levels' thresholds, for every pass */
         r->dp_h[(size_t)g * LA_DP_LEVELS + m] = m ? job->min_throughput * pow(LA_DP_RATIO, m) : 0.0;
     la_dp_pass(r, g, job, cl);
@@ -944,15 +921,7 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
             found = 1;
         }
         if (!isfinite(c)) break;
-        int moved = 0;
-        for (int k = 0; k < n; k++) {
-            over[k] += used[k] > cl->types[k].count;
-            double x = fmax(0.0, lam[k] + mean / (1.0 + it) * (used[k] - cl->types[k].count) /
-                                              (cl->types[k].count + 1.0));
-            moved |= x != lam[k];
-            lam[k] = x;
-        }
-        if (!moved) break;
+        if (!la_price_step(lam, used, cl, it, NULL, over)) break;
         la_dp_pass(r, g, job, cl);
     }
     int same = 1;
@@ -962,7 +931,6 @@ static void la_dp_fill(agent_rollout *r, int g, const model_job *job, const mode
         lam[k] = want;
     }
     if (!same) la_dp_pass(r, g, job, cl);
-    la_dp_units(r, g, job, cl);
     la_bud_free(r->dp_bud[g]);
     r->dp_bud[g] = NULL;
     /* version 8: none found -- hold the type the paths overran most often;
